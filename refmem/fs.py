@@ -1,0 +1,633 @@
+"""The only module that touches the filesystem: one audited walk from the root, and what uses it.
+
+Every command reaches the disk through `Root`, and every `Root` operation starts with `_walk`, which
+opens one name at a time from a directory that is already open, refusing symbolic links and
+anything that is not a directory on the way (Go's `os.Root` does the same). On POSIX a directory is
+held as a file descriptor, so a folder swapped for a link after it was checked cannot redirect us;
+where `dir_fd` and `O_NOFOLLOW` are missing (Windows) the same walk runs over checked host paths,
+which is weaker (a time-of-check/time-of-use window remains; SECURITY.md says so).
+
+Names given to this module have already passed `paths.parse_path`: no separators, no dots.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import os
+import secrets
+import stat
+import sys
+from pathlib import Path, PurePath
+from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple, cast
+
+from .paths import RESERVED_PREFIX, VirtualPath
+
+O_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
+O_DIRECTORY: int = getattr(os, "O_DIRECTORY", 0)
+O_CLOEXEC: int = getattr(os, "O_CLOEXEC", 0)
+O_NONBLOCK: int = getattr(os, "O_NONBLOCK", 0)
+O_BINARY: int = getattr(os, "O_BINARY", 0)
+FD_WALK_AVAILABLE = bool(
+    O_NOFOLLOW
+    and O_DIRECTORY
+    and {os.open, os.stat, os.mkdir, os.unlink, os.rmdir, os.rename} <= os.supports_dir_fd
+    and os.scandir in os.supports_fd
+)
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+READ_CHUNK = 1 << 20
+BOOKKEEPING_DIR = RESERVED_PREFIX
+TEMP_PREFIX = RESERVED_PREFIX + "-tmp-"
+
+
+# --- what can go wrong, as values the handler maps to messages ---------------------------------
+
+
+class FsProblem(Exception):
+    """Base for outcomes the handler turns into a result; never shown as is."""
+
+
+class Missing(FsProblem):
+    """Nothing at the path, or a path through something that is not a folder."""
+
+
+class IsLink(FsProblem):
+    """The last name is a symbolic link."""
+
+
+class NotRegular(FsProblem):
+    """The last name is a FIFO, socket, device, or a folder where a file is needed."""
+
+
+class HardLinked(FsProblem):
+    """A regular file with other names: its content may live outside the root."""
+
+
+class Exists(FsProblem):
+    """The destination is taken."""
+
+
+class ParentNotDir(FsProblem):
+    def __init__(self, parent: VirtualPath) -> None:
+        super().__init__(parent.canonical)
+        self.parent = parent
+
+
+class TooBig(FsProblem):
+    """The file is larger than an edit may read."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.size = size
+
+
+class Escaped(FsProblem):
+    """The belt-and-braces check found a location outside the root."""
+
+
+class OsFailure(FsProblem):
+    """The operating system refused; `reason` is one of the D-IO phrases."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+_REASONS: Dict[int, str] = {
+    errno.ENOSPC: "no space left on device",
+    errno.EDQUOT: "no space left on device",
+    errno.EIO: "input/output error",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.EROFS: "read-only file system",
+}
+
+
+def os_failure(error: OSError) -> OsFailure:
+    return OsFailure(_REASONS.get(error.errno or 0, "operating system error"))
+
+
+# --- kinds and entries -------------------------------------------------------------------------
+
+DIR, FILE, LINK, SPECIAL = "dir", "file", "link", "special"
+
+
+def kind_of(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return DIR
+    if stat.S_ISREG(mode):
+        return FILE
+    if stat.S_ISLNK(mode):
+        return LINK
+    return SPECIAL
+
+
+class Entry(NamedTuple):
+    kind: str
+    size: int
+    nlink: int
+    mode: int
+
+
+class Listed(NamedTuple):
+    parts: Tuple[str, ...]  # relative to the listed folder
+    kind: str  # DIR or FILE: links and special files are never listed
+    size: int
+
+
+# --- directory handles: the one place the two walk strategies differ ---------------------------
+
+
+class Dir:
+    """An open folder. With fds: `fd` is open and names resolve against it. Portable: a checked path."""
+
+    __slots__ = ("fd", "path")
+
+    def __init__(self, fd: Optional[int], path: str) -> None:
+        self.fd = fd
+        self.path = path
+
+    def ref(self, name: str) -> Tuple[str, Optional[int]]:
+        """(path argument, dir_fd) for an `os` call on `name` inside this folder."""
+        if self.fd is not None:
+            return name, self.fd
+        return os.path.join(self.path, name), None
+
+    def close(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _lstat(folder: Dir, name: str) -> Optional[os.stat_result]:
+    path, dir_fd = folder.ref(name)
+    try:
+        return os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        return None
+    except OSError as error:
+        raise os_failure(error) from None
+
+
+# --- renames that never overwrite --------------------------------------------------------------
+
+_RENAME_NOREPLACE = 1
+_AT_FDCWD = -100
+
+
+def _load_renameat2() -> Optional[Callable[..., int]]:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        function = libc.renameat2
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return cast(Callable[..., int], function)
+
+
+_renameat2 = _load_renameat2()
+
+
+def _rename_noreplace(src: Dir, src_name: str, dst: Dir, dst_name: str, is_dir: bool) -> None:
+    """Move without ever replacing: the check and the move are one step where the OS allows it."""
+    src_path, src_fd = src.ref(src_name)
+    dst_path, dst_fd = dst.ref(dst_name)
+    if _renameat2 is not None:
+        result = _renameat2(
+            _AT_FDCWD if src_fd is None else src_fd,
+            os.fsencode(src_path),
+            _AT_FDCWD if dst_fd is None else dst_fd,
+            os.fsencode(dst_path),
+            _RENAME_NOREPLACE,
+        )
+        if result == 0:
+            return
+        code = ctypes.get_errno()
+        if code == errno.EEXIST:
+            raise Exists()
+        if code not in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
+            raise os_failure(OSError(code, os.strerror(code)))
+    if not is_dir:
+        # A hard link fails on an existing name: the same never-replace guarantee, in two steps.
+        try:
+            os.link(src_path, dst_path, src_dir_fd=src_fd, dst_dir_fd=dst_fd, follow_symlinks=False)
+        except FileExistsError:
+            raise Exists() from None
+        except OSError as error:
+            if error.errno not in (errno.EPERM, errno.EXDEV, errno.ENOTSUP, errno.EMLINK):
+                raise os_failure(error) from None
+        else:
+            os.unlink(src_path, dir_fd=src_fd)
+            return
+    # Folders (and filesystems without links): checked under the handler's lock.
+    if _lstat(dst, dst_name) is not None:
+        raise Exists()
+    try:
+        os.rename(src_path, dst_path, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+    except OSError as error:
+        raise os_failure(error) from None
+
+
+# --- the root ----------------------------------------------------------------------------------
+
+
+class Root:
+    """A memory directory on disk. All access below it goes through `_walk`."""
+
+    def __init__(self, path: str | os.PathLike[str], portable: bool = False) -> None:
+        os.makedirs(path, mode=DIR_MODE, exist_ok=True)
+        self.real = os.path.realpath(path)
+        self.portable = portable or not FD_WALK_AVAILABLE
+        self._lock_fd: Optional[int] = None
+
+    # -- the walk --
+
+    def _open_root(self) -> Dir:
+        if self.portable:
+            return Dir(None, self.real)
+        try:
+            fd = os.open(self.real, os.O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        except OSError as error:
+            raise os_failure(error) from None
+        return Dir(fd, self.real)
+
+    def _open_child(self, parent: Dir, name: str) -> Dir:
+        """Enter one folder: never through a link, never into anything that is not a folder."""
+        if parent.fd is not None:
+            flags = os.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK
+            try:
+                return Dir(os.open(name, flags, dir_fd=parent.fd), "")
+            except (FileNotFoundError, NotADirectoryError):
+                raise Missing() from None
+            except OSError as error:
+                if error.errno == errno.ELOOP:
+                    raise Missing() from None  # a link is not a folder we enter
+                raise os_failure(error) from None
+        info = _lstat(parent, name)
+        if info is None or not stat.S_ISDIR(info.st_mode):
+            raise Missing()
+        child = os.path.join(parent.path, name)
+        self._confine(child)
+        return Dir(None, child)
+
+    def _confine(self, host_path: str) -> None:
+        """Belt and braces: the resolved location must lie inside the resolved root."""
+        try:
+            Path(host_path).resolve().relative_to(self.real)
+        except (ValueError, OSError, RuntimeError):
+            raise Escaped() from None
+
+    def _confine_dir(self, folder: Dir) -> None:
+        if folder.fd is None:
+            self._confine(folder.path)
+            return
+        where = _fd_path(folder.fd)
+        if where is None:
+            return
+        try:  # the kernel's answer is already resolved: compare without touching the disk again
+            PurePath(where).relative_to(self.real)
+        except ValueError:
+            raise Escaped() from None
+
+    @contextlib.contextmanager
+    def _walk(self, parts: Tuple[str, ...], create: bool = False) -> Iterator[Dir]:
+        """Open the folder `parts` names, one name at a time; with `create`, make missing folders.
+
+        Raises Missing for a path through a non-folder or a link (or ParentNotDir when creating).
+        """
+        opened: List[Dir] = [self._open_root()]
+        try:
+            for index, name in enumerate(parts):
+                try:
+                    opened.append(self._open_child(opened[-1], name))
+                except Missing:
+                    if not create:
+                        raise
+                    if _lstat(opened[-1], name) is not None:
+                        raise ParentNotDir(VirtualPath(parts[: index + 1])) from None
+                    path, dir_fd = opened[-1].ref(name)
+                    try:
+                        os.mkdir(path, DIR_MODE, dir_fd=dir_fd)
+                    except FileExistsError:
+                        pass  # made by someone else meanwhile: enter it like any other
+                    except OSError as error:
+                        raise os_failure(error) from None
+                    opened.append(self._open_child(opened[-1], name))
+                if opened[0].fd is not None and len(opened) > 2:
+                    opened[-2].close()  # keep at most the root and the current folder open
+            self._confine_dir(opened[-1])
+            yield opened[-1]
+        finally:
+            for folder in opened:
+                folder.close()
+
+    @contextlib.contextmanager
+    def _parent(self, path: VirtualPath, create: bool = False) -> Iterator[Dir]:
+        with self._walk(path.parent.parts, create) as folder:
+            yield folder
+
+    # -- queries --
+
+    def entry(self, path: VirtualPath) -> Optional[Entry]:
+        """What is at `path`, without following a link; None when nothing is."""
+        if path.is_root:
+            return Entry(DIR, 0, 1, stat.S_IFDIR | DIR_MODE)
+        try:
+            with self._parent(path) as folder:
+                info = _lstat(folder, path.name)
+        except Missing:
+            return None
+        if info is None:
+            return None
+        return Entry(kind_of(info.st_mode), info.st_size, info.st_nlink, info.st_mode)
+
+    @contextlib.contextmanager
+    def open_regular(self, path: VirtualPath, refuse_hard_links: bool = True) -> Iterator[int]:
+        """An fd open for reading on the regular file at `path`, checked after opening."""
+        with self._parent(path) as folder:
+            before = _lstat(folder, path.name)
+            if before is None:
+                raise Missing()
+            kind = kind_of(before.st_mode)
+            if kind == LINK:
+                raise IsLink()
+            if kind != FILE:
+                raise NotRegular()
+            if refuse_hard_links and before.st_nlink > 1:
+                raise HardLinked()
+            name, dir_fd = folder.ref(path.name)
+            flags = os.O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_BINARY
+            try:
+                fd = os.open(name, flags, dir_fd=dir_fd)
+            except FileNotFoundError:
+                raise Missing() from None
+            except OSError as error:
+                if error.errno == errno.ELOOP:
+                    raise IsLink() from None
+                raise os_failure(error) from None
+            try:
+                after = os.fstat(fd)
+                if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino) or not stat.S_ISREG(after.st_mode):
+                    raise OsFailure("the file changed while it was being read")
+                yield fd
+            finally:
+                os.close(fd)
+
+    def read_chunks(self, fd: int) -> Iterator[bytes]:
+        while True:
+            try:
+                chunk = os.read(fd, READ_CHUNK)
+            except OSError as error:
+                raise os_failure(error) from None
+            if not chunk:
+                return
+            yield chunk
+
+    def read_bytes(self, path: VirtualPath, limit: int) -> Tuple[bytes, int]:
+        """The whole file (for edits), refusing files over `limit` bytes: returns (data, mode)."""
+        with self.open_regular(path) as fd:
+            info = os.fstat(fd)
+            if info.st_size > limit:
+                raise TooBig(info.st_size)
+            data = b"".join(self.read_chunks(fd))
+            if len(data) > limit:
+                raise TooBig(len(data))
+            return data, stat.S_IMODE(info.st_mode)
+
+    def list_tree(self, path: VirtualPath, depth: int, cap: int) -> Tuple[List[Listed], bool]:
+        """Folders and regular files below `path`, depth first, sorted, at most `cap` of them.
+
+        Hidden names, node_modules, links and special files are left out and never entered. Each
+        folder is read only until the cap could be met, so a huge folder is not read whole.
+        """
+        found: List[Listed] = []
+        truncated = False
+
+        def visit(folder: Dir, prefix: Tuple[str, ...], level: int) -> None:
+            nonlocal truncated
+            room = cap - len(found)
+            batch: List[Tuple[str, str, int]] = []
+            target = folder.fd if folder.fd is not None else folder.path
+            try:
+                with os.scandir(target) as entries:
+                    for item in entries:
+                        if item.name.startswith(".") or item.name == "node_modules":
+                            continue
+                        try:
+                            info = item.stat(follow_symlinks=False)
+                        except OSError:
+                            continue  # vanished meanwhile
+                        kind = kind_of(info.st_mode)
+                        if kind not in (DIR, FILE):
+                            continue
+                        if len(batch) == room:
+                            truncated = True
+                            break
+                        batch.append((item.name, kind, info.st_size))
+            except OSError as error:
+                raise os_failure(error) from None
+            batch.sort(key=lambda item: item[0])
+            for name, kind, size in batch:
+                found.append(Listed(prefix + (name,), kind, size))
+                if kind == DIR and level < depth and len(found) < cap:
+                    try:
+                        child = self._open_child(folder, name)
+                    except (Missing, OsFailure):
+                        continue
+                    try:
+                        visit(child, prefix + (name,), level + 1)
+                    finally:
+                        child.close()
+                elif kind == DIR and level < depth:
+                    truncated = True
+
+        with self._walk(path.parts) as top:
+            visit(top, (), 1)
+        return found, truncated
+
+    # -- changes --
+
+    def write_new(self, path: VirtualPath, data: bytes) -> None:
+        """Create a file that must not exist yet; parents are made. All or nothing."""
+        with self._parent(path, create=True) as folder:
+            temp = self._write_temp(folder, data, FILE_MODE)
+            try:
+                _rename_noreplace(folder, temp, folder, path.name, is_dir=False)
+            except BaseException:
+                _unlink_quietly(folder, temp)
+                raise
+            _fsync_dir(folder)
+
+    def replace(self, path: VirtualPath, data: bytes, mode: int) -> None:
+        """Atomically replace an existing regular file's content, keeping its mode."""
+        with self._parent(path) as folder:
+            current = _lstat(folder, path.name)
+            if current is None:
+                raise Missing()
+            if not stat.S_ISREG(current.st_mode):
+                raise NotRegular()
+            temp = self._write_temp(folder, data, mode)
+            src, src_fd = folder.ref(temp)
+            dst, dst_fd = folder.ref(path.name)
+            try:
+                os.replace(src, dst, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+            except OSError as error:
+                _unlink_quietly(folder, temp)
+                raise os_failure(error) from None
+            _fsync_dir(folder)
+
+    def _write_temp(self, folder: Dir, data: bytes, mode: int) -> str:
+        """Write `data` to a fresh hidden temp file in `folder`, fsync it, return its name."""
+        for _ in range(8):
+            name = TEMP_PREFIX + secrets.token_hex(8)
+            path, dir_fd = folder.ref(name)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_BINARY
+            try:
+                fd = os.open(path, flags, FILE_MODE, dir_fd=dir_fd)
+            except FileExistsError:
+                continue
+            except OSError as error:
+                raise os_failure(error) from None
+            break
+        else:  # pragma: no cover - 8 collisions of 64 random bits
+            raise OsFailure("operating system error")
+        try:
+            try:
+                view = memoryview(data)
+                while view:
+                    written = os.write(fd, view)
+                    if written <= 0:
+                        raise OSError(errno.EIO, "short write")
+                    view = view[written:]
+                if hasattr(os, "fchmod"):
+                    os.fchmod(fd, mode)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as error:
+            _unlink_quietly(folder, name)
+            raise os_failure(error) from None
+        except BaseException:
+            _unlink_quietly(folder, name)
+            raise
+        return name
+
+    def delete(self, path: VirtualPath) -> None:
+        """Remove a name; a folder goes with everything in it. Links are removed, never followed."""
+        with self._parent(path) as folder:
+            info = _lstat(folder, path.name)
+            if info is None:
+                raise Missing()
+            try:
+                if stat.S_ISDIR(info.st_mode):
+                    child = self._open_child(folder, path.name)
+                    try:
+                        _empty_folder(self, child)
+                    finally:
+                        child.close()
+                    name, dir_fd = folder.ref(path.name)
+                    os.rmdir(name, dir_fd=dir_fd)
+                else:
+                    name, dir_fd = folder.ref(path.name)
+                    os.unlink(name, dir_fd=dir_fd)
+            except FileNotFoundError:
+                raise Missing() from None
+            except OSError as error:
+                raise os_failure(error) from None
+            _fsync_dir(folder)
+
+    def rename(self, old: VirtualPath, new: VirtualPath) -> None:
+        with self._parent(old) as source:
+            info = _lstat(source, old.name)
+            if info is None:
+                raise Missing()
+            with self._parent(new, create=True) as destination:
+                _rename_noreplace(source, old.name, destination, new.name, stat.S_ISDIR(info.st_mode))
+                _fsync_dir(destination)
+            _fsync_dir(source)
+
+    # -- the lock for read-modify-write --
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """An exclusive lock shared by every handler and process on this root (flock)."""
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - Windows: one process per root is assumed
+            yield
+            return
+        with self._walk((BOOKKEEPING_DIR,), create=True) as folder:
+            path, dir_fd = folder.ref("lock")
+            try:
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC, FILE_MODE, dir_fd=dir_fd)
+            except OSError as error:
+                raise os_failure(error) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+
+def _empty_folder(root: Root, folder: Dir) -> None:
+    """Remove everything inside an open folder, depth first, by name, never following a link."""
+    target = folder.fd if folder.fd is not None else folder.path
+    with os.scandir(target) as entries:
+        names = [(item.name, item.is_dir(follow_symlinks=False)) for item in entries]
+    for name, is_dir in names:
+        path, dir_fd = folder.ref(name)
+        if is_dir:
+            child = root._open_child(folder, name)
+            try:
+                _empty_folder(root, child)
+            finally:
+                child.close()
+            os.rmdir(path, dir_fd=dir_fd)
+        else:
+            os.unlink(path, dir_fd=dir_fd)
+
+
+def _unlink_quietly(folder: Dir, name: str) -> None:
+    path, dir_fd = folder.ref(name)
+    with contextlib.suppress(OSError):
+        os.unlink(path, dir_fd=dir_fd)
+
+
+def _fsync_dir(folder: Dir) -> None:
+    """Make a rename or unlink durable. Best effort where folders cannot be opened (Windows)."""
+    if folder.fd is not None:
+        with contextlib.suppress(OSError):
+            os.fsync(folder.fd)
+        return
+    with contextlib.suppress(OSError):
+        fd = os.open(folder.path, os.O_RDONLY | O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _fd_path(fd: int) -> Optional[str]:
+    """The host path an open folder has now (Linux /proc, macOS F_GETPATH); None if unknown."""
+    if sys.platform.startswith("linux"):
+        try:
+            return os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            return None
+    try:
+        import fcntl
+
+        getpath = getattr(fcntl, "F_GETPATH", None)
+        if getpath is None:
+            return None
+        raw = fcntl.fcntl(fd, getpath, b"\0" * 1024)
+        return os.fsdecode(raw.split(b"\0", 1)[0])
+    except (ImportError, OSError):
+        return None

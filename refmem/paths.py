@@ -1,0 +1,192 @@
+"""The model's path string to a canonical tuple of names, or an error naming the rule broken.
+
+Parsing is pure and strict: every location has exactly one accepted spelling (plus one optional
+trailing slash), and every spelling that could mean something else to some filesystem, decoder or
+normaliser along the way is refused rather than interpreted. The walk in `fs.py` then only ever sees
+plain names, never separators, dots or escapes.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Callable, List, NamedTuple, Optional, Tuple
+
+from .limits import DEFAULT_LIMITS, Limits
+from .messages import is_unsafe_char
+
+ROOT = "/memories"
+RESERVED_PREFIX = ".refmem"
+
+
+class PathError(ValueError):
+    """A path string broke one of the rules; `rule` is the sentence shown to the model."""
+
+    def __init__(self, rule: str) -> None:
+        super().__init__(rule)
+        self.rule = rule
+
+
+class VirtualPath(NamedTuple):
+    parts: Tuple[str, ...]
+    trailing_slash: bool = False
+
+    @property
+    def canonical(self) -> str:
+        return "/".join((ROOT,) + self.parts)
+
+    @property
+    def is_root(self) -> bool:
+        return not self.parts
+
+    @property
+    def parent(self) -> VirtualPath:
+        return VirtualPath(self.parts[:-1])
+
+    @property
+    def name(self) -> str:
+        return self.parts[-1] if self.parts else ""
+
+    def child(self, name: str) -> VirtualPath:
+        return VirtualPath(self.parts + (name,))
+
+    def is_within(self, other: VirtualPath) -> bool:
+        """True when self is other or lies below it."""
+        return self.parts[: len(other.parts)] == other.parts
+
+
+RULE_PREFIX = "it must be /memories or start with /memories/"
+RULE_EMPTY = 'empty segments ("//") are not allowed'
+RULE_DOTS = '"." and ".." segments are not allowed'
+RULE_BACKSLASH = "backslashes are not allowed"
+RULE_CONTROL = "control characters are not allowed"
+RULE_PERCENT = "percent-encoded separators, dots and control characters are not allowed"
+RULE_NFKC = (
+    'names that Unicode normalisation (NFKC) turns into "." or ".." or that contain a '
+    "look-alike separator are not allowed"
+)
+RULE_TRAILING = "names must not end with a dot or a space"
+RULE_WINDOWS_CHARS = 'names must not contain any of < > : " | ? *'
+RULE_DEVICE = "Windows device names (CON, PRN, AUX, NUL, COM1-COM9, LPT1-LPT9) are not allowed"
+RULE_RESERVED = f'names starting with "{RESERVED_PREFIX}" are reserved for the handler\'s own files'
+
+_PERCENT_BYTE = re.compile(r"%([0-9A-Fa-f]{2})")
+_PERCENT_U = re.compile(r"%[uU]([0-9A-Fa-f]{4})")
+_WINDOWS_CHARS = frozenset('<>:"|?*')
+_DEVICE_NAMES = frozenset(
+    ["CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"]
+    + [f"{stem}{n}" for stem in ("COM", "LPT") for n in "123456789\u00b9\u00b2\u00b3"]
+)
+_MAX_DECODE_ROUNDS = 8
+
+
+def _percent_decode_once(text: str) -> str:
+    """Decode %uNNNN and %XX the way lenient servers do: bytes as UTF-8, invalid ones as Latin-1.
+
+    Decoding invalid UTF-8 leniently is deliberate: an overlong `%c0%ae` must surface as something
+    suspicious rather than vanish, and the overlong check below looks at the raw bytes anyway.
+    """
+    text = _PERCENT_U.sub(lambda m: chr(int(m.group(1), 16)), text)
+
+    def bytes_run(match: re.Match[str]) -> str:
+        raw = bytes(int(h, 16) for h in re.findall(r"%([0-9A-Fa-f]{2})", match.group(0)))
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return raw.decode("latin-1")
+
+    return re.sub(r"(?:%[0-9A-Fa-f]{2})+", bytes_run, text)
+
+
+def _has_overlong_utf8(text: str) -> bool:
+    """Overlong encodings (`%c0%ae` = "."): lead bytes C0/C1, or E0/F0 followed by a too-small byte."""
+    raw = [int(h, 16) for h in _PERCENT_BYTE.findall(text)]
+    for index, byte in enumerate(raw):
+        nxt = raw[index + 1] if index + 1 < len(raw) else 0x80
+        if byte in (0xC0, 0xC1) or (byte == 0xE0 and nxt < 0xA0) or (byte == 0xF0 and nxt < 0x90):
+            return True
+    return False
+
+
+def _dangerous_text(text: str) -> bool:
+    """Would this text, read as a name, be a separator, a dot segment or carry a control?"""
+    if text in (".", "..") or "/" in text or "\\" in text:
+        return True
+    return any(is_unsafe_char(char) for char in text)
+
+
+def _percent_hides_something(name: str) -> bool:
+    if "%" not in name:
+        return False
+    if _has_overlong_utf8(name):
+        return True
+    current = name
+    for _ in range(_MAX_DECODE_ROUNDS):
+        decoded = _percent_decode_once(current)
+        if decoded == current:
+            return False
+        if _dangerous_text(decoded) or _dangerous_text(unicodedata.normalize("NFKC", decoded)):
+            return True
+        current = decoded
+    return True  # still decoding after 8 rounds: refuse rather than guess
+
+
+def _nfkc_hides_something(name: str) -> bool:
+    folded = unicodedata.normalize("NFKC", name)
+    if folded == name:
+        return False
+    return folded in (".", "..") or "/" in folded or "\\" in folded or ".." in folded.split("/")
+
+
+def _is_device_name(name: str) -> bool:
+    stem = name.split(".", 1)[0].rstrip(" ").upper()
+    return stem in _DEVICE_NAMES
+
+
+# Each name rule: (rule sentence, predicate that is True when the name breaks it). Order matters:
+# the first broken rule is reported, and the cheap structural rules come first.
+NameRule = Tuple[str, Callable[[str], bool]]
+NAME_RULES: List[NameRule] = [
+    (RULE_DOTS, lambda name: name in (".", "..")),
+    (RULE_BACKSLASH, lambda name: "\\" in name),
+    (RULE_CONTROL, lambda name: any(is_unsafe_char(char) for char in name)),
+    (RULE_PERCENT, _percent_hides_something),
+    (RULE_NFKC, _nfkc_hides_something),
+    (RULE_TRAILING, lambda name: name[-1] in ". "),
+    (RULE_WINDOWS_CHARS, lambda name: any(char in _WINDOWS_CHARS for char in name)),
+    (RULE_DEVICE, _is_device_name),
+    (RULE_RESERVED, lambda name: name.lower().startswith(RESERVED_PREFIX)),
+]
+
+
+def _first_broken_rule(name: str, limits: Limits) -> Optional[str]:
+    if name == "":
+        return RULE_EMPTY
+    for rule, broken in NAME_RULES:
+        if broken(name):
+            return rule
+    if len(name.encode("utf-8", "surrogatepass")) > limits.max_name_bytes:
+        return f"a name may be at most {limits.max_name_bytes} bytes"
+    return None
+
+
+def parse_path(raw: str, limits: Limits = DEFAULT_LIMITS) -> VirtualPath:
+    """Parse a model-supplied path; raise PathError with the first rule it breaks."""
+    if raw == ROOT or raw == ROOT + "/":
+        return VirtualPath((), raw.endswith("/"))
+    if not raw.startswith(ROOT + "/"):
+        raise PathError(RULE_PREFIX)
+    rest = raw[len(ROOT) + 1 :]
+    trailing_slash = rest.endswith("/")
+    if trailing_slash:
+        rest = rest[:-1]
+    names = rest.split("/")
+    for name in names:
+        rule = _first_broken_rule(name, limits)
+        if rule is not None:
+            raise PathError(rule)
+    if len(raw.encode("utf-8")) > limits.max_path_bytes:
+        raise PathError(f"a path may be at most {limits.max_path_bytes} bytes")
+    if len(names) > limits.max_depth:
+        raise PathError(f"a path may be at most {limits.max_depth} levels deep")
+    return VirtualPath(tuple(names), trailing_slash)

@@ -1,0 +1,229 @@
+"""Pure text work: lines, line endings, numbering, sizes, edits and the streaming view window.
+
+Nothing here touches the filesystem, so every rule about what a "line" is, how a file is shown and
+how an edit lands can be tested exhaustively without a disk.
+"""
+
+from __future__ import annotations
+
+import codecs
+from typing import Iterable, List, NamedTuple, Optional, Sequence, Tuple
+
+LINE_NUMBER_WIDTH = 6
+SNIPPET_CONTEXT = 4
+_UNITS = "KMGTPE"
+
+
+def human_size(size: int) -> str:
+    """GNU `ls -h` style: 1023B, 1.0K, 1.5K, 9.9K, 10K, 1.2M; always rounded up (D-VIEW-SIZE)."""
+    if size < 1024:
+        return f"{size}B"
+    for power, unit in enumerate(_UNITS, start=1):
+        scale = 1024**power
+        if size * 10 < scale * 100:  # below 10 units: one decimal
+            tenths = -(-size * 10 // scale)
+            return f"{tenths // 10}.{tenths % 10}{unit}" if tenths < 100 else f"10{unit}"
+        whole = -(-size // scale)
+        if whole < 1024 or unit == _UNITS[-1]:
+            return f"{whole}{unit}"
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def split_lines(text: str) -> List[str]:
+    """Lines per D-VIEW-LINES: split at \\n; a final \\n ends the last line, it starts none."""
+    if text == "":
+        return []
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def is_crlf(text: str) -> bool:
+    """A CRLF file: at least one line ending, and every one of them is \\r\\n (D-VIEW-CRLF)."""
+    newlines = text.count("\n")
+    return newlines > 0 and text.count("\r\n") == newlines
+
+
+def numbered_line(number: int, text: str) -> str:
+    return f"{number:>{LINE_NUMBER_WIDTH}}\t{text}"
+
+
+class NumberedBody(NamedTuple):
+    body: str
+    last_shown: int  # number of the last line shown whole, 0 when none
+    cut_line: Optional[Tuple[int, int, int]]  # (number, full length, characters shown)
+
+
+def fit_numbered(lines: Sequence[Tuple[int, str, int]], budget: int) -> NumberedBody:
+    """Number lines and keep as many whole ones as fit in `budget` characters (D-VIEW-PAGINATE).
+
+    `lines` holds (number, text, full length); text may already be shorter than its full length when
+    the reader stopped keeping a very long line. When not even the first line fits, it is cut inside.
+    """
+    parts: List[str] = []
+    used = 0
+    last = 0
+    for number, text, length in lines:
+        rendered = numbered_line(number, text)
+        extra = len(rendered) + (1 if parts else 0)
+        if used + extra <= budget and len(text) == length:
+            parts.append(rendered)
+            used += extra
+            last = number
+            continue
+        if parts:
+            return NumberedBody("\n".join(parts), last, None)
+        shown = max(0, budget - len(numbered_line(number, "")))
+        return NumberedBody(numbered_line(number, text[:shown]), 0, (number, length, shown))
+    return NumberedBody("\n".join(parts), last, None)
+
+
+class WindowResult(NamedTuple):
+    n_lines: int
+    crlf: bool
+    lines: List[Tuple[int, str, int]]  # (number, text, full length) for kept lines
+
+
+class ViewWindow:
+    """Stream a file's bytes once, keeping only the lines a view can show.
+
+    Memory stays bounded by the character budget whatever the file's size: lines outside the window
+    are counted, not kept, and a kept line stops growing once it alone exceeds the budget. The whole
+    file is still decoded, so a non-UTF-8 byte anywhere is reported (ValueError), and every line is
+    counted, so the 999,999-line limit is honest.
+    """
+
+    def __init__(self, first: int, last: Optional[int], budget: int) -> None:
+        self._first = first
+        self._last = last
+        self._budget = budget
+        self._decoder = codecs.getincrementaldecoder("utf-8")("strict")
+        self._line = 1  # number of the line being read
+        self._newlines = 0
+        self._crlf_newlines = 0
+        self._previous_char = ""
+        self._kept: List[Tuple[int, str, int]] = []
+        self._kept_chars = 0
+        self._current: List[str] = []
+        self._current_kept = 0
+        self._current_len = 0
+        self._full = False  # enough kept to fill the budget even after CR stripping
+
+    def _keeping(self) -> bool:
+        in_range = self._line >= self._first and (self._last is None or self._line <= self._last)
+        return in_range and not self._full
+
+    def feed(self, data: bytes, final: bool = False) -> None:
+        text = self._decoder.decode(data, final)
+        if text:
+            self._feed_text(text)
+
+    def _feed_text(self, text: str) -> None:
+        newlines = text.count("\n")
+        self._newlines += newlines
+        self._crlf_newlines += text.count("\r\n") + (1 if self._previous_char == "\r" and text[0] == "\n" else 0)
+        self._previous_char = text[-1]
+        touches = (
+            not self._full and self._line + newlines >= self._first and (self._last is None or self._line <= self._last)
+        )
+        if not touches:  # fast path: count, keep nothing
+            if newlines:
+                self._line += newlines
+                self._current_len = len(text) - text.rfind("\n") - 1
+            else:
+                self._current_len += len(text)
+            return
+        pieces = text.split("\n")
+        for piece in pieces[:-1]:
+            self._add(piece)
+            self._end_line()
+        self._add(pieces[-1])
+
+    def _add(self, piece: str) -> None:
+        if self._keeping():
+            room = self._budget + 2 - self._current_kept
+            if room > 0 and piece:
+                self._current.append(piece[:room])
+                self._current_kept += min(room, len(piece))
+        self._current_len += len(piece)
+
+    def _end_line(self) -> None:
+        if self._keeping():
+            text = "".join(self._current)
+            self._kept.append((self._line, text, self._current_len))
+            self._kept_chars += len(numbered_line(self._line, text)) + 1
+            if self._kept_chars - 2 * len(self._kept) > self._budget:
+                self._full = True
+        self._line += 1
+        self._current = []
+        self._current_kept = 0
+        self._current_len = 0
+
+    def finish(self) -> WindowResult:
+        self.feed(b"", final=True)
+        if self._current_len:
+            self._end_line()
+        n_lines = self._line - 1
+        crlf = self._newlines > 0 and self._crlf_newlines == self._newlines
+        kept = self._kept
+        if crlf:
+            kept = [
+                (n, t[:-1], length - 1) if n <= self._newlines and t.endswith("\r") else (n, t, length)
+                for n, t, length in kept
+            ]
+        return WindowResult(n_lines, crlf, kept)
+
+
+def read_window(chunks: Iterable[bytes], first: int, last: Optional[int], budget: int) -> WindowResult:
+    window = ViewWindow(first, last, budget)
+    for chunk in chunks:
+        window.feed(chunk)
+    return window.finish()
+
+
+# --- edits ------------------------------------------------------------------------------------
+
+
+def occurrences(text: str, needle: str) -> List[int]:
+    """Start offsets of every occurrence, overlapping ones included (D-STR-COUNT)."""
+    found: List[int] = []
+    position = text.find(needle)
+    while position != -1:
+        found.append(position)
+        position = text.find(needle, position + 1)
+    return found
+
+
+def line_of(text: str, offset: int) -> int:
+    """1-based line number of a character offset."""
+    return text.count("\n", 0, offset) + 1
+
+
+class Edit(NamedTuple):
+    text: str
+    first_line: int  # first changed line, 1-based
+    last_line: int  # last line of the inserted text, 1-based
+
+
+def replace_once(text: str, offset: int, old: str, new: str) -> Edit:
+    result = text[:offset] + new + text[offset + len(old) :]
+    first = line_of(text, offset)
+    return Edit(result, first, first + new.count("\n"))
+
+
+def insert_lines(text: str, after_line: int, insert_text: str) -> str:
+    """Insert whole lines after line `after_line` (D-INSERT-SEMANTICS)."""
+    lines = split_lines(text)
+    new_lines = insert_text[:-1].split("\n") if insert_text.endswith("\n") else insert_text.split("\n")
+    final_newline = text.endswith("\n") if lines else insert_text.endswith("\n")
+    merged = lines[:after_line] + new_lines + lines[after_line:]
+    return "\n".join(merged) + ("\n" if final_newline else "")
+
+
+def snippet_lines(text: str, first_line: int, last_line: int) -> List[Tuple[int, str, int]]:
+    """The lines around an edit: SNIPPET_CONTEXT before the first to SNIPPET_CONTEXT after the last."""
+    lines = split_lines(text)
+    start = max(1, first_line - SNIPPET_CONTEXT)
+    stop = min(len(lines), last_line + SNIPPET_CONTEXT)
+    return [(n, lines[n - 1], len(lines[n - 1])) for n in range(start, stop + 1)]
