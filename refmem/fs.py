@@ -19,7 +19,7 @@ import os
 import secrets
 import stat
 import sys
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple, cast
 
 from .paths import RESERVED_PREFIX, VirtualPath
@@ -59,6 +59,10 @@ class IsLink(FsProblem):
 
 class NotRegular(FsProblem):
     """The last name is a FIFO, socket, device, or a folder where a file is needed."""
+
+    def __init__(self, kind: str = "special") -> None:
+        super().__init__(kind)
+        self.kind = kind
 
 
 class HardLinked(FsProblem):
@@ -143,11 +147,12 @@ class Listed(NamedTuple):
 class Dir:
     """An open folder. With fds: `fd` is open and names resolve against it. Portable: a checked path."""
 
-    __slots__ = ("fd", "path")
+    __slots__ = ("fd", "path", "owned")
 
-    def __init__(self, fd: Optional[int], path: str) -> None:
+    def __init__(self, fd: Optional[int], path: str, owned: bool = True) -> None:
         self.fd = fd
         self.path = path
+        self.owned = owned  # the root's descriptor is borrowed for a walk, never closed by it
 
     def ref(self, name: str) -> Tuple[str, Optional[int]]:
         """(path argument, dir_fd) for an `os` call on `name` inside this folder."""
@@ -156,9 +161,9 @@ class Dir:
         return os.path.join(self.path, name), None
 
     def close(self) -> None:
-        if self.fd is not None:
+        if self.fd is not None and self.owned:
             os.close(self.fd)
-            self.fd = None
+        self.fd = None
 
 
 def _lstat(folder: Dir, name: str) -> Optional[os.stat_result]:
@@ -245,18 +250,31 @@ class Root:
         os.makedirs(path, mode=DIR_MODE, exist_ok=True)
         self.real = os.path.realpath(path)
         self.portable = portable or not FD_WALK_AVAILABLE
-        self._lock_fd: Optional[int] = None
+        self._root_fd: Optional[int] = None
+        if not self.portable:
+            try:
+                self._root_fd = os.open(self.real, os.O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            except OSError as error:
+                raise os_failure(error) from None
+
+    def close(self) -> None:
+        """Release the root's descriptor. The handler opens it once and keeps it for its lifetime."""
+        fd, self._root_fd = self._root_fd, None
+        if fd is not None:
+            os.close(fd)
+
+    def __del__(self) -> None:
+        with contextlib.suppress(Exception):
+            self.close()
 
     # -- the walk --
 
     def _open_root(self) -> Dir:
         if self.portable:
             return Dir(None, self.real)
-        try:
-            fd = os.open(self.real, os.O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        except OSError as error:
-            raise os_failure(error) from None
-        return Dir(fd, self.real)
+        if self._root_fd is None:
+            raise OsFailure("operating system error")  # used after close()
+        return Dir(self._root_fd, self.real, owned=False)
 
     def _open_child(self, parent: Dir, name: str) -> Dir:
         """Enter one folder: never through a link, never into anything that is not a folder."""
@@ -288,13 +306,14 @@ class Root:
         if folder.fd is None:
             self._confine(folder.path)
             return
+        if not folder.owned:
+            return  # the root itself, opened from its resolved path
         where = _fd_path(folder.fd)
         if where is None:
             return
-        try:  # the kernel's answer is already resolved: compare without touching the disk again
-            PurePath(where).relative_to(self.real)
-        except ValueError:
-            raise Escaped() from None
+        # The kernel's answer is already resolved: compare without touching the disk again.
+        if where != self.real and not where.startswith(self.real.rstrip(os.sep) + os.sep):
+            raise Escaped()
 
     @contextlib.contextmanager
     def _walk(self, parts: Tuple[str, ...], create: bool = False) -> Iterator[Dir]:
@@ -349,8 +368,11 @@ class Root:
         return Entry(kind_of(info.st_mode), info.st_size, info.st_nlink, info.st_mode)
 
     @contextlib.contextmanager
-    def open_regular(self, path: VirtualPath, refuse_hard_links: bool = True) -> Iterator[int]:
-        """An fd open for reading on the regular file at `path`, checked after opening."""
+    def open_regular(self, path: VirtualPath, refuse_hard_links: bool = True) -> Iterator[Tuple[int, os.stat_result]]:
+        """(fd, fstat result) of the regular file at `path`, open for reading and checked after opening.
+
+        Raises NotRegular with the kind found (a folder included), IsLink, HardLinked or Missing.
+        """
         with self._parent(path) as folder:
             before = _lstat(folder, path.name)
             if before is None:
@@ -359,7 +381,7 @@ class Root:
             if kind == LINK:
                 raise IsLink()
             if kind != FILE:
-                raise NotRegular()
+                raise NotRegular(kind)
             if refuse_hard_links and before.st_nlink > 1:
                 raise HardLinked()
             name, dir_fd = folder.ref(path.name)
@@ -376,7 +398,7 @@ class Root:
                 after = os.fstat(fd)
                 if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino) or not stat.S_ISREG(after.st_mode):
                     raise OsFailure("the file changed while it was being read")
-                yield fd
+                yield fd, after
             finally:
                 os.close(fd)
 
@@ -392,14 +414,24 @@ class Root:
 
     def read_bytes(self, path: VirtualPath, limit: int) -> Tuple[bytes, int]:
         """The whole file (for edits), refusing files over `limit` bytes: returns (data, mode)."""
-        with self.open_regular(path) as fd:
-            info = os.fstat(fd)
-            if info.st_size > limit:
-                raise TooBig(info.st_size)
-            data = b"".join(self.read_chunks(fd))
+        with self.open_regular(path) as (fd, info):
+            size = info.st_size
+            if size > limit:
+                raise TooBig(size)
+            data = self.read_all(fd, size)
             if len(data) > limit:
                 raise TooBig(len(data))
             return data, stat.S_IMODE(info.st_mode)
+
+    def read_all(self, fd: int, size_hint: int) -> bytes:
+        """Read to the end: usually one call, since `size_hint` comes from fstat."""
+        try:
+            first = os.read(fd, size_hint + 1)
+        except OSError as error:
+            raise os_failure(error) from None
+        if len(first) <= size_hint:
+            return first
+        return first + b"".join(self.read_chunks(fd))
 
     def list_tree(self, path: VirtualPath, depth: int, cap: int) -> Tuple[List[Listed], bool]:
         """Folders and regular files below `path`, depth first, sorted, at most `cap` of them.

@@ -18,6 +18,7 @@ from .messages import Rendered, clip, escape, render
 from .paths import PathError, VirtualPath, parse_path
 
 DIR_SIZE = "4.0K"  # D-VIEW-DIR-SIZE
+SMALL_FILE_BYTES = 256 * 1024  # views of files up to this size read them whole; larger ones stream
 RULE_FILE_SLASH = 'a file path must not end with "/"'
 
 
@@ -231,20 +232,41 @@ class MemoryHandler:
     def _view(self, command: Mapping[str, Any]) -> Rendered:
         path = self._path(command["path"])
         view_range = command.get("view_range")
-        entry = self.root.entry(path)
-        if entry is None or (path.trailing_slash and entry.kind != fs.DIR):
-            return render("view_missing", path=path.canonical)
-        if entry.kind == fs.DIR:
-            if view_range is not None:
-                return render("view_range_on_dir")
-            return self._listing(path)
-        self._require_allowed(path)
+        if path.is_root:
+            return self._view_dir(path, view_range)
         try:
-            return self._view_file(path, view_range)
+            with self.root.open_regular(path, self.refuse_hard_links) as (fd, info):
+                if path.trailing_slash:
+                    return render("view_missing", path=path.canonical)
+                self._require_allowed(path)
+                window = self._read_window(fd, info.st_size, view_range)
+        except fs.NotRegular as problem:
+            if problem.kind == fs.DIR:
+                return self._view_dir(path, view_range)
+            return self._problem(problem, "view", path)
+        except UnicodeDecodeError:
+            return render("not_utf8", path=path.canonical)
         except fs.Missing:
             return render("view_missing", path=path.canonical)
         except fs.FsProblem as problem:
+            if path.trailing_slash:
+                return render("view_missing", path=path.canonical)
             return self._problem(problem, "view", path)
+        return self._render_file(path, window, view_range)
+
+    def _view_dir(self, path: VirtualPath, view_range: Optional[Sequence[int]]) -> Rendered:
+        if view_range is not None:
+            return render("view_range_on_dir")
+        return self._listing(path)
+
+    def _read_window(self, fd: int, size: int, view_range: Optional[Sequence[int]]) -> text.WindowResult:
+        """Small files are read whole (one call); larger ones are streamed in bounded memory."""
+        start, end = (view_range[0], view_range[1]) if view_range is not None else (1, -1)
+        last_wanted = None if end == -1 else end
+        if size <= SMALL_FILE_BYTES:
+            content = self.root.read_all(fd, size).decode("utf-8")
+            return text.window_from_text(content, start, last_wanted)
+        return text.read_window(self.root.read_chunks(fd), max(start, 1), last_wanted, self.limits.max_view_chars)
 
     def _listing(self, path: VirtualPath) -> Rendered:
         try:
@@ -265,16 +287,11 @@ class MemoryHandler:
             lines.append(render("listing_truncated", n=len(found)).output)
         return Rendered("\n".join(lines), False)
 
-    def _view_file(self, path: VirtualPath, view_range: Optional[Sequence[int]]) -> Rendered:
+    def _render_file(
+        self, path: VirtualPath, window: text.WindowResult, view_range: Optional[Sequence[int]]
+    ) -> Rendered:
         start, end = (view_range[0], view_range[1]) if view_range is not None else (1, -1)
         last_wanted = None if end == -1 else end
-        with self.root.open_regular(path, self.refuse_hard_links) as fd:
-            try:
-                window = text.read_window(
-                    self.root.read_chunks(fd), max(start, 1), last_wanted, self.limits.max_view_chars
-                )
-            except UnicodeDecodeError:
-                return render("not_utf8", path=path.canonical)
         n_lines = window.n_lines
         if n_lines > self.limits.max_lines:
             return render("view_too_many_lines", path=path.canonical)
@@ -286,7 +303,7 @@ class MemoryHandler:
                 return render("view_range_end_past", view_range=shown_range, end=end, n_lines=n_lines)
             if end != -1 and end < start:
                 return render("view_range_end_before", view_range=shown_range, end=end, start=start)
-        body = text.fit_numbered(window.lines, self.limits.max_view_chars)
+        body = text.fit_numbered(window.lines, self.limits.max_view_chars, window.complete)
         parts = [render("view_file_header", path=path.canonical).output]
         if body.body:
             parts.append(body.body)
@@ -337,11 +354,9 @@ class MemoryHandler:
     # -- str_replace and insert: read, change, write back under the lock --
 
     def _edit(
-        self, command: Mapping[str, Any], name: str, change: Callable[[VirtualPath, str], Tuple[str, Rendered]]
+        self, path: VirtualPath, name: str, change: Callable[[VirtualPath, str], Tuple[str, Rendered]]
     ) -> Rendered:
-        path = self._path(command["path"])
         missing = "str_replace_missing" if name == "str_replace" else "insert_missing"
-        self._require_allowed(path)
         try:
             with self.root.locked():
                 entry = self.root.entry(path)
@@ -365,10 +380,11 @@ class MemoryHandler:
             return self._problem(problem, name, path)
 
     def _str_replace(self, command: Mapping[str, Any]) -> Rendered:
+        path = self._path(command["path"])
         old_raw: str = command["old_str"]
         if old_raw == "":
-            self._path(command["path"])
             return render("str_replace_empty")
+        self._require_allowed(path)
         new_raw = self._policy(command["new_str"])
 
         def change(path: VirtualPath, content: str) -> Tuple[str, Rendered]:
@@ -389,16 +405,18 @@ class MemoryHandler:
                 )
             edit = text.replace_once(content, found[0], old, new)
             snippet = text.fit_numbered(
-                text.snippet_lines(edit.text, edit.first_line, edit.last_line), self.limits.max_view_chars
+                text.snippet_lines(edit.text, edit.first_line, edit.last_line), self.limits.max_view_chars, True
             )
             head = render("str_replace_ok", path=path.canonical).output
             output = head + ("\n" + snippet.body if snippet.body else "")
             return edit.text, Rendered(output, False)
 
-        return self._edit(command, "str_replace", change)
+        return self._edit(path, "str_replace", change)
 
     def _insert(self, command: Mapping[str, Any]) -> Rendered:
+        path = self._path(command["path"])
         line: int = command["insert_line"]
+        self._require_allowed(path)
         insert_text = self._policy(command["insert_text"])
 
         def change(path: VirtualPath, content: str) -> Tuple[str, Rendered]:
@@ -408,7 +426,7 @@ class MemoryHandler:
             lines_text = insert_text.replace("\r\n", "\n")
             return text.insert_lines(content, line, lines_text), render("insert_ok", path=path.canonical)
 
-        return self._edit(command, "insert", change)
+        return self._edit(path, "insert", change)
 
     # -- delete and rename --
 

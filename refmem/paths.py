@@ -159,13 +159,22 @@ NAME_RULES: List[NameRule] = [
 ]
 
 
+# Plain ASCII names (the common case) cannot break the escape, control, Unicode or character rules,
+# so only the rules that can still apply are run on them; the outcome is the same, only faster.
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.\- ]+")
+_PLAIN_NAME_RULES: List[NameRule] = [
+    rule for rule in NAME_RULES if rule[0] in (RULE_DOTS, RULE_TRAILING, RULE_DEVICE, RULE_RESERVED)
+]
+
+
 def _first_broken_rule(name: str, limits: Limits) -> Optional[str]:
     if name == "":
         return RULE_EMPTY
-    for rule, broken in NAME_RULES:
+    rules = _PLAIN_NAME_RULES if _PLAIN_NAME.fullmatch(name) else NAME_RULES
+    for rule, broken in rules:
         if broken(name):
             return rule
-    if len(name.encode("utf-8", "surrogatepass")) > limits.max_name_bytes:
+    if len(name) > limits.max_name_bytes // 4 and len(name.encode("utf-8", "surrogatepass")) > limits.max_name_bytes:
         return f"a name may be at most {limits.max_name_bytes} bytes"
     return None
 

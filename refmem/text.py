@@ -55,17 +55,23 @@ class NumberedBody(NamedTuple):
     cut_line: Optional[Tuple[int, int, int]]  # (number, full length, characters shown)
 
 
-def fit_numbered(lines: Sequence[Tuple[int, str, int]], budget: int) -> NumberedBody:
+def fit_numbered(lines: Sequence[Tuple[int, str, int]], budget: int, complete: bool = False) -> NumberedBody:
     """Number lines and keep as many whole ones as fit in `budget` characters (D-VIEW-PAGINATE).
 
     `lines` holds (number, text, full length); text may already be shorter than its full length when
-    the reader stopped keeping a very long line. When not even the first line fits, it is cut inside.
+    the reader stopped keeping a very long line (`complete` promises none was). When not even the
+    first line fits, it is cut inside.
     """
+    rendered_all = [f"{number:>6}\t{text}" for number, text, _ in lines]
+    if sum(map(len, rendered_all)) + len(rendered_all) - 1 <= budget and (
+        complete or all(len(text) == length for _, text, length in lines)
+    ):  # the common case: everything fits
+        return NumberedBody("\n".join(rendered_all), lines[-1][0] if lines else 0, None)
     parts: List[str] = []
     used = 0
     last = 0
     for number, text, length in lines:
-        rendered = numbered_line(number, text)
+        rendered = f"{number:>6}\t{text}"
         extra = len(rendered) + (1 if parts else 0)
         if used + extra <= budget and len(text) == length:
             parts.append(rendered)
@@ -83,6 +89,7 @@ class WindowResult(NamedTuple):
     n_lines: int
     crlf: bool
     lines: List[Tuple[int, str, int]]  # (number, text, full length) for kept lines
+    complete: bool = False  # True when every kept text is its whole line
 
 
 class ViewWindow:
@@ -175,7 +182,17 @@ class ViewWindow:
         return WindowResult(n_lines, crlf, kept)
 
 
+def window_from_text(content: str, first: int, last: Optional[int]) -> WindowResult:
+    """The same answer as ViewWindow for a text already in memory (small files): the plain definition."""
+    crlf = is_crlf(content)
+    lines = split_lines(content.replace("\r\n", "\n") if crlf else content)
+    stop = len(lines) if last is None else min(last, len(lines))
+    kept = [(number, lines[number - 1], len(lines[number - 1])) for number in range(max(first, 1), stop + 1)]
+    return WindowResult(len(lines), crlf, kept, True)
+
+
 def read_window(chunks: Iterable[bytes], first: int, last: Optional[int], budget: int) -> WindowResult:
+    """Stream a file through ViewWindow (see its docstring); raises UnicodeDecodeError for non-UTF-8."""
     window = ViewWindow(first, last, budget)
     for chunk in chunks:
         window.feed(chunk)
