@@ -18,6 +18,7 @@ from .messages import Rendered, clip, escape, render
 from .paths import PathError, VirtualPath, parse_path
 
 DIR_SIZE = "4.0K"  # D-VIEW-DIR-SIZE
+ESCAPED_REASON = "a folder on the way moved outside /memories while it was in use"
 SMALL_FILE_BYTES = 256 * 1024  # views of files up to this size read them whole; larger ones stream
 RULE_FILE_SLASH = 'a file path must not end with "/"'
 
@@ -209,6 +210,8 @@ class MemoryHandler:
                 return render(key, path=path.canonical)
         if isinstance(problem, fs.OsFailure):
             return render("io_error", action=IO_ACTION[command], path=path.canonical, reason=problem.reason)
+        if isinstance(problem, fs.Escaped):
+            return render("io_error", action=IO_ACTION[command], path=path.canonical, reason=ESCAPED_REASON)
         if isinstance(problem, fs.TooBig):
             return render("file_too_big_to_edit", path=path.canonical, n=problem.size, max=self.limits.max_file_bytes)
         raise problem
@@ -354,7 +357,7 @@ class MemoryHandler:
     # -- str_replace and insert: read, change, write back under the lock --
 
     def _edit(
-        self, path: VirtualPath, name: str, change: Callable[[VirtualPath, str], Tuple[str, Rendered]]
+        self, path: VirtualPath, name: str, change: Callable[[VirtualPath, str, bool], Tuple[str, Rendered]]
     ) -> Rendered:
         missing = "str_replace_missing" if name == "str_replace" else "insert_missing"
         try:
@@ -369,7 +372,7 @@ class MemoryHandler:
                     return render("not_utf8", path=path.canonical)
                 crlf = text.is_crlf(content)
                 working = content.replace("\r\n", "\n") if crlf else content
-                new_content, rendered = change(path, working)
+                new_content, rendered = change(path, working, crlf)
                 if crlf:
                     new_content = new_content.replace("\n", "\r\n")
                 self.root.replace(path, self._encode_checked(path, new_content), mode)
@@ -387,9 +390,8 @@ class MemoryHandler:
         self._require_allowed(path)
         new_raw = self._policy(command["new_str"])
 
-        def change(path: VirtualPath, content: str) -> Tuple[str, Rendered]:
-            old = old_raw.replace("\r\n", "\n")
-            new = new_raw.replace("\r\n", "\n")
+        def change(path: VirtualPath, content: str, crlf: bool) -> Tuple[str, Rendered]:
+            old, new = (old_raw.replace("\r\n", "\n"), new_raw.replace("\r\n", "\n")) if crlf else (old_raw, new_raw)
             found = text.occurrences(content, old)
             echoed = clip(old_raw, self.limits.max_echo_chars)
             if not found:
@@ -419,11 +421,11 @@ class MemoryHandler:
         self._require_allowed(path)
         insert_text = self._policy(command["insert_text"])
 
-        def change(path: VirtualPath, content: str) -> Tuple[str, Rendered]:
+        def change(path: VirtualPath, content: str, crlf: bool) -> Tuple[str, Rendered]:
             n_lines = len(text.split_lines(content))
             if not 0 <= line <= n_lines:
                 raise Refusal(render("insert_bad_line", insert_line=line, n_lines=n_lines))
-            lines_text = insert_text.replace("\r\n", "\n")
+            lines_text = insert_text.replace("\r\n", "\n") if crlf else insert_text
             return text.insert_lines(content, line, lines_text), render("insert_ok", path=path.canonical)
 
         return self._edit(path, "insert", change)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Callable, List, NamedTuple, Optional, Tuple
+from typing import Callable, List, NamedTuple, Tuple
 
 from .limits import DEFAULT_LIMITS, Limits
 from .messages import is_unsafe_char
@@ -118,10 +118,10 @@ def _dangerous_text(text: str) -> bool:
 def _percent_hides_something(name: str) -> bool:
     if "%" not in name:
         return False
-    if _has_overlong_utf8(name):
-        return True
     current = name
     for _ in range(_MAX_DECODE_ROUNDS):
+        if _has_overlong_utf8(current):
+            return True
         decoded = _percent_decode_once(current)
         if decoded == current:
             return False
@@ -131,11 +131,17 @@ def _percent_hides_something(name: str) -> bool:
     return True  # still decoding after 8 rounds: refuse rather than guess
 
 
+# Slashes that NFKC leaves alone but that read as a separator to a person or a lenient decoder.
+LOOKALIKE_SEPARATORS = frozenset("\u2044\u2215\u2216\u2571\u2572\u29f5\u29f8\u29f9\u3033\u3035")
+
+
 def _nfkc_hides_something(name: str) -> bool:
+    if any(char in LOOKALIKE_SEPARATORS for char in name):
+        return True
     folded = unicodedata.normalize("NFKC", name)
     if folded == name:
         return False
-    return folded in (".", "..") or "/" in folded or "\\" in folded or ".." in folded.split("/")
+    return folded in (".", "..") or "/" in folded or "\\" in folded
 
 
 def _is_device_name(name: str) -> bool:
@@ -167,16 +173,21 @@ _PLAIN_NAME_RULES: List[NameRule] = [
 ]
 
 
-def _first_broken_rule(name: str, limits: Limits) -> Optional[str]:
+def _first_broken_rule(name: str, limits: Limits) -> int:
+    """Index into NAME_RULE_ORDER of the first rule `name` breaks, or len(NAME_RULE_ORDER) if none."""
     if name == "":
-        return RULE_EMPTY
+        return 0
     rules = _PLAIN_NAME_RULES if _PLAIN_NAME.fullmatch(name) else NAME_RULES
     for rule, broken in rules:
         if broken(name):
-            return rule
+            return NAME_RULE_ORDER.index(rule)
     if len(name) > limits.max_name_bytes // 4 and len(name.encode("utf-8", "surrogatepass")) > limits.max_name_bytes:
-        return f"a name may be at most {limits.max_name_bytes} bytes"
-    return None
+        return len(NAME_RULES) + 1
+    return len(NAME_RULES) + 2
+
+
+# The order rules are reported in: the first rule that ANY name breaks wins, whatever the name's place.
+NAME_RULE_ORDER: List[str] = [RULE_EMPTY] + [rule for rule, _ in NAME_RULES] + ["name length"]
 
 
 def parse_path(raw: str, limits: Limits = DEFAULT_LIMITS) -> VirtualPath:
@@ -190,10 +201,11 @@ def parse_path(raw: str, limits: Limits = DEFAULT_LIMITS) -> VirtualPath:
     if trailing_slash:
         rest = rest[:-1]
     names = rest.split("/")
-    for name in names:
-        rule = _first_broken_rule(name, limits)
-        if rule is not None:
-            raise PathError(rule)
+    first = min(_first_broken_rule(name, limits) for name in names)
+    if first < len(NAME_RULE_ORDER) - 1:
+        raise PathError(NAME_RULE_ORDER[first])
+    if first == len(NAME_RULE_ORDER) - 1:
+        raise PathError(f"a name may be at most {limits.max_name_bytes} bytes")
     if len(raw.encode("utf-8")) > limits.max_path_bytes:
         raise PathError(f"a path may be at most {limits.max_path_bytes} bytes")
     if len(names) > limits.max_depth:
