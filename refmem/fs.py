@@ -229,7 +229,12 @@ def _rename_noreplace(src: Dir, src_name: str, dst: Dir, dst_name: str, is_dir: 
             if error.errno not in (errno.EPERM, errno.EXDEV, errno.ENOTSUP, errno.EMLINK):
                 raise os_failure(error) from None
         else:
-            os.unlink(src_path, dir_fd=src_fd)
+            try:
+                os.unlink(src_path, dir_fd=src_fd)
+            except OSError as error:  # undo: the file must not end up under both names
+                with contextlib.suppress(OSError):
+                    os.unlink(dst_path, dir_fd=dst_fd)
+                raise os_failure(error) from None
             return
     # Folders (and filesystems without links): checked under the handler's lock.
     if _lstat(dst, dst_name) is not None:
@@ -433,11 +438,15 @@ class Root:
             return first
         return first + b"".join(self.read_chunks(fd))
 
-    def list_tree(self, path: VirtualPath, depth: int, cap: int) -> Tuple[List[Listed], bool]:
+    def list_tree(
+        self, path: VirtualPath, depth: int, cap: int, addressable: Callable[[str], bool]
+    ) -> Tuple[List[Listed], bool]:
         """Folders and regular files below `path`, depth first, sorted, at most `cap` of them.
 
-        Hidden names, node_modules, links and special files are left out and never entered. Each
-        folder is read only until the cap could be met, so a huge folder is not read whole.
+        Hidden names, node_modules, links, special files and names that are not `addressable` (the
+        path rules would refuse them, so they could only confuse or forge lines) are left out and
+        never entered. Each folder is read only until the cap could be met, so a huge folder is not
+        read whole.
         """
         found: List[Listed] = []
         truncated = False
@@ -450,7 +459,7 @@ class Root:
             try:
                 with os.scandir(target) as entries:
                     for item in entries:
-                        if item.name.startswith(".") or item.name == "node_modules":
+                        if item.name.startswith(".") or item.name == "node_modules" or not addressable(item.name):
                             continue
                         try:
                             info = item.stat(follow_symlinks=False)

@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 from . import fs, text
 from .limits import DEFAULT_LIMITS, Limits
 from .messages import Rendered, clip, escape, render
-from .paths import PathError, VirtualPath, parse_path
+from .paths import PathError, VirtualPath, is_addressable, parse_path
 
 DIR_SIZE = "4.0K"  # D-VIEW-DIR-SIZE
 ESCAPED_REASON = "a folder on the way moved outside /memories while it was in use"
@@ -273,7 +273,12 @@ class MemoryHandler:
 
     def _listing(self, path: VirtualPath) -> Rendered:
         try:
-            found, truncated = self.root.list_tree(path, self.limits.max_listing_depth, self.limits.max_listing_entries)
+            found, truncated = self.root.list_tree(
+                path,
+                self.limits.max_listing_depth,
+                self.limits.max_listing_entries,
+                lambda name: is_addressable(name, self.limits),
+            )
         except fs.Missing:
             return render("view_missing", path=path.canonical)
         except fs.FsProblem as problem:

@@ -190,6 +190,11 @@ def _first_broken_rule(name: str, limits: Limits) -> int:
 NAME_RULE_ORDER: List[str] = [RULE_EMPTY] + [rule for rule, _ in NAME_RULES] + ["name length"]
 
 
+def is_addressable(name: str, limits: Limits = DEFAULT_LIMITS) -> bool:
+    """Could a path ending in this name (as found on disk) be parsed? Listings show only these."""
+    return _first_broken_rule(name, limits) == len(NAME_RULE_ORDER)
+
+
 def parse_path(raw: str, limits: Limits = DEFAULT_LIMITS) -> VirtualPath:
     """Parse a model-supplied path; raise PathError with the first rule it breaks."""
     if raw == ROOT or raw == ROOT + "/":

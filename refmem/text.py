@@ -175,8 +175,9 @@ class ViewWindow:
         crlf = self._newlines > 0 and self._crlf_newlines == self._newlines
         kept = self._kept
         if crlf:
+            # Every line ended by \n ends in \r here; a line cut short has lost its \r already.
             kept = [
-                (n, t[:-1], length - 1) if n <= self._newlines and t.endswith("\r") else (n, t, length)
+                (n, t[:-1] if len(t) == length else t, length - 1) if n <= self._newlines else (n, t, length)
                 for n, t, length in kept
             ]
         return WindowResult(n_lines, crlf, kept)
@@ -226,7 +227,8 @@ class Edit(NamedTuple):
 def replace_once(text: str, offset: int, old: str, new: str) -> Edit:
     result = text[:offset] + new + text[offset + len(old) :]
     first = line_of(text, offset)
-    return Edit(result, first, first + new.count("\n"))
+    # A final \n in new_str ends its last line; it does not reach into the next one.
+    return Edit(result, first, first + new.count("\n") - (1 if new.endswith("\n") else 0))
 
 
 def insert_lines(text: str, after_line: int, insert_text: str) -> str:

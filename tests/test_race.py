@@ -1,0 +1,148 @@
+"""A folder swapped for a symlink to the outside while commands run through it (Go's os.Root race test).
+
+A thread swaps `memories/d` (a real folder) with a symlink to `outside/` in a tight loop: with Linux
+`renameat2(RENAME_EXCHANGE)` the folder goes away and the link takes its place in one step, and the
+next swap puts the folder back; elsewhere the folder is renamed away, the link made, then removed
+and the folder renamed back. Meanwhile the main thread runs view, str_replace, create, insert,
+delete and rename on paths through `d`. Afterwards nothing outside was read (no canary in any
+output), written, created or deleted. The fd walk is tested; the portable walk is documented as
+having a time-of-check/time-of-use window and is left out.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Dict, List, Tuple
+
+from refmem import MemoryHandler
+
+CANARY = "CANARY-race-91c2 outside bytes"
+INTERNAL = "Error: The command could not be completed because of an internal error."
+MIN_SWAPS = 2000
+MIN_SECONDS = 3.0
+MAX_SECONDS = 12.0
+
+
+def _exchange_function():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        function = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return function
+
+
+def snapshot(top: Path) -> Dict[str, Tuple[str, bytes]]:
+    found = {}
+    for folder, dirs, files in os.walk(top):
+        for name in dirs:
+            found[os.path.relpath(os.path.join(folder, name), top)] = ("dir", b"")
+        for name in files:
+            path = os.path.join(folder, name)
+            found[os.path.relpath(path, top)] = ("file", Path(path).read_bytes())
+    return found
+
+
+def test_swap_folder_for_symlink_race(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    for name in ("f.txt", "g.txt", "new.txt"):
+        (outside / name).write_text(f"{CANARY} {name}\nline two\n")
+    (outside / "sub").mkdir()
+    (outside / "sub" / "x.txt").write_text(CANARY + "\n")
+    root = tmp_path / "memories"
+    (root / "d").mkdir(parents=True)
+    (root / "d" / "f.txt").write_text("inside f\nline two\n")
+    os.symlink(outside, root / "d_link")
+    outside_before = snapshot(outside)
+    top_before = sorted(os.listdir(tmp_path))
+
+    handler = MemoryHandler(root)
+    exchange = _exchange_function()
+    stop = threading.Event()
+    swaps = [0]
+    failures: List[str] = []
+
+    def swapper() -> None:
+        d, link = os.fsencode(root / "d"), os.fsencode(root / "d_link")
+        away = root / "d_away"
+        while not stop.is_set():
+            try:
+                if exchange is not None:
+                    if exchange(-100, d, -100, link, 2) != 0:  # RENAME_EXCHANGE
+                        code = ctypes.get_errno()
+                        if code in (errno.EINVAL, errno.ENOSYS):
+                            raise OSError(code, "no exchange")
+                        failures.append(os.strerror(code))
+                        return
+                    swaps[0] += 1
+                else:
+                    os.rename(root / "d", away)
+                    os.symlink(outside, root / "d")
+                    swaps[0] += 1
+                    os.unlink(root / "d")
+                    os.rename(away, root / "d")
+                    swaps[0] += 1
+            except OSError as error:  # pragma: no cover - depends on the platform
+                failures.append(str(error))
+                return
+
+    commands = [
+        {"command": "view", "path": "/memories/d/f.txt"},
+        {"command": "view", "path": "/memories/d"},
+        {"command": "view", "path": "/memories/d/sub"},
+        {"command": "view", "path": "/memories"},
+        {"command": "str_replace", "path": "/memories/d/f.txt", "old_str": "line two", "new_str": "line 2"},
+        {"command": "str_replace", "path": "/memories/d/f.txt", "old_str": "line 2", "new_str": "line two"},
+        {"command": "str_replace", "path": "/memories/d/g.txt", "old_str": "line two", "new_str": "PWNED"},
+        {"command": "insert", "path": "/memories/d/f.txt", "insert_line": 0, "insert_text": "top"},
+        {"command": "insert", "path": "/memories/d/g.txt", "insert_line": 0, "insert_text": "PWNED"},
+        {"command": "create", "path": "/memories/d/new.txt", "file_text": "PWNED"},
+        {"command": "create", "path": "/memories/d/sub/y.txt", "file_text": "PWNED"},
+        {"command": "delete", "path": "/memories/d/new.txt"},
+        {"command": "delete", "path": "/memories/d/g.txt"},
+        {"command": "delete", "path": "/memories/d/sub"},
+        {"command": "rename", "old_path": "/memories/d/f.txt", "new_path": "/memories/d/h.txt"},
+        {"command": "rename", "old_path": "/memories/d/h.txt", "new_path": "/memories/d/f.txt"},
+        {"command": "rename", "old_path": "/memories/d/g.txt", "new_path": "/memories/stolen.txt"},
+        {"command": "rename", "old_path": "/memories/src.txt", "new_path": "/memories/d/planted.txt"},
+        {"command": "create", "path": "/memories/src.txt", "file_text": "src"},
+    ]
+    worker = threading.Thread(target=swapper, daemon=True)
+    worker.start()
+    started = time.monotonic()
+    ran = 0
+    outcomes: Dict[bool, int] = {True: 0, False: 0}
+    try:
+        while True:
+            elapsed = time.monotonic() - started
+            if elapsed > MAX_SECONDS or (elapsed > MIN_SECONDS and swaps[0] >= MIN_SWAPS):
+                break
+            if failures:
+                break
+            params = commands[ran % len(commands)]
+            result = handler.execute(params)
+            ran += 1
+            outcomes[result.is_error] += 1
+            assert CANARY not in result.output, (params, result.output)
+            assert str(tmp_path) not in result.output
+            assert result.output != INTERNAL, params
+    finally:
+        stop.set()
+        worker.join(5)
+    print(f"\nrace: {swaps[0]} swaps, {ran} commands ({outcomes[False]} succeeded, {outcomes[True]} refused)")
+    assert not failures, failures
+    assert swaps[0] >= MIN_SWAPS
+    assert ran >= len(commands) * 10
+    assert outcomes[False] > 0 and outcomes[True] > 0  # the race really went both ways
+    assert snapshot(outside) == outside_before
+    assert sorted(os.listdir(tmp_path)) == top_before

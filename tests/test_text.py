@@ -1,0 +1,410 @@
+"""Pure text helpers (`refmem.text`) against D-VIEW-SIZE, D-VIEW-LINES, D-VIEW-CRLF, D-VIEW-PAGINATE,
+D-STR-COUNT and D-INSERT-SEMANTICS, plus the streaming view window against a naive reference."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import List, Optional, Tuple
+
+import pytest
+from hypothesis import assume, example, given, settings
+from hypothesis import strategies as st
+
+from refmem import text
+
+# --- human_size (D-VIEW-SIZE and the documentation's examples) -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "size, shown",
+    [
+        (4096, "4.0K"),  # the documented directory size
+        (1536, "1.5K"),  # documented listing example
+        (2048, "2.0K"),  # documented listing example
+        (5632, "5.5K"),  # documented example "5.5K"
+        (1_258_291, "1.2M"),  # documented example "1.2M"
+    ],
+)
+def test_human_size_documented_examples(size: int, shown: str) -> None:
+    assert text.human_size(size) == shown
+
+
+@pytest.mark.parametrize(
+    "size, shown",
+    [
+        (0, "0B"),
+        (1, "1B"),
+        (512, "512B"),
+        (1023, "1023B"),
+        (1024, "1.0K"),
+        (1025, "1.1K"),
+        (1126, "1.1K"),
+        (1127, "1.2K"),
+        (10 * 1024 - 1, "10K"),  # 9.999K rounds up to 10.0: shown whole
+        (10 * 1024, "10K"),
+        (10_241, "11K"),
+        (1023 * 1024, "1023K"),
+        (1023 * 1024 + 1, "1.0M"),  # rounds up to 1024K: next unit
+        (1_048_575, "1.0M"),
+        (1_048_576, "1.0M"),
+        (1_048_577, "1.1M"),
+        (10 * 1024**2, "10M"),
+        (1024**3, "1.0G"),
+        (1024**4, "1.0T"),
+        (1024**5, "1.0P"),
+        (1024**6, "1.0E"),
+        (5 * 1024**6, "5.0E"),
+    ],
+)
+def test_D_VIEW_SIZE_edges(size: int, shown: str) -> None:
+    assert text.human_size(size) == shown
+
+
+_UNIT_POWER = {"B": 0, "K": 1, "M": 2, "G": 3, "T": 4, "P": 5, "E": 6}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(min_value=0, max_value=2**62))
+def test_human_size_rounds_up_and_stays_within_one_step(size: int) -> None:
+    shown = text.human_size(size)
+    match = re.fullmatch(r"(\d+)(?:\.(\d))?([BKMGTPE])", shown)
+    assert match, shown
+    whole, tenth, unit = match.groups()
+    scale = 1024 ** _UNIT_POWER[unit]
+    if unit == "B":
+        assert tenth is None and int(whole) == size < 1024
+        return
+    value = int(whole) + (int(tenth) / 10 if tenth else 0)
+    step = 0.1 if tenth is not None else 1
+    assert (tenth is not None) == (value < 10)  # one decimal exactly below 10 units
+    assert value * scale >= size  # never rounded down
+    assert (value - step) * scale < size  # the smallest such figure
+    assert int(whole) < 1024
+
+
+@given(st.integers(min_value=0, max_value=2**50), st.integers(min_value=0, max_value=2**50))
+def test_human_size_is_monotonic(a: int, b: int) -> None:
+    def as_bytes(shown: str) -> float:
+        match = re.fullmatch(r"([\d.]+)([BKMGTPE])", shown)
+        assert match
+        return float(match.group(1)) * 1024 ** _UNIT_POWER[match.group(2)]
+
+    low, high = sorted((a, b))
+    assert as_bytes(text.human_size(low)) <= as_bytes(text.human_size(high))
+
+
+# --- split_lines and CRLF (D-VIEW-LINES, D-VIEW-CRLF) ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "content, lines",
+    [
+        ("", []),
+        ("\n", [""]),
+        ("a", ["a"]),
+        ("a\n", ["a"]),
+        ("a\nb", ["a", "b"]),
+        ("a\nb\n", ["a", "b"]),
+        ("a\n\n", ["a", ""]),
+        ("\n\n", ["", ""]),
+        ("a\r\nb\r\n", ["a\r", "b\r"]),
+        ("a\rb", ["a\rb"]),
+        ("\u2028x\u0085y", ["\u2028x\u0085y"]),  # only \n splits
+    ],
+)
+def test_D_VIEW_LINES_split_lines(content: str, lines: List[str]) -> None:
+    assert text.split_lines(content) == lines
+
+
+@pytest.mark.parametrize(
+    "content, crlf",
+    [
+        ("", False),
+        ("abc", False),
+        ("\r", False),
+        ("a\r\n", True),
+        ("a\r\nb", True),
+        ("a\r\nb\r\n", True),
+        ("a\r\r\n", True),
+        ("\r\n\r\n", True),
+        ("a\r\nb\n", False),
+        ("a\nb\r\n", False),
+        ("a\n", False),
+        ("a\rb\r", False),
+    ],
+)
+def test_D_VIEW_CRLF_detection(content: str, crlf: bool) -> None:
+    assert text.is_crlf(content) is crlf
+
+
+# --- the streaming ViewWindow against a naive reference --------------------------------------------
+
+
+def naive_window(data: bytes, first: int, last: Optional[int]) -> Tuple[int, bool, List[Tuple[int, str, int]]]:
+    """Read everything, split per D-VIEW-LINES, strip CR per D-VIEW-CRLF, keep the requested lines."""
+    content = data.decode("utf-8")
+    pieces = content.split("\n")
+    ended = len(pieces) - 1  # lines that end in "\n"
+    if pieces[-1] == "":
+        pieces.pop()
+    newlines = content.count("\n")
+    crlf = newlines > 0 and content.count("\r\n") == newlines
+    lines = []
+    for index, line in enumerate(pieces, start=1):
+        if crlf and index <= ended:
+            assert line.endswith("\r")
+            line = line[:-1]
+        lines.append(line)
+    stop = len(lines) if last is None else min(last, len(lines))
+    kept = [(n, lines[n - 1], len(lines[n - 1])) for n in range(first, stop + 1)]
+    return len(lines), crlf, kept
+
+
+def chunked(data: bytes, cuts: List[int]) -> List[bytes]:
+    points = sorted({min(cut, len(data)) for cut in cuts})
+    out, previous = [], 0
+    for point in points:
+        out.append(data[previous:point])
+        previous = point
+    out.append(data[previous:])
+    return out
+
+
+_pieces = st.sampled_from(["a", "b", "xyz", " ", "\n", "\r\n", "\r", "\u00e9", "\u65e5", "\U0001f600", "\t"])
+_texts = st.one_of(
+    st.lists(_pieces, max_size=60).map("".join),
+    st.lists(st.sampled_from(["line", "\u00e9\u00e9", "long" * 20]), max_size=30).map(
+        lambda words: "".join(word + "\r\n" for word in words)
+    ),
+    st.text(max_size=200),
+)
+
+
+def check_window(content: str, cuts: List[int], first: int, last: Optional[int], budget: int) -> None:
+    data = content.encode("utf-8", "surrogatepass")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return
+    n_lines, crlf, expected = naive_window(data, first, last)
+    window = text.read_window(chunked(data, cuts), first, last, budget)
+    assert window.n_lines == n_lines
+    assert window.crlf is crlf
+    # the window keeps a prefix of the requested lines, each with its full length and a prefix of its text
+    assert len(window.lines) <= len(expected)
+    for (number, kept, length), (n_want, full, len_want) in zip(window.lines, expected):
+        assert number == n_want
+        assert length == len_want
+        assert full.startswith(kept)
+    # ...and enough of them that the page is the same as the naive one
+    assert text.fit_numbered(window.lines, budget) == text.fit_numbered(expected, budget)
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    content=_texts,
+    cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=8),
+    first=st.integers(min_value=1, max_value=40),
+    span=st.one_of(st.none(), st.integers(min_value=0, max_value=40)),
+    budget=st.integers(min_value=8, max_value=200),
+)
+@example(content="x\r\ny\r\n", cuts=[2], first=1, span=None, budget=60)
+def test_view_window_matches_naive(content: str, cuts: List[int], first: int, span: Optional[int], budget: int) -> None:
+    last = None if span is None else first + span
+    check_window(content, cuts, first, last, budget)
+
+
+def test_view_window_every_chunking_of_a_crlf_text() -> None:
+    content = "ab\r\n\u00e9\r\n\r\n\U0001f600x\r\nend"
+    data = content.encode()
+    for cut in range(len(data) + 1):
+        for second in range(cut, len(data) + 1):
+            check_window(content, [cut, second], 1, None, 100)
+
+
+def test_D_VIEW_CRLF_cut_line_length_counts_the_shown_line() -> None:
+    """A CRLF line is shown without its `\\r`; its reported length is that of the shown line."""
+    data = b"a" * 50 + b"\r\nb\r\n"
+    window = text.read_window([data], 1, None, 20)
+    assert window.lines[0][0] == 1
+    assert window.lines[0][2] == 50
+
+
+def test_view_window_rejects_invalid_utf8_anywhere() -> None:
+    with pytest.raises(ValueError):
+        text.read_window([b"ok\n" * 10, b"\xff\n"], 1, 2, 100)
+    with pytest.raises(ValueError):
+        text.read_window([b"ok\n\xe2\x82"], 1, None, 100)  # truncated sequence at the end
+
+
+def test_view_window_bom_is_text() -> None:
+    window = text.read_window([b"\xef\xbb\xbfa\n"], 1, None, 100)
+    assert window.lines == [(1, "\ufeffa", 2)]
+
+
+def test_view_window_counts_lines_it_does_not_keep() -> None:
+    data = b"x\n" * 5000
+    window = text.read_window([data[i : i + 7] for i in range(0, len(data), 7)], 4999, None, 1000)
+    assert window.n_lines == 5000
+    assert [n for n, _, _ in window.lines] == [4999, 5000]
+
+
+def test_view_window_memory_is_bounded_by_the_budget() -> None:
+    window = text.read_window([b"y" * 100_000, b"\n", b"z" * 100_000], 1, None, 50)
+    assert window.n_lines == 2
+    assert sum(len(t) for _, t, _ in window.lines) <= 2 * 52
+    assert window.lines[0][2] == 100_000
+
+
+# --- insert_lines (D-INSERT-SEMANTICS) ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "content, after, insert, result",
+    [
+        ("a\nb\n", 0, "x", "x\na\nb\n"),
+        ("a\nb\n", 1, "x", "a\nx\nb\n"),
+        ("a\nb\n", 2, "x", "a\nb\nx\n"),
+        ("a\nb\n", 1, "x\n", "a\nx\nb\n"),  # a final \n in insert_text is optional
+        ("a\nb\n", 1, "x\ny", "a\nx\ny\nb\n"),
+        ("a\nb\n", 1, "", "a\n\nb\n"),  # "" inserts one empty line
+        ("a\nb\n", 1, "\n", "a\n\nb\n"),  # and so does "\n"
+        ("a\nb", 2, "x", "a\nb\nx"),  # the file keeps its missing final newline
+        ("a\nb", 0, "x\n", "x\na\nb"),
+        ("", 0, "x", "x"),  # an empty file takes insert_text's final-newline state
+        ("", 0, "x\n", "x\n"),
+        ("", 0, "", ""),  # one empty line without a newline: still an empty file
+        ("", 0, "\n", "\n"),
+        ("\n", 1, "x", "\nx\n"),
+    ],
+)
+def test_D_INSERT_SEMANTICS_insert_lines(content: str, after: int, insert: str, result: str) -> None:
+    assert text.insert_lines(content, after, insert) == result
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    lines=st.lists(st.text(alphabet="ab\u00e9 ", max_size=4), max_size=6),
+    final=st.booleans(),
+    new=st.lists(st.text(alphabet="xy", max_size=3), min_size=1, max_size=3),
+    new_final=st.booleans(),
+    data=st.data(),
+)
+def test_insert_lines_adds_exactly_the_new_lines(lines, final, new, new_final, data) -> None:
+    content = "\n".join(lines) + ("\n" if final and lines else "")
+    assume(text.split_lines(content) == lines)
+    # "x\n" and "x" are the same lines; so a trailing "" without a final newline is no extra line
+    assume(new_final or new[-1] != "" or new == [""])
+    after = data.draw(st.integers(min_value=0, max_value=len(lines)))
+    # an empty last line cannot exist in a file without a final newline: leave that corner out
+    assume(not (lines and not final and after == len(lines) and new[-1] == ""))
+    insert = "\n".join(new) + ("\n" if new_final else "")
+    result = text.insert_lines(content, after, insert)
+    assert text.split_lines(result) == lines[:after] + new + lines[after:] or (
+        # an empty inserted line into an empty file gives an empty file
+        not lines and new == [""] and result in ("", "\n")
+    )
+    if lines:
+        assert result.endswith("\n") == content.endswith("\n")
+
+
+# --- occurrences (D-STR-COUNT) --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "haystack, needle, offsets",
+    [
+        ("aaa", "aa", [0, 1]),
+        ("aaaa", "aa", [0, 1, 2]),
+        ("abab", "aba", [0]),
+        ("ababa", "aba", [0, 2]),
+        ("abc", "d", []),
+        ("abc", "abc", [0]),
+        ("x\nx\nx", "x", [0, 2, 4]),
+        ("\u00e9\u00e9", "\u00e9", [0, 1]),
+    ],
+)
+def test_D_STR_COUNT_occurrences_overlapping(haystack: str, needle: str, offsets: List[int]) -> None:
+    assert text.occurrences(haystack, needle) == offsets
+
+
+@given(st.text(alphabet="ab\n", max_size=30), st.text(alphabet="ab\n", min_size=1, max_size=4))
+def test_occurrences_property(haystack: str, needle: str) -> None:
+    expected = [i for i in range(len(haystack)) if haystack.startswith(needle, i)]
+    assert text.occurrences(haystack, needle) == expected
+
+
+def test_line_of() -> None:
+    content = "a\nbb\n\nc"
+    assert [text.line_of(content, i) for i in range(len(content))] == [1, 1, 2, 2, 2, 3, 4]
+
+
+# --- numbering and fit_numbered (D-VIEW-FILE, D-VIEW-PAGINATE) ------------------------------------
+
+
+def test_D_VIEW_FILE_numbered_line_format() -> None:
+    assert text.numbered_line(1, "Hello World") == "     1\tHello World"
+    assert text.numbered_line(100, "x") == "   100\tx"
+    assert text.numbered_line(999_999, "") == "999999\t"
+
+
+def lines_of(*contents: str) -> List[Tuple[int, str, int]]:
+    return [(n, c, len(c)) for n, c in enumerate(contents, start=1)]
+
+
+def test_fit_numbered_everything_fits() -> None:
+    body = text.fit_numbered(lines_of("ab", "cd"), 100)
+    assert body.body == "     1\tab\n     2\tcd"
+    assert body.last_shown == 2
+    assert body.cut_line is None
+
+
+def test_fit_numbered_exact_budget() -> None:
+    rendered = "     1\tab\n     2\tcd"
+    assert text.fit_numbered(lines_of("ab", "cd"), len(rendered)).last_shown == 2
+    shorter = text.fit_numbered(lines_of("ab", "cd"), len(rendered) - 1)
+    assert shorter.body == "     1\tab"
+    assert shorter.last_shown == 1
+    assert shorter.cut_line is None
+
+
+def test_fit_numbered_first_line_too_long_is_cut() -> None:
+    body = text.fit_numbered(lines_of("x" * 100, "y"), 20)
+    assert body.body == "     1\t" + "x" * 13
+    assert body.last_shown == 0
+    assert body.cut_line == (1, 100, 13)
+
+
+def test_fit_numbered_empty() -> None:
+    assert text.fit_numbered([], 10) == text.NumberedBody("", 0, None)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="ab\t\u00e9", max_size=30), max_size=20), st.integers(min_value=8, max_value=300))
+def test_fit_numbered_never_exceeds_budget_and_keeps_whole_lines(contents: List[str], budget: int) -> None:
+    lines = lines_of(*contents)
+    body = text.fit_numbered(lines, budget)
+    assert len(body.body) <= budget
+    if body.cut_line is None:
+        shown = body.body.split("\n") if body.body else []
+        assert shown == [text.numbered_line(n, c) for n, c, _ in lines[: body.last_shown]]
+        if body.last_shown < len(lines):  # the next line really did not fit
+            assert len(body.body) + 1 + len(text.numbered_line(*lines[body.last_shown][:2])) > budget
+    else:
+        assert body.last_shown == 0
+
+
+def test_snippet_lines_clipped_to_the_file() -> None:
+    content = "".join(f"{n}\n" for n in range(1, 21))
+    assert [n for n, _, _ in text.snippet_lines(content, 10, 10)] == list(range(6, 15))
+    assert [n for n, _, _ in text.snippet_lines(content, 2, 3)] == list(range(1, 8))
+    assert [n for n, _, _ in text.snippet_lines(content, 19, 20)] == list(range(15, 21))
+    assert text.snippet_lines("", 1, 1) == []
+
+
+def test_replace_once_reports_changed_lines() -> None:
+    edit = text.replace_once("a\nb\nc\n", 2, "b", "x\ny\nz")
+    assert edit.text == "a\nx\ny\nz\nc\n"
+    assert (edit.first_line, edit.last_line) == (2, 4)
+    assert math.isfinite(edit.first_line)
