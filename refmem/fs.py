@@ -321,10 +321,11 @@ class Root:
             raise Escaped()
 
     @contextlib.contextmanager
-    def _walk(self, parts: Tuple[str, ...], create: bool = False) -> Iterator[Dir]:
+    def _walk(self, parts: Tuple[str, ...], create: bool = False, made: Optional[List[int]] = None) -> Iterator[Dir]:
         """Open the folder `parts` names, one name at a time; with `create`, make missing folders.
 
         Raises Missing for a path through a non-folder or a link (or ParentNotDir when creating).
+        The index of every folder it makes is appended to `made`, so a failed command can undo them.
         """
         opened: List[Dir] = [self._open_root()]
         try:
@@ -339,6 +340,8 @@ class Root:
                     path, dir_fd = opened[-1].ref(name)
                     try:
                         os.mkdir(path, DIR_MODE, dir_fd=dir_fd)
+                        if made is not None:
+                            made.append(index)
                     except FileExistsError:
                         pass  # made by someone else meanwhile: enter it like any other
                     except OSError as error:
@@ -354,8 +357,25 @@ class Root:
 
     @contextlib.contextmanager
     def _parent(self, path: VirtualPath, create: bool = False) -> Iterator[Dir]:
-        with self._walk(path.parent.parts, create) as folder:
-            yield folder
+        """The folder holding `path`; with `create`, missing folders are made, and unmade on failure."""
+        made: List[int] = []
+        try:
+            with self._walk(path.parent.parts, create, made) as folder:
+                yield folder
+        except BaseException:
+            if made:
+                self._unmake(path.parent.parts, made[0])
+            raise
+
+    def _unmake(self, parts: Tuple[str, ...], first_made: int) -> None:
+        """Remove the folders parts[first_made:] made by a failed command, deepest first, if still empty."""
+        for depth in range(len(parts), first_made, -1):
+            try:
+                with self._walk(parts[: depth - 1]) as folder:
+                    name, dir_fd = folder.ref(parts[depth - 1])
+                    os.rmdir(name, dir_fd=dir_fd)
+            except (OSError, FsProblem):
+                return  # not empty any more, or gone: leave the rest alone
 
     # -- queries --
 
