@@ -28,9 +28,9 @@ def _exec(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from .serve import serve
+    from .serve import main as serve_main
 
-    return serve(sys.stdin, sys.stdout)
+    return serve_main()
 
 
 def _prune(args: argparse.Namespace) -> int:

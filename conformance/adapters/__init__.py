@@ -1,0 +1,1 @@
+"""Targets for implementations other than the reference: Python callables and protocol adapters."""

@@ -1,0 +1,134 @@
+"""Loading cases (hand-written files and the generated security matrix) and choosing which to run."""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+import importlib
+import json
+import pathlib
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+CASES_DIR = pathlib.Path(__file__).resolve().parent / "cases"
+GENERATED_SOURCE = "conformance.security.matrix"
+MATRIX_MISSING = (
+    "WARNING: the generated security matrix (conformance/security/matrix.py) is missing: "
+    "the security cases are NOT being run and the figures below do not cover path traversal."
+)
+
+
+class CaseLoadError(Exception):
+    """A case file or the generator could not be read."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One case as data (the format of CASE-FORMAT.md) and where it came from."""
+
+    raw: Dict[str, Any]
+    source: str
+    group: str
+
+    @property
+    def id(self) -> str:
+        return str(self.raw["id"])
+
+    @property
+    def level(self) -> str:
+        return str(self.raw.get("level", "must"))
+
+    @property
+    def features(self) -> List[str]:
+        return list(self.raw.get("features", []))
+
+    @property
+    def description(self) -> str:
+        return str(self.raw.get("description", ""))
+
+    @property
+    def requires(self) -> str:
+        return str(self.raw.get("requires", "portable"))
+
+    @property
+    def steps(self) -> List[Dict[str, Any]]:
+        return list(self.raw.get("steps", []))
+
+    @property
+    def setup(self) -> Dict[str, Any]:
+        return dict(self.raw.get("setup") or {})
+
+
+def read_case_files(cases_dir: pathlib.Path = CASES_DIR) -> List[Tuple[pathlib.Path, Any]]:
+    """Every `*.json` under `cases_dir`, parsed, in path order."""
+    files = []
+    for path in sorted(cases_dir.rglob("*.json")) if cases_dir.is_dir() else []:
+        try:
+            files.append((path, json.loads(path.read_text(encoding="utf-8"))))
+        except (OSError, ValueError) as exc:
+            raise CaseLoadError(f"{path}: {exc}") from exc
+    return files
+
+
+def generated_cases() -> Optional[List[Dict[str, Any]]]:
+    """The security matrix's cases, or None when its generator is not there."""
+    try:
+        matrix = importlib.import_module(GENERATED_SOURCE)
+    except ModuleNotFoundError as exc:
+        if exc.name in ("conformance.security", "conformance.security.matrix"):
+            return None
+        raise CaseLoadError(f"{GENERATED_SOURCE}: {exc}") from exc
+    try:
+        cases = matrix.generate()
+    except Exception as exc:  # noqa: BLE001 - a broken generator is a load error, not a crash
+        raise CaseLoadError(f"{GENERATED_SOURCE}.generate() failed: {exc!r}") from exc
+    if not isinstance(cases, list) or not all(isinstance(case, dict) for case in cases):
+        raise CaseLoadError(f"{GENERATED_SOURCE}.generate() must return a list of case objects")
+    return cases
+
+
+def load_cases(cases_dir: pathlib.Path = CASES_DIR, with_matrix: bool = True) -> Tuple[List[Case], List[str]]:
+    """All cases, hand-written first, and the warnings met while loading them."""
+    cases: List[Case] = []
+    for path, doc in read_case_files(cases_dir):
+        if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):
+            raise CaseLoadError(f'{path}: expected {{"group": ..., "cases": [...]}}')
+        group = str(doc.get("group", path.stem))
+        for raw in doc["cases"]:
+            if not isinstance(raw, dict) or not isinstance(raw.get("id"), str):
+                raise CaseLoadError(f"{path}: a case without a string id")
+            cases.append(Case(raw, str(path), group))
+    warnings: List[str] = []
+    if with_matrix:
+        generated = generated_cases()
+        if generated is None:
+            warnings.append(MATRIX_MISSING)
+        else:
+            cases.extend(Case(raw, GENERATED_SOURCE, "security") for raw in generated)
+    return cases, warnings
+
+
+def _any_glob(case_id: str, globs: Iterable[str]) -> bool:
+    return any(fnmatch.fnmatchcase(case_id, pattern) for pattern in globs)
+
+
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """Which cases to run: ID globs, features and levels (empty means no restriction)."""
+
+    run: Sequence[str] = ()
+    skip: Sequence[str] = ()
+    features: Sequence[str] = ()
+    skip_features: Sequence[str] = ()
+    levels: Sequence[str] = ()
+
+    def admits(self, case: Case) -> bool:
+        return (
+            (not self.run or _any_glob(case.id, self.run))
+            and not _any_glob(case.id, self.skip)
+            and (not self.features or bool(set(self.features) & set(case.features)))
+            and not set(self.skip_features) & set(case.features)
+            and (not self.levels or case.level in self.levels)
+        )
+
+    def apply(self, cases: Iterable[Case]) -> List[Case]:
+        return [case for case in cases if self.admits(case)]

@@ -1,0 +1,221 @@
+"""`refmem-conformance` / `python -m conformance`: run, baseline, list, validate.
+
+Exit status: 0 nothing unexpected; 1 an unexpected failure (with --strict also an unexpected pass or a
+stale expectation); 2 a usage error, unreadable cases or expectations, or a target that cannot be used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+from typing import Callable, Dict, List, Optional, Sequence, TextIO, Tuple
+
+from conformance import PROTOCOL_VERSION, SUITE_VERSION
+from conformance import expectations as expect
+from conformance.cases import CASES_DIR, Case, CaseLoadError, Selection, load_cases
+from conformance.reports import describe_failure, summary, write_json, write_junit, write_markdown
+from conformance.runner import SKIP, CaseResult, RunResult, run_suite
+from conformance.targets import DEFAULT_STEP_TIMEOUT, TargetError
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+SUBCOMMANDS = ("run", "baseline", "list", "validate")
+
+
+def _split(values: Optional[Sequence[str]]) -> List[str]:
+    return [item.strip() for value in values or () for item in value.split(",") if item.strip()]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="refmem-conformance",
+        description=f"Memory tool conformance suite {SUITE_VERSION} (adapter protocol {PROTOCOL_VERSION}).",
+        epilog="Subcommands: run (default), baseline, list, validate. "
+        "Exit 0 ok, 1 unexpected failure, 2 usage/adapter failure.",
+    )
+    parser.add_argument("command", nargs="?", choices=SUBCOMMANDS, default="run")
+    parser.add_argument(
+        "--target",
+        default="refmem",
+        help="refmem (default), python:MODULE:CALLABLE, or 'cmd:COMMAND LINE' (adapter protocol)",
+    )
+    parser.add_argument("--run", action="append", metavar="GLOB", help="run only cases whose ID matches (repeatable)")
+    parser.add_argument("--skip", action="append", metavar="GLOB", help="skip cases whose ID matches (repeatable)")
+    parser.add_argument("--features", action="append", metavar="A,B", help="run only cases tagged with any of these")
+    parser.add_argument("--skip-features", action="append", metavar="A,B", help="skip cases tagged with any of these")
+    parser.add_argument("--level", action="append", choices=("must", "should"), help="run only cases of this level")
+    parser.add_argument(
+        "--timeout", type=float, default=DEFAULT_STEP_TIMEOUT, help="seconds per step (default %(default)s)"
+    )
+    parser.add_argument("--expectations", type=pathlib.Path, metavar="FILE", help="known deviations (JSON)")
+    parser.add_argument("--strict", action="store_true", help="an unexpected pass or a stale expectation fails the run")
+    parser.add_argument("--report-json", type=pathlib.Path, metavar="FILE")
+    parser.add_argument("--junit", type=pathlib.Path, metavar="FILE")
+    parser.add_argument("--markdown", type=pathlib.Path, metavar="FILE")
+    parser.add_argument("--title", default="", help="title of the Markdown report")
+    parser.add_argument(
+        "--output",
+        type=pathlib.Path,
+        metavar="FILE",
+        help="baseline: where to write (default: --expectations or stdout)",
+    )
+    parser.add_argument("--cases-dir", type=pathlib.Path, default=CASES_DIR, help=argparse.SUPPRESS)
+    parser.add_argument("--no-matrix", action="store_true", help="leave out the generated security matrix")
+    parser.add_argument("--keep", action="store_true", help="keep the case directories (for debugging)")
+    parser.add_argument(
+        "--workdir",
+        type=pathlib.Path,
+        metavar="DIR",
+        help="make case directories under DIR (default: the system temporary directory; "
+        "a tmpfs such as /dev/shm is much faster when the implementation fsyncs)",
+    )
+    parser.add_argument("--json", action="store_true", help="list: print JSON lines")
+    parser.add_argument("-v", "--verbose", action="store_true", help="print every case as it finishes")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print the summary only")
+    return parser
+
+
+def _selection(args: argparse.Namespace) -> Selection:
+    return Selection(
+        _split(args.run), _split(args.skip), _split(args.features), _split(args.skip_features), args.level or ()
+    )
+
+
+def _list(args: argparse.Namespace, cases: List[Case], out: TextIO) -> int:
+    for case in _selection(args).apply(cases):
+        if args.json:
+            out.write(
+                json.dumps(
+                    {
+                        "id": case.id,
+                        "level": case.level,
+                        "basis": case.raw.get("basis"),
+                        "features": case.features,
+                        "requires": case.requires,
+                        "description": case.description,
+                        "source": case.source,
+                    },
+                    ensure_ascii=False,
+                )
+                + "\n"
+            )
+        else:
+            out.write(
+                f"{case.id}\t{case.level}\t{case.raw.get('basis', '')}\t{','.join(case.features)}\t{case.description}\n"
+            )
+    return EXIT_OK
+
+
+def _validate(args: argparse.Namespace, out: TextIO) -> int:
+    from conformance.validate import validate
+
+    problems, notes, count = validate(args.cases_dir, not args.no_matrix)
+    for line in notes + problems:
+        out.write(line + "\n")
+    out.write(f"{count} cases checked, {len(problems)} problems\n")
+    return EXIT_FAILED if problems else EXIT_OK
+
+
+def _progress(args: argparse.Namespace, out: TextIO) -> Callable[[CaseResult], None]:
+    def show(result: CaseResult) -> None:
+        if args.verbose:
+            out.write(f"{result.status:4} {result.case.id}\n")
+            out.flush()
+
+    return show
+
+
+def _execute(
+    args: argparse.Namespace,
+    cases: List[Case],
+    warnings: List[str],
+    out: TextIO,
+) -> Tuple[RunResult, List[expect.Expectation]]:
+    entries = expect.load(args.expectations) if args.expectations and args.expectations.exists() else []
+    if args.expectations and not args.expectations.exists() and args.command == "run":
+        raise expect.ExpectationsError(f"{args.expectations}: no such file")
+    chosen = _selection(args).apply(cases)
+    to_run = [case for case in chosen if not expect.skipped_by_expectation(entries, case.id)]
+    run = run_suite(
+        args.target, to_run, timeout=args.timeout, keep=args.keep, progress=_progress(args, out), workdir=args.workdir
+    )
+    skipped = [
+        CaseResult(case, SKIP, reason="expectations: " + (expect.find(entries, case.id).reason or "skip"))  # type: ignore[union-attr]
+        for case in chosen
+        if expect.skipped_by_expectation(entries, case.id)
+    ]
+    order = {case.id: index for index, case in enumerate(chosen)}
+    run.results = sorted(run.results + skipped, key=lambda result: order[result.case.id])
+    for result in run.results:
+        expect.classify(result, entries)
+    run.stale = [entry.as_dict() for entry in expect.stale(entries, (case.id for case in cases))]
+    run.warnings = warnings
+    return run, entries
+
+
+def _write_reports(args: argparse.Namespace, run: RunResult) -> None:
+    writers: Dict[str, Callable[[RunResult, pathlib.Path], None]] = {
+        "report_json": write_json,
+        "junit": write_junit,
+        "markdown": lambda run, path: write_markdown(run, path, args.title),
+    }
+    for option, writer in writers.items():
+        path = getattr(args, option)
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            writer(run, path)
+
+
+def _exit_status(run: RunResult, strict: bool) -> int:
+    outcomes = {result.outcome for result in run.results}
+    if "fail" in outcomes or (strict and ("xpass" in outcomes or run.stale)):
+        return EXIT_FAILED
+    return EXIT_OK
+
+
+def _run(args: argparse.Namespace, cases: List[Case], warnings: List[str], out: TextIO, err: TextIO) -> int:
+    for warning in warnings:
+        err.write(warning + "\n")
+    run, entries = _execute(args, cases, warnings, out)
+    _write_reports(args, run)
+    if args.command == "baseline":
+        written = expect.baseline(run.results, entries)
+        destination = args.output or args.expectations
+        if destination is None:
+            out.write(json.dumps(written, indent=2, ensure_ascii=False) + "\n")
+        else:
+            expect.write(destination, written)
+            err.write(f"wrote {len(written)} expectations to {destination}\n")
+        return EXIT_OK
+    if not args.quiet:
+        for result in run.results:
+            if result.outcome in ("fail", "xpass"):
+                out.write(describe_failure(result) + "\n")
+    out.write(summary(run, run.stale, args.strict) + "\n")
+    return _exit_status(run, args.strict)
+
+
+def main(argv: Optional[Sequence[str]] = None, out: Optional[TextIO] = None, err: Optional[TextIO] = None) -> int:
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")  # outputs may hold lone surrogates
+    out, err = out or sys.stdout, err or sys.stderr
+    try:
+        args = _parser().parse_args(argv)
+    except SystemExit as exit:
+        return EXIT_USAGE if exit.code else EXIT_OK
+    try:
+        if args.command == "validate":
+            return _validate(args, out)
+        cases, warnings = load_cases(args.cases_dir, not args.no_matrix)
+        if args.command == "list":
+            return _list(args, cases, out)
+        return _run(args, cases, warnings, out, err)
+    except (CaseLoadError, expect.ExpectationsError, TargetError) as exc:
+        err.write(f"refmem-conformance: {exc}\n")
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+"""The generated security matrix: every path payload through every command and every path argument.
+
+`generate()` reads `payloads.json` (next to this file) and returns cases in the case format of
+`conformance/CASE-FORMAT.md`. It is deterministic: the same data always gives the same cases in the same
+order, and every case ID is built from data keys (family, payload, command, argument), never from list
+positions, so adding or reordering payloads never renames an existing check. See README.md.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import pathlib
+import re
+from typing import Any, Dict, List, Optional, Tuple
+
+PAYLOADS_FILE = pathlib.Path(__file__).resolve().parent / "payloads.json"
+
+VALID_NAME = "valid.txt"
+VALID_PATH = "/memories/" + VALID_NAME
+VALID_TEXT = "valid content\n"
+RENAME_TARGET = "/memories/moved.txt"
+RENAME_TARGET_NAME = "moved.txt"
+WRITTEN_TEXT = "pwned\n"
+
+# (command, argument): the argument that carries the payload; the other arguments are valid.
+SLOTS: Tuple[Tuple[str, str], ...] = (
+    ("view", "path"),
+    ("create", "path"),
+    ("str_replace", "path"),
+    ("insert", "path"),
+    ("delete", "path"),
+    ("rename", "old_path"),
+    ("rename", "new_path"),
+)
+
+# For payloads that may legitimately be accepted as ordinary names, only the slots where acceptance and
+# refusal both end in an error (the name does not exist) can state `is_error`; create and rename's
+# new_path would succeed on an accepted name, and the case format has no "either" for is_error.
+CONTAINED_SLOTS = tuple(slot for slot in SLOTS if slot not in (("create", "path"), ("rename", "new_path")))
+
+_REPEAT = re.compile(r"\{([^{}*]+)\*([0-9]+)\}")
+_KEY = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+
+
+class PayloadError(ValueError):
+    """payloads.json does not have the expected shape."""
+
+
+def expand(template: str) -> str:
+    """A path template is literal text, except `{TEXT*N}`, which stands for TEXT repeated N times."""
+    return _REPEAT.sub(lambda match: match.group(1) * int(match.group(2)), template)
+
+
+def tool_input(command: str, argument: str, payload: str) -> Dict[str, Any]:
+    """The command's input with `payload` in `argument` and valid values everywhere else."""
+    if command == "view":
+        return {"command": "view", "path": payload}
+    if command == "create":
+        return {"command": "create", "path": payload, "file_text": WRITTEN_TEXT}
+    if command == "str_replace":
+        return {"command": "str_replace", "path": payload, "old_str": "valid", "new_str": "pwned"}
+    if command == "insert":
+        return {"command": "insert", "path": payload, "insert_line": 0, "insert_text": WRITTEN_TEXT}
+    if command == "delete":
+        return {"command": "delete", "path": payload}
+    if command == "rename" and argument == "old_path":
+        return {"command": "rename", "old_path": payload, "new_path": RENAME_TARGET}
+    if command == "rename" and argument == "new_path":
+        return {"command": "rename", "old_path": VALID_PATH, "new_path": payload}
+    raise PayloadError(f"no slot {command} {argument}")
+
+
+def _describe(payload: str, limit: int = 60) -> str:
+    """One printable line naming the payload (descriptions must not contain line breaks)."""
+    shown = payload.encode("unicode_escape").decode("ascii")
+    return shown if len(shown) <= limit else shown[:limit] + f"... ({len(payload)} characters)"
+
+
+def _check_key(kind: str, key: Any) -> str:
+    if not isinstance(key, str) or not _KEY.match(key):
+        raise PayloadError(f"{kind} key {key!r} must be lowercase letters, digits and single dashes")
+    return key
+
+
+def _payload_case(family: Dict[str, Any], entry: Dict[str, Any], command: str, argument: str) -> Dict[str, Any]:
+    payload = expand(entry["path_template"])
+    contained = family["expect"] == "contained"
+    what = "is refused" if not contained else "is an error and changes nothing (accepted as a name or refused)"
+    return {
+        "id": f"sec-{family['key']}-{entry['key']}-{command}-{argument}",
+        "description": f"{family['title']}: {_describe(payload)} as {command} {argument} {what}",
+        "features": ["security", "paths", command],
+        "basis": "security",
+        "level": "must",
+        "requires": "portable",
+        "setup": {"files": {VALID_NAME: VALID_TEXT}},
+        "steps": [{"input": tool_input(command, argument, payload), "is_error": True}],
+        "final": {"files": {VALID_NAME: VALID_TEXT}, "exact": True},
+    }
+
+
+def _hazard_case(hazard: Dict[str, Any], command: str, argument: str) -> Dict[str, Any]:
+    """A filesystem object in the root (link, FIFO, hard link) reached as, or through, the payload path.
+
+    Expectations follow docs/spec-notes.md D-FS-*: nothing is followed or opened. As the last name, delete
+    and rename act on the name itself (they succeed and the target is untouched); everything else is an
+    error. Through a link, every command is an error.
+    """
+    path: str = hazard["path"]
+    name = path[len("/memories/") :]
+    link_name = name.split("/", 1)[0]
+    fixtures = [{"type": "file", "path": VALID_NAME, "text": VALID_TEXT}] + copy.deepcopy(hazard["fixtures"])
+    acts_on_name = hazard["position"] == "last" and (command, argument) in (("delete", "path"), ("rename", "old_path"))
+    final: Dict[str, List[str]]
+    if acts_on_name and command == "delete":
+        final = {"present": [VALID_NAME], "absent": [name]}
+        outcome = "removes the name only"
+    elif acts_on_name:
+        final = {"present": [VALID_NAME, RENAME_TARGET_NAME], "absent": [name]}
+        outcome = "moves the name only"
+    else:
+        final = {"present": [VALID_NAME, link_name], "absent": [RENAME_TARGET_NAME] if argument == "old_path" else []}
+        if not final["absent"]:
+            del final["absent"]
+        outcome = "is an error"
+    return {
+        "id": f"sec-fs-{hazard['key']}-{command}-{argument}",
+        "description": f"{hazard['title']} ({path}) as {command} {argument} {outcome}; nothing outside changes",
+        "features": ["security", "paths", command]
+        + [f for f in hazard.get("features", []) if f not in ("security", "paths", command)],
+        "basis": "security",
+        "level": "must",
+        "requires": "fixtures",
+        "setup": {"fixtures": fixtures},
+        "steps": [{"input": tool_input(command, argument, path), "is_error": not acts_on_name}],
+        "final": final,
+    }
+
+
+def load(path: Optional[pathlib.Path] = None) -> Dict[str, Any]:
+    data = json.loads((path or PAYLOADS_FILE).read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or not isinstance(data.get("families"), list):
+        raise PayloadError("payloads.json must be an object with a families list")
+    return data
+
+
+def generate(path: Optional[pathlib.Path] = None) -> List[Dict[str, Any]]:
+    """Every generated case, in data order."""
+    data = load(path)
+    cases: List[Dict[str, Any]] = []
+    seen = set()
+    for family in data["families"]:
+        _check_key("family", family.get("key"))
+        if family["key"] == "fs":
+            raise PayloadError('family key "fs" is kept for the filesystem hazards')
+        if family.get("expect") not in ("refused", "contained"):
+            raise PayloadError(f"family {family['key']}: expect must be refused or contained")
+        slots = SLOTS if family["expect"] == "refused" else CONTAINED_SLOTS
+        for entry in family["payloads"]:
+            _check_key("payload", entry.get("key"))
+            for command, argument in slots:
+                cases.append(_payload_case(family, entry, command, argument))
+    for hazard in data.get("fs_hazards", []):
+        _check_key("hazard", hazard.get("key"))
+        for command, argument in SLOTS:
+            cases.append(_hazard_case(hazard, command, argument))
+    for case in cases:
+        if case["id"] in seen:
+            raise PayloadError(f"duplicate generated ID {case['id']}")
+        seen.add(case["id"])
+    return cases
+
+
+if __name__ == "__main__":  # pragma: no cover - a quick look at the figures
+    generated = generate()
+    print(f"{len(generated)} generated checks")

@@ -1,0 +1,68 @@
+"""A fake protocol adapter around `conformance_fakes.Tiny`, with switchable misbehaviour.
+
+Modes (argv): crash (exit on an input path containing "crash"), hang (sleep on "hang"), garbage
+(write a non-JSON line on "garbage"), oldversion (answer start with version 99), nostart (exit at once),
+own (declare storage "own"; ignore the root and store in a private directory).
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+
+from conformance_fakes import Tiny  # noqa: E402
+
+MODES = set(sys.argv[1:])
+
+
+def reply(message: dict) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def main() -> int:
+    if "nostart" in MODES:
+        return 3
+    handler = None
+    for line in sys.stdin:
+        request = json.loads(line)
+        cmd, seq = request.get("cmd"), request.get("seq")
+        if cmd == "start":
+            reply(
+                {
+                    "ready": True,
+                    "version": 99 if "oldversion" in MODES else 1,
+                    "implementation": {"name": "fake", "language": "python", "version": "0", "homepage": ""},
+                    "storage": "own" if "own" in MODES else "filesystem",
+                }
+            )
+        elif cmd == "reset":
+            root = pathlib.Path(tempfile.mkdtemp()) if "own" in MODES else pathlib.Path(request["root"])
+            handler = Tiny(root)
+            reply({"seq": seq, "ok": True})
+        elif cmd == "execute":
+            path = str(request["input"].get("path", "")) if isinstance(request["input"], dict) else ""
+            if "crash" in MODES and "crash" in path:
+                sys.stderr.write("fake adapter: crashing on purpose\n")
+                return 1
+            if "hang" in MODES and "hang" in path:
+                time.sleep(30)
+            if "garbage" in MODES and "garbage" in path:
+                sys.stdout.write("this is not json\n")
+                sys.stdout.flush()
+                continue
+            assert handler is not None
+            result = handler.execute(request["input"])
+            reply({"seq": seq, "output": result.output, "is_error": result.is_error})
+        elif cmd == "stop":
+            return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
