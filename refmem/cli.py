@@ -41,7 +41,11 @@ def _prune(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"refmem: {error}", file=sys.stderr)
         return 2
-    report = prune(args.root, seconds, dry_run=args.dry_run)
+    try:
+        report = prune(args.root, seconds, dry_run=args.dry_run)
+    except OSError as error:
+        print(f"refmem: cannot prune {args.root}: {error.strerror or 'operating system error'}", file=sys.stderr)
+        return 2
     verb = "would remove" if args.dry_run else "removed"
     for path in report.removed:
         print(f"{verb} {path}")

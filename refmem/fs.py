@@ -39,6 +39,7 @@ FILE_MODE = 0o600
 DIR_MODE = 0o700
 READ_CHUNK = 1 << 20
 BOOKKEEPING_DIR = RESERVED_PREFIX
+ROOT_REMOVED = "the memory directory itself was removed"
 TEMP_PREFIX = RESERVED_PREFIX + "-tmp-"
 
 
@@ -256,6 +257,7 @@ class Root:
         self.real = os.path.realpath(path)
         self.portable = portable or not FD_WALK_AVAILABLE
         self._root_fd: Optional[int] = None
+        self._close = os.close  # the close of the `os` that opened it (see close())
         if not self.portable:
             try:
                 self._root_fd = os.open(self.real, os.O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -266,7 +268,9 @@ class Root:
         """Release the root's descriptor. The handler opens it once and keeps it for its lifetime."""
         fd, self._root_fd = self._root_fd, None
         if fd is not None:
-            os.close(fd)
+            # Called from __del__ too, possibly after a test's patched `os` is gone: closing with
+            # the function that matched the open never hits an unrelated descriptor.
+            self._close(fd)
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
@@ -279,6 +283,12 @@ class Root:
             return Dir(None, self.real)
         if self._root_fd is None:
             raise OsFailure("operating system error")  # used after close()
+        try:
+            removed = os.fstat(self._root_fd).st_nlink == 0
+        except OSError as error:
+            raise os_failure(error) from None
+        if removed:
+            raise OsFailure(ROOT_REMOVED)
         return Dir(self._root_fd, self.real, owned=False)
 
     def _open_child(self, parent: Dir, name: str) -> Dir:
@@ -420,9 +430,13 @@ class Root:
                     raise IsLink() from None
                 raise os_failure(error) from None
             try:
+                # What counts is what was opened: a file atomically replaced since the lstat is fine
+                # (its new content is a valid answer); anything but a single-link regular file is not.
                 after = os.fstat(fd)
-                if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino) or not stat.S_ISREG(after.st_mode):
+                if not stat.S_ISREG(after.st_mode):
                     raise OsFailure("the file changed while it was being read")
+                if refuse_hard_links and after.st_nlink > 1:
+                    raise HardLinked()
                 yield fd, after
             finally:
                 os.close(fd)

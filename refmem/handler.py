@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import fs, text
+from .expiry import AccessTracker
 from .limits import DEFAULT_LIMITS, Limits
 from .messages import Rendered, clip, escape, render
 from .paths import PathError, VirtualPath, is_addressable, parse_path
 
 DIR_SIZE = "4.0K"  # D-VIEW-DIR-SIZE
 ESCAPED_REASON = "a folder on the way moved outside /memories while it was in use"
-SMALL_FILE_BYTES = 256 * 1024  # views of files up to this size read them whole; larger ones stream
+SMALL_FILE_BYTES = 1024 * 1024  # views of files up to this size read them whole; larger ones stream
 RULE_FILE_SLASH = 'a file path must not end with "/"'
 
 
@@ -111,6 +112,7 @@ class MemoryHandler:
         content_policy: Optional[ContentPolicy] = None,
         portable_walk: bool = False,
         refuse_hard_links: bool = True,
+        track_access: bool = True,
     ) -> None:
         self.limits = limits
         self.read_only = read_only
@@ -118,6 +120,8 @@ class MemoryHandler:
         self.content_policy = content_policy
         self.refuse_hard_links = refuse_hard_links
         self.root = fs.Root(root, portable=portable_walk)
+        # Last-access records for `refmem prune` (filesystem atime is often off). Never fails a command.
+        self.access: Optional[AccessTracker] = AccessTracker(self.root.real) if track_access and not read_only else None
         self._commands: Dict[str, Callable[[Mapping[str, Any]], Rendered]] = {
             "view": self._view,
             "create": self._create,
@@ -255,7 +259,10 @@ class MemoryHandler:
             if path.trailing_slash:
                 return render("view_missing", path=path.canonical)
             return self._problem(problem, "view", path)
-        return self._render_file(path, window, view_range)
+        rendered = self._render_file(path, window, view_range)
+        if self.access is not None and not rendered.is_error:
+            self.access.touch(path.canonical)
+        return rendered
 
     def _view_dir(self, path: VirtualPath, view_range: Optional[Sequence[int]]) -> Rendered:
         if view_range is not None:
@@ -268,7 +275,7 @@ class MemoryHandler:
         last_wanted = None if end == -1 else end
         if size <= SMALL_FILE_BYTES:
             content = self.root.read_all(fd, size).decode("utf-8")
-            return text.window_from_text(content, start, last_wanted)
+            return text.window_from_text(content, start, last_wanted, self.limits.max_view_chars)
         return text.read_window(self.root.read_chunks(fd), max(start, 1), last_wanted, self.limits.max_view_chars)
 
     def _listing(self, path: VirtualPath) -> Rendered:
@@ -357,6 +364,8 @@ class MemoryHandler:
             return render("create_parent_not_dir", path=path.canonical, parent=path.parent.canonical)
         except fs.FsProblem as problem:
             return self._problem(problem, "create", path)
+        if self.access is not None:
+            self.access.touch(path.canonical)
         return render("create_ok", path=path.canonical)
 
     # -- str_replace and insert: read, change, write back under the lock --
@@ -381,6 +390,8 @@ class MemoryHandler:
                 if crlf:
                     new_content = new_content.replace("\n", "\r\n")
                 self.root.replace(path, self._encode_checked(path, new_content), mode)
+                if self.access is not None:
+                    self.access.touch(path.canonical)
                 return rendered
         except fs.Missing:
             return render(missing, path=path.canonical)
@@ -448,6 +459,8 @@ class MemoryHandler:
                     return render("delete_missing", path=path.canonical)
                 self._require_allowed_tree(path, entry.kind)
                 self.root.delete(path)
+                if self.access is not None:
+                    self.access.forget(path.canonical, is_dir=entry.kind == fs.DIR)
         except fs.Missing:
             return render("delete_missing", path=path.canonical)
         except fs.FsProblem as problem:
@@ -474,6 +487,8 @@ class MemoryHandler:
                 if entry.kind == fs.DIR and new.is_within(old):
                     return render("rename_into_self", **names)
                 self.root.rename(old, new)
+                if self.access is not None:
+                    self.access.move(old.canonical, new.canonical, is_dir=entry.kind == fs.DIR)
         except fs.Exists:
             return render("rename_exists", **names)
         except fs.ParentNotDir as problem:

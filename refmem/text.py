@@ -135,17 +135,28 @@ class ViewWindow:
             not self._full and self._line + newlines >= self._first and (self._last is None or self._line <= self._last)
         )
         if not touches:  # fast path: count, keep nothing
-            if newlines:
-                self._line += newlines
-                self._current_len = len(text) - text.rfind("\n") - 1
-            else:
-                self._current_len += len(text)
+            self._count_only(text)
             return
-        pieces = text.split("\n")
-        for piece in pieces[:-1]:
-            self._add(piece)
+        start = 0
+        while True:
+            if self._full or (self._last is not None and self._line > self._last):
+                self._count_only(text[start:])  # past the window: count the rest, keep nothing
+                return
+            end = text.find("\n", start)
+            if end == -1:
+                self._add(text[start:])
+                return
+            self._add(text[start:end])
             self._end_line()
-        self._add(pieces[-1])
+            start = end + 1
+
+    def _count_only(self, rest: str) -> None:
+        newlines = rest.count("\n")
+        if newlines:
+            self._line += newlines
+            self._current_len = len(rest) - rest.rfind("\n") - 1
+        else:
+            self._current_len += len(rest)
 
     def _add(self, piece: str) -> None:
         if self._keeping():
@@ -183,11 +194,17 @@ class ViewWindow:
         return WindowResult(n_lines, crlf, kept)
 
 
-def window_from_text(content: str, first: int, last: Optional[int]) -> WindowResult:
-    """The same answer as ViewWindow for a text already in memory (small files): the plain definition."""
+def window_from_text(content: str, first: int, last: Optional[int], budget: Optional[int] = None) -> WindowResult:
+    """The same answer as ViewWindow for a text already in memory (small files): the plain definition.
+
+    With a `budget`, lines that could not fit anyway are not kept: a numbered line takes at least
+    8 characters, so budget // 8 + 1 lines always cover what fits.
+    """
     crlf = is_crlf(content)
     lines = split_lines(content.replace("\r\n", "\n") if crlf else content)
     stop = len(lines) if last is None else min(last, len(lines))
+    if budget is not None:
+        stop = min(stop, max(first, 1) + budget // 8)
     kept = [(number, lines[number - 1], len(lines[number - 1])) for number in range(max(first, 1), stop + 1)]
     return WindowResult(len(lines), crlf, kept, True)
 
