@@ -55,6 +55,16 @@ class NumberedBody(NamedTuple):
     cut_line: Optional[Tuple[int, int, int]]  # (number, full length, characters shown)
 
 
+_PREFIXES = [f"{number:>{LINE_NUMBER_WIDTH}}\t" for number in range(4096)]
+
+
+def _render(lines: Sequence[Tuple[int, str, int]]) -> List[str]:
+    """Numbered lines; the prefixes of the first 4095 line numbers are made once, not per view."""
+    if lines and lines[-1][0] < len(_PREFIXES):
+        return [_PREFIXES[number] + text for number, text, _ in lines]
+    return [f"{number:>{LINE_NUMBER_WIDTH}}\t{text}" for number, text, _ in lines]
+
+
 def fit_numbered(lines: Sequence[Tuple[int, str, int]], budget: int, complete: bool = False) -> NumberedBody:
     """Number lines and keep as many whole ones as fit in `budget` characters (D-VIEW-PAGINATE).
 
@@ -62,7 +72,7 @@ def fit_numbered(lines: Sequence[Tuple[int, str, int]], budget: int, complete: b
     the reader stopped keeping a very long line (`complete` promises none was). When not even the
     first line fits, it is cut inside.
     """
-    rendered_all = [f"{number:>6}\t{text}" for number, text, _ in lines]
+    rendered_all = _render(lines)
     if sum(map(len, rendered_all)) + len(rendered_all) - 1 <= budget and (
         complete or all(len(text) == length for _, text, length in lines)
     ):  # the common case: everything fits
@@ -205,7 +215,9 @@ def window_from_text(content: str, first: int, last: Optional[int], budget: Opti
     stop = len(lines) if last is None else min(last, len(lines))
     if budget is not None:
         stop = min(stop, max(first, 1) + budget // 8)
-    kept = [(number, lines[number - 1], len(lines[number - 1])) for number in range(max(first, 1), stop + 1)]
+    start = max(first, 1)
+    chosen = lines[start - 1 : stop]
+    kept = list(zip(range(start, stop + 1), chosen, map(len, chosen)))
     return WindowResult(len(lines), crlf, kept, True)
 
 
