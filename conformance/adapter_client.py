@@ -19,7 +19,7 @@ import threading
 from typing import IO, Any, Deque, Dict, List, Optional
 
 from conformance import PROTOCOL_VERSION
-from conformance.targets import STORAGE_KINDS, StepResult, Target, TargetError
+from conformance.targets import OPTION_NAMES, STORAGE_KINDS, Options, StepResult, Target, TargetError
 
 START_TIMEOUT = 60.0
 """Seconds an adapter may take to answer `start` (an interpreter or a JIT may be slow to load)."""
@@ -117,6 +117,9 @@ def _check_ready(reply: Dict[str, Any]) -> None:
         raise ProtocolViolation("the start reply has no implementation.name")
     if reply.get("storage", "filesystem") not in STORAGE_KINDS:
         raise ProtocolViolation(f"storage must be one of {STORAGE_KINDS}")
+    options = reply.get("options", [])
+    if not isinstance(options, list) or not all(isinstance(name, str) for name in options):
+        raise ProtocolViolation("options in the start reply must be a list of option names")
 
 
 def _check_reply(reply: Dict[str, Any], seq: int) -> None:
@@ -157,6 +160,7 @@ class AdapterTarget(Target):
         info = reply["implementation"]
         self.implementation = {key: str(info.get(key, "")) for key in ("name", "language", "version", "homepage")}
         self.storage = reply.get("storage", "filesystem")
+        self.options = frozenset(name for name in reply.get("options", []) if name in OPTION_NAMES)
         self.restarts += 1
         return child
 
@@ -167,13 +171,19 @@ class AdapterTarget(Target):
         _check_reply(reply, self._seq)
         return reply
 
-    def reset(self, root: pathlib.Path) -> None:
+    def reset(self, root: pathlib.Path, options: Options = None) -> None:
+        request: Dict[str, Any] = {"cmd": "reset", "root": str(root)}
+        if options:
+            request["options"] = dict(options)  # sent only when set: an adapter that lists none never sees it
         for _attempt in (1, 2):
             if self._child is None or self._child.process.poll() is not None:
                 self._discard()
                 self._child = self._start()
+            missing = self.unsupported(options)
+            if missing is not None:
+                raise TargetError(f"{self.spec}: option {missing} not supported")
             try:
-                reply = self._request(self._child, {"cmd": "reset", "root": str(root)}, self._step_timeout)
+                reply = self._request(self._child, request, self._step_timeout)
                 if reply.get("ok") is True:
                     return
                 problem = f"reset refused: {reply.get('error', reply)}"

@@ -57,6 +57,11 @@ class Case:
     def setup(self) -> Dict[str, Any]:
         return dict(self.raw.get("setup") or {})
 
+    @property
+    def options(self) -> Dict[str, Any]:
+        """How the implementation is configured for this case (CASE-FORMAT.md `options`); empty for the defaults."""
+        return dict(self.raw.get("options") or {})
+
 
 def read_case_files(cases_dir: pathlib.Path = CASES_DIR) -> List[Tuple[pathlib.Path, Any]]:
     """Every `*.json` under `cases_dir`, parsed, in path order."""

@@ -125,7 +125,8 @@ class CaseRun:
     def run(self) -> List[Finding]:
         outside = outside_snapshot(self.directory)
         base_before = set(os.listdir(self.base))
-        self.target.reset(self.directory.root)  # inside the watch: a reset must not write outside either
+        # inside the watch: a reset must not write outside either
+        self.target.reset(self.directory.root, self.case.options or None)
         if self.setup():
             self.steps()
             if not any(f.kind in ("crashed", "timed_out") for f in self.findings):
@@ -139,6 +140,9 @@ class CaseRun:
 def skip_reason(case: Case, target: Target) -> str:
     if case.requires == "fixtures" and target.storage != "filesystem":
         return "needs on-disk fixtures; the target keeps its own storage"
+    missing = target.unsupported(case.options)
+    if missing is not None:
+        return f"option {missing} not supported"
     return ""
 
 

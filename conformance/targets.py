@@ -3,6 +3,7 @@
     target = open_target("refmem" | "python:MODULE:CALLABLE" | "cmd:COMMAND LINE", root)
     step = target.execute({"command": "view", "path": "/memories"})   # -> StepResult
     target.reset(new_root)   # a fresh handler on a new root (restarts a crashed adapter)
+    target.reset(new_root, {"read_only": True})   # configured (only options in target.options)
     target.close()
 
 A target never raises for anything an implementation does while executing a command: a crash, a hang
@@ -16,19 +17,26 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import os
 import pathlib
 import queue
 import sys
 import threading
 import traceback
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Mapping, Optional, Tuple
 
 DEFAULT_STEP_TIMEOUT = 10.0
 """Seconds one command may take before the target counts as hung."""
 
 STORAGE_KINDS = ("filesystem", "own")
 """`filesystem`: the target stores under the root it is given; `own`: it keeps its own storage."""
+
+
+OPTION_NAMES = ("read_only", "allow", "limits", "content_policy")
+"""Handler options a case may set (CASE-FORMAT.md `options`); a target lists those it honours."""
+
+Options = Optional[Mapping[str, Any]]
 
 
 class TargetError(Exception):
@@ -62,12 +70,22 @@ class Target:
     implementation: Dict[str, str] = {}
     storage: str = "filesystem"
     restarts: int = 0
+    options: FrozenSet[str] = frozenset()
+    """The names of OPTION_NAMES this target can configure its implementation with."""
 
     def execute(self, input: Any) -> StepResult:
         raise NotImplementedError
 
-    def reset(self, root: pathlib.Path) -> None:
+    def reset(self, root: pathlib.Path, options: Options = None) -> None:
+        """A fresh implementation on `root`, configured with `options` (names from `self.options` only)."""
         raise NotImplementedError
+
+    def unsupported(self, options: Options) -> Optional[str]:
+        """The first option in `options` this target cannot honour, or None."""
+        for name in options or {}:
+            if name not in self.options:
+                return name
+        return None
 
     def close(self) -> None:
         """Release the target; the default has nothing to release."""
@@ -168,15 +186,18 @@ class InProcessTarget(Target):
     def __init__(
         self,
         spec: str,
-        factory: Callable[[pathlib.Path], Any],
+        factory: Callable[..., Any],
         root: pathlib.Path,
         implementation: Dict[str, str],
         timeout: Optional[float],
+        converters: Optional[Mapping[str, Callable[[Any], Any]]] = None,
     ) -> None:
         self.spec = spec
         self._factory = factory
         self._timeout = timeout
         self._worker: Optional[_Worker] = None
+        self._converters = dict(converters or {})
+        self.options = frozenset(self._converters)
         self.implementation = implementation
         self.reset(root)
         self.implementation = dict(getattr(self._handler, "implementation", None) or implementation)
@@ -184,9 +205,13 @@ class InProcessTarget(Target):
         if self.storage not in STORAGE_KINDS:
             raise TargetError(f"{spec}: storage must be one of {STORAGE_KINDS}, not {self.storage!r}")
 
-    def reset(self, root: pathlib.Path) -> None:
+    def reset(self, root: pathlib.Path, options: Options = None) -> None:
+        missing = self.unsupported(options)
+        if missing is not None:
+            raise TargetError(f"{self.spec}: option {missing} not supported")
         try:
-            self._handler = self._factory(root)
+            kwargs = {name: self._converters[name](value) for name, value in (options or {}).items()}
+            self._handler = self._factory(root, **kwargs)
         except Exception as exc:  # noqa: BLE001
             raise TargetError(f"{self.spec}: building the handler failed: {exc!r}") from exc
         for name in ("call", "execute"):
@@ -234,18 +259,69 @@ def _module_info(module: Any, language: str = "python") -> Dict[str, str]:
     return implementation_info(module.__name__, language, str(getattr(module, "__version__", "")))
 
 
+def _refmem_class(module_name: str, name: str) -> Optional[Callable[..., Any]]:
+    """A class of the reference package, imported late; None when refmem is not importable."""
+    try:
+        found: Optional[Callable[..., Any]] = getattr(importlib.import_module(module_name), name, None)
+        return found
+    except ImportError:
+        return None
+
+
+def _limits(value: Any) -> Any:
+    cls = _refmem_class("refmem.limits", "Limits")
+    assert cls is not None  # only offered when importable
+    return cls(**dict(value))
+
+
+def _content_policy(value: Any) -> Any:
+    cls = _refmem_class("refmem.policy", "ContentPolicy")
+    assert cls is not None
+    return cls(str(value))
+
+
+def option_converters(factory: Callable[..., Any]) -> Dict[str, Callable[[Any], Any]]:
+    """The options `factory` accepts as keyword arguments, each with how a case's value becomes its argument.
+
+    `read_only` and `allow` are passed as they are (a bool, a list of globs); `limits` and `content_policy`
+    become the reference's `Limits` and `ContentPolicy` objects, so they are offered only when refmem is importable.
+    """
+    try:
+        parameters = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return {}
+    keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    accepted = {name for name, parameter in parameters.items() if parameter.kind in keyword}
+    converters: Dict[str, Callable[[Any], Any]] = {}
+    if "read_only" in accepted:
+        converters["read_only"] = bool
+    if "allow" in accepted:
+        converters["allow"] = list
+    if "limits" in accepted and _refmem_class("refmem.limits", "Limits") is not None:
+        converters["limits"] = _limits
+    if "content_policy" in accepted and _refmem_class("refmem.policy", "ContentPolicy") is not None:
+        converters["content_policy"] = _content_policy
+    return converters
+
+
 def _python_target(spec: str, root: pathlib.Path, timeout: Optional[float]) -> Target:
     module_name, _, attr_path = spec[len("python:") :].partition(":")
     if not module_name or not attr_path:
         raise TargetError(f"{spec}: expected python:MODULE:CALLABLE")
     module, factory = _import_callable(spec, module_name, attr_path)
-    return InProcessTarget(spec, factory, root, _module_info(module), timeout)
+    return InProcessTarget(spec, factory, root, _module_info(module), timeout, option_converters(factory))
 
 
 def _reference_target(spec: str, root: pathlib.Path, timeout: Optional[float]) -> Target:
     module, factory = _import_callable(spec, "refmem", "MemoryHandler")
     info = implementation_info("refmem", "python", str(getattr(module, "__version__", "")))
-    return InProcessTarget(spec, factory, root, info, timeout)
+    converters: Dict[str, Callable[[Any], Any]] = {
+        "read_only": bool,
+        "allow": list,
+        "limits": _limits,
+        "content_policy": _content_policy,
+    }
+    return InProcessTarget(spec, factory, root, info, timeout, converters)
 
 
 def _command_target(spec: str, root: pathlib.Path, timeout: Optional[float]) -> Target:
@@ -270,6 +346,8 @@ def open_target(spec: str, root: pathlib.Path, timeout: Optional[float] = DEFAUL
     any other exception is an error result whose text is the exception's repr and a `raised` finding.
     The object (or its module, as `IMPLEMENTATION`) may describe itself with an `implementation` dict
     and a `storage` of "filesystem" (default) or "own".
+    A case's `options` (read_only, allow, limits, content_policy) reach a python target as keyword
+    arguments of the callable, and only those its signature names; cases using any other are skipped.
     """
     for prefix, opener in _KINDS.items():
         if spec == prefix or (prefix.endswith(":") and spec.startswith(prefix)):

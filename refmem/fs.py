@@ -510,8 +510,13 @@ class Root:
                 raise os_failure(error) from None
             batch.sort(key=lambda item: item[0])
             for name, kind, size in batch:
+                if len(found) >= cap:  # a subfolder visited earlier used up the room
+                    truncated = True
+                    return
                 found.append(Listed(prefix + (name,), kind, size))
-                if kind == DIR and level < depth and len(found) < cap:
+                if kind == DIR and level < depth:
+                    # Entered even when the cap is met: with no room left, the visit only looks for
+                    # one listable entry, so "truncated" is said only when something was left out.
                     try:
                         child = self._open_child(folder, name)
                     except (Missing, OsFailure):
@@ -520,8 +525,6 @@ class Root:
                         visit(child, prefix + (name,), level + 1)
                     finally:
                         child.close()
-                elif kind == DIR and level < depth:
-                    truncated = True
 
         with self._walk(path.parts) as top:
             visit(top, (), 1)

@@ -17,6 +17,8 @@ from typing import Any, Callable, Dict, Optional, TextIO
 
 PROTOCOL_VERSION = 1
 HOMEPAGE = ""
+OPTIONS = ("read_only", "allow", "limits", "content_policy")
+"""Every handler option a `reset` may carry; all are listed in the `start` reply."""
 
 
 class _Refusal(Exception):
@@ -65,7 +67,45 @@ def _start(session: _Session, request: Dict[str, Any]) -> Dict[str, Any]:
         "version": PROTOCOL_VERSION,
         "implementation": {"name": "refmem", "language": "python", "version": _version(), "homepage": HOMEPAGE},
         "storage": "filesystem",
+        "options": list(OPTIONS),
     }
+
+
+def _handler_options(options: Any) -> Dict[str, Any]:
+    """MemoryHandler keyword arguments for a `reset` request's `options`; refuses what it cannot build."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise _Refusal("bad-request", "`options` must be an object")
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise _Refusal("bad-request", f"unknown option {unknown[0]!r:.80}")
+    from refmem.limits import Limits
+    from refmem.policy import ContentPolicy
+
+    kwargs: Dict[str, Any] = {}
+    if "read_only" in options:
+        if not isinstance(options["read_only"], bool):
+            raise _Refusal("bad-request", "option read_only must be true or false")
+        kwargs["read_only"] = options["read_only"]
+    if "allow" in options:
+        allow = options["allow"]
+        if not isinstance(allow, list) or not all(isinstance(pattern, str) for pattern in allow):
+            raise _Refusal("bad-request", "option allow must be a list of glob strings")
+        kwargs["allow"] = list(allow)
+    if "limits" in options:
+        if not isinstance(options["limits"], dict):
+            raise _Refusal("bad-request", "option limits must be an object")
+        try:
+            kwargs["limits"] = Limits(**options["limits"])
+        except (TypeError, ValueError) as exc:
+            raise _Refusal("bad-request", f"option limits: {exc}") from None
+    if "content_policy" in options:
+        try:
+            kwargs["content_policy"] = ContentPolicy(options["content_policy"])
+        except ValueError as exc:
+            raise _Refusal("bad-request", f"option content_policy: {exc}") from None
+    return kwargs
 
 
 def _reset(session: _Session, request: Dict[str, Any]) -> Dict[str, Any]:
@@ -76,8 +116,10 @@ def _reset(session: _Session, request: Dict[str, Any]) -> Dict[str, Any]:
         raise _Refusal("bad-root", "the root is not an existing directory")
     import refmem  # late: the package imports this module's siblings, not the other way round
 
+    session.handler = None  # a refused reset leaves no handler from an earlier case behind
+    kwargs = _handler_options(request.get("options"))
     try:
-        session.handler = refmem.MemoryHandler(pathlib.Path(root))
+        session.handler = refmem.MemoryHandler(pathlib.Path(root), **kwargs)
     except Exception as exc:  # noqa: BLE001 - reported, never fatal
         session.handler = None
         raise _Refusal("reset-failed", f"the handler could not be built: {type(exc).__name__}") from exc

@@ -2,7 +2,8 @@
 
 Modes (argv): crash (exit on an input path containing "crash"), hang (sleep on "hang"), garbage
 (write a non-JSON line on "garbage"), oldversion (answer start with version 99), nostart (exit at once),
-own (declare storage "own"; ignore the root and store in a private directory).
+own (declare storage "own"; ignore the root and store in a private directory), readonly (list the option
+read_only and honour it). A reset carrying an option the adapter did not list gets an error reply.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from conformance_fakes import Tiny  # noqa: E402
+from conformance_fakes import ReadOnlyTiny  # noqa: E402
 
 MODES = set(sys.argv[1:])
 
@@ -39,11 +40,17 @@ def main() -> int:
                     "version": 99 if "oldversion" in MODES else 1,
                     "implementation": {"name": "fake", "language": "python", "version": "0", "homepage": ""},
                     "storage": "own" if "own" in MODES else "filesystem",
+                    **({"options": ["read_only"]} if "readonly" in MODES else {}),
                 }
             )
         elif cmd == "reset":
             root = pathlib.Path(tempfile.mkdtemp()) if "own" in MODES else pathlib.Path(request["root"])
-            handler = Tiny(root)
+            options = request.get("options", {})
+            listed = {"read_only"} if "readonly" in MODES else set()
+            if set(options) - listed:
+                reply({"seq": seq, "error": {"code": "bad-request", "message": f"unlisted options {sorted(options)}"}})
+                continue
+            handler = ReadOnlyTiny(root, bool(options.get("read_only", False)))
             reply({"seq": seq, "ok": True})
         elif cmd == "execute":
             path = str(request["input"].get("path", "")) if isinstance(request["input"], dict) else ""

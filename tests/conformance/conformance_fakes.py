@@ -123,6 +123,23 @@ def tiny(root: pathlib.Path) -> Tiny:
     return Tiny(root)
 
 
+class ReadOnlyTiny(Tiny):
+    """Tiny with one option: `read_only` refuses create and delete with the reference's message."""
+
+    def __init__(self, root: pathlib.Path, read_only: bool = False) -> None:
+        super().__init__(root)
+        self.read_only = read_only
+
+    def execute(self, command: Dict[str, Any]) -> Any:
+        if self.read_only and command["command"] in ("create", "delete"):
+            return Result(f"Error: The memory directory is read-only; {command['command']} is not allowed.", True)
+        return super().execute(command)
+
+
+def read_only_tiny(root: pathlib.Path, *, read_only: bool = False, unrelated: int = 0) -> ReadOnlyTiny:
+    return ReadOnlyTiny(root, read_only)
+
+
 wrong = Wrong
 raiser = Raiser
 leaker = Leaker
