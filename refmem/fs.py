@@ -19,6 +19,7 @@ import os
 import secrets
 import stat
 import sys
+import threading
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple, cast
 
@@ -258,6 +259,9 @@ class Root:
         self.portable = portable or not FD_WALK_AVAILABLE
         self._root_fd: Optional[int] = None
         self._close = os.close  # the close of the `os` that opened it (see close())
+        self._thread_lock = threading.Lock()
+        self._lock_fd: Optional[int] = None
+        self._lock_pid = 0
         if not self.portable:
             try:
                 self._root_fd = os.open(self.real, os.O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -266,6 +270,9 @@ class Root:
 
     def close(self) -> None:
         """Release the root's descriptor. The handler opens it once and keeps it for its lifetime."""
+        lock_fd, self._lock_fd = self._lock_fd, None
+        if lock_fd is not None and self._lock_pid == os.getpid():
+            self._close(lock_fd)
         fd, self._root_fd = self._root_fd, None
         if fd is not None:
             # Called from __del__ too, possibly after a test's patched `os` is gone: closing with
@@ -635,23 +642,44 @@ class Root:
 
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
-        """An exclusive lock shared by every handler and process on this root (flock)."""
-        try:
+        """An exclusive lock shared by every handler, thread and process on this root.
+
+        Threads of this process queue on a threading lock; processes on `flock` of
+        `.refmem/lock`. The lock file stays open for the handler's life (opening it costs more
+        than the flock), and is reopened after a fork: a forked child shares the parent's open
+        file, and flock would not keep the two apart. It is opened read-only (flock needs no more),
+        so holding it never keeps the filesystem from being remounted read-only.
+        """
+        with self._thread_lock:
+            fd = self._lock_file()
+            if fd is None:  # pragma: no cover - Windows: one process per root is assumed
+                yield
+                return
             import fcntl
-        except ImportError:  # pragma: no cover - Windows: one process per root is assumed
-            yield
-            return
+
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def _lock_file(self) -> Optional[int]:
+        try:
+            import fcntl  # noqa: F401 - only to learn whether flock exists here
+        except ImportError:  # pragma: no cover
+            return None
+        if self._lock_fd is not None and self._lock_pid == os.getpid():
+            return self._lock_fd
         with self._walk((BOOKKEEPING_DIR,), create=True) as folder:
             path, dir_fd = folder.ref("lock")
             try:
-                fd = os.open(path, os.O_RDWR | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC, FILE_MODE, dir_fd=dir_fd)
+                fd = os.open(path, os.O_RDONLY | os.O_CREAT | O_NOFOLLOW | O_CLOEXEC, FILE_MODE, dir_fd=dir_fd)
             except OSError as error:
                 raise os_failure(error) from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)  # closing releases the lock
+        if self._lock_fd is not None and self._lock_pid == os.getpid():  # pragma: no cover
+            self._close(self._lock_fd)
+        self._lock_fd, self._lock_pid = fd, os.getpid()
+        return fd
 
 
 def _empty_folder(root: Root, folder: Dir) -> None:
@@ -709,3 +737,4 @@ def _fd_path(fd: int) -> Optional[str]:
         return os.fsdecode(raw.split(b"\0", 1)[0])
     except (ImportError, OSError):
         return None
+
