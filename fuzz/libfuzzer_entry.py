@@ -1,0 +1,39 @@
+"""Entry points for an external libFuzzer farm (OSS-Fuzz, ClusterFuzzLite): the same harnesses, with
+the farm's conventions. A broken oracle raises `OracleBroken`, so the farm records the input as a
+crash, minimises it with libFuzzer and files it; `refmem-fuzz replay CRASH_FILE --target SPEC`
+decodes that raw input and replays it as a command sequence.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+from typing import List, Optional
+
+from .harness import HARNESSES, Options
+from .layout import scratch_dir
+
+
+class OracleBroken(Exception):
+    """An oracle broke; the message is the finding file's JSON (host paths already replaced)."""
+
+
+def run(harness_name: str, target: str = "refmem", argv: Optional[List[str]] = None) -> None:
+    import atheris  # type: ignore[import-untyped]
+
+    from .engine_atheris import instrumented_packages
+    from .finding import dumps
+
+    options = Options(target=target, minimise_budget=0, engine="libfuzzer")
+    work = scratch_dir("refmem-fuzz-farm-")
+    with atheris.instrument_imports(include=instrumented_packages(target)):
+        harness = HARNESSES[harness_name](options, pathlib.Path(work))
+
+    def test_one_input(data: bytes) -> None:
+        harness.seen.clear()  # the farm deduplicates; every broken oracle is reported
+        found = harness.one_input(data)
+        if found is not None:
+            raise OracleBroken(dumps(found))
+
+    atheris.Setup(list(argv if argv is not None else sys.argv), test_one_input)
+    atheris.Fuzz()

@@ -1,0 +1,113 @@
+"""Delta debugging over a failing command list, then simpler texts inside the commands that remain.
+
+`still_fails(commands)` re-runs a candidate from a fresh layout and says whether it breaks the same
+oracle. Each call costs one whole sequence, so the number of calls is bounded.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable, List
+
+Predicate = Callable[[List[Any]], bool]
+
+TEXT_FIELDS = ("file_text", "old_str", "new_str", "insert_text")
+OPTIONAL_FIELDS = ("view_range",)
+PATH_FIELDS = ("path", "old_path", "new_path")
+
+
+class _Budget:
+    def __init__(self, predicate: Predicate, limit: int) -> None:
+        self._predicate = predicate
+        self.left = limit
+
+    def __call__(self, candidate: List[Any]) -> bool:
+        if self.left <= 0:
+            return False
+        self.left -= 1
+        return self._predicate(candidate)
+
+
+def ddmin(items: List[Any], still_fails: Predicate) -> List[Any]:
+    """The classic ddmin: try removing chunks, then complements, at finer and finer granularity."""
+    current = list(items)
+    granularity = 2
+    while len(current) >= 2:
+        size = max(1, len(current) // granularity)
+        chunks = [current[start : start + size] for start in range(0, len(current), size)]
+        reduced = False
+        for chunk in chunks:
+            if len(chunk) < len(current) and still_fails(chunk):
+                current, granularity, reduced = chunk, 2, True
+                break
+        if reduced:
+            continue
+        for index in range(len(chunks)):
+            complement = [item for i, chunk in enumerate(chunks) if i != index for item in chunk]
+            if complement and still_fails(complement):
+                current = complement
+                granularity = max(granularity - 1, 2)
+                reduced = True
+                break
+        if not reduced:
+            if granularity >= len(current):
+                break
+            granularity = min(granularity * 2, len(current))
+    return current
+
+
+def simplify_texts(commands: List[Any], still_fails: Predicate) -> List[Any]:
+    """Try the empty string, then halves, for every text field, keeping what still fails."""
+    current = copy.deepcopy(commands)
+    for index, command in enumerate(current):
+        if not isinstance(command, dict):
+            continue
+        for field in OPTIONAL_FIELDS:
+            if field in command:
+                trial = copy.deepcopy(current)
+                del trial[index][field]
+                if still_fails(trial):
+                    current = trial
+        command = current[index]
+        for field in TEXT_FIELDS:
+            value = command.get(field)
+            if not isinstance(value, str) or len(value) <= 1:
+                continue
+            for candidate in (value[:1], value[: len(value) // 2]):
+                trial = copy.deepcopy(current)
+                trial[index][field] = candidate
+                if still_fails(trial):
+                    current = trial
+                    break
+    return current
+
+
+def simplify_paths(commands: List[Any], still_fails: Predicate) -> List[Any]:
+    """Drop one name at a time from every path (never the leading `/memories`-like part)."""
+    current = copy.deepcopy(commands)
+    for index, command in enumerate(current):
+        if not isinstance(command, dict):
+            continue
+        for field in PATH_FIELDS:
+            position = 2
+            while True:
+                value = current[index].get(field)
+                if not isinstance(value, str):
+                    break
+                parts = value.split("/")
+                if position >= len(parts) or len(parts) <= 3:
+                    break
+                trial = copy.deepcopy(current)
+                trial[index][field] = "/".join(parts[:position] + parts[position + 1 :])
+                if still_fails(trial):
+                    current = trial
+                else:
+                    position += 1
+    return current
+
+
+def minimise(commands: List[Any], still_fails: Predicate, budget: int = 200) -> List[Any]:
+    counted = _Budget(still_fails, budget)
+    smaller = ddmin(commands, counted)
+    smaller = simplify_paths(smaller, counted)
+    return simplify_texts(smaller, counted)

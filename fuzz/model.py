@@ -1,0 +1,333 @@
+"""A pure in-memory model of the reference semantics (docs/spec-notes.md), for the differential oracle.
+
+The model answers one question per command: success, error, or "the notes leave this open"
+(UNKNOWN), and keeps the tree a correct handler would hold afterwards. It compares outcome
+classes and tree contents only, never wording. Path syntax is delegated to the reference's pure
+parser (`refmem.paths.parse_path`); the parser has its own harness with its own invariants.
+
+Objects the handler must refuse to read or edit (symbolic links, FIFOs, files with more than one
+hard link, files that are not UTF-8) are one kind here, OPAQUE: content commands fail on them,
+create reports them as existing, delete and rename act on the name.
+"""
+
+from __future__ import annotations
+
+import base64
+import enum
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+
+from .layout import Fixture
+
+Parts = Tuple[str, ...]
+Node = Tuple[str, ...]  # ("dir",), ("file", text) or ("opaque",)
+DIR: Node = ("dir",)
+OPAQUE: Node = ("opaque",)
+Tree = Dict[Parts, Node]
+
+MAX_FILE_BYTES = 1_048_576
+
+
+class Outcome(enum.Enum):
+    OK = "ok"
+    ERROR = "error"
+    UNKNOWN = "unknown"
+
+
+class _Unknown(Exception):
+    """The notes leave this case open; stop comparing."""
+
+
+def file_node(text: str) -> Node:
+    return ("file", text)
+
+
+def tree_from_fixtures(fixtures: List[Fixture]) -> Tree:
+    tree: Tree = {(): DIR}
+    for fixture in fixtures:
+        parts = tuple(fixture["path"].split("/"))
+        for depth in range(1, len(parts)):
+            tree.setdefault(parts[:depth], DIR)
+        kind = fixture["type"]
+        if kind == "dir":
+            tree[parts] = DIR
+        elif kind == "file":
+            data = base64.b64decode(fixture["base64"]) if "base64" in fixture else fixture["text"].encode()
+            try:
+                tree[parts] = file_node(data.decode("utf-8"))
+            except UnicodeDecodeError:
+                tree[parts] = OPAQUE
+        elif kind in ("symlink", "fifo", "hardlink"):
+            tree[parts] = OPAQUE
+    return tree
+
+
+def n_lines(text: str) -> int:
+    if text == "":
+        return 0
+    return text.count("\n") + (0 if text.endswith("\n") else 1)
+
+
+def is_crlf(text: str) -> bool:
+    return "\n" in text and text.count("\n") == text.count("\r\n")
+
+
+def count_overlapping(haystack: str, needle: str) -> int:
+    count, start = 0, haystack.find(needle)
+    while start != -1:
+        count += 1
+        start = haystack.find(needle, start + 1)
+    return count
+
+
+Parser = Callable[[str], Any]
+
+
+class Model:
+    """The tree a correct handler holds, and the outcome class of each command on it."""
+
+    def __init__(self, fixtures: List[Fixture], parse: Parser) -> None:
+        self.tree: Tree = tree_from_fixtures(fixtures)
+        self._parse = parse
+        self.lost = False  # True once an UNKNOWN made the tree uncertain
+
+    def apply(self, command: Any) -> Outcome:
+        if self.lost:
+            return Outcome.UNKNOWN
+        try:
+            ok = self._apply(command)
+        except _Unknown:
+            self.lost = True
+            return Outcome.UNKNOWN
+        return Outcome.OK if ok else Outcome.ERROR
+
+    # --- input checks ------------------------------------------------------------------------
+
+    _REQUIRED = {
+        "view": ("path",),
+        "create": ("path", "file_text"),
+        "str_replace": ("path", "old_str", "new_str"),
+        "insert": ("path", "insert_line", "insert_text"),
+        "delete": ("path",),
+        "rename": ("old_path", "new_path"),
+    }
+
+    def _apply(self, command: Any) -> bool:
+        if not isinstance(command, dict) or not all(isinstance(key, str) for key in command):
+            return False
+        name = command.get("command")
+        if not isinstance(name, str) or name not in self._REQUIRED:
+            return False
+        for param in self._REQUIRED[name]:
+            value = command.get(param)
+            if value is None:
+                if name == "str_replace" and param == "new_str":
+                    raise _Unknown()  # the notes do not say whether new_str may be left out
+                return False
+            if param == "insert_line":
+                if not isinstance(value, int) or isinstance(value, bool):
+                    return False
+            elif not isinstance(value, str) or not _valid_text(value):
+                return False
+        return bool(getattr(self, "_" + name)(command))
+
+    def _path(self, raw: str) -> Optional[Any]:
+        try:
+            return self._parse(raw)
+        except ValueError:
+            return None
+
+    def _lookup(self, parts: Parts) -> Union[str, Node]:
+        """The node at parts, or "missing", or "blocked" (a non-directory on the way)."""
+        for depth in range(1, len(parts)):
+            node = self.tree.get(parts[:depth])
+            if node is None:
+                return "missing"
+            if node != DIR:
+                return "blocked"
+        node = self.tree.get(parts)
+        return "missing" if node is None else node
+
+    def _editable(self, vpath: Any) -> Optional[str]:
+        """The text of a file that view/str_replace/insert may act on, or None (an error)."""
+        node = self._lookup(vpath.parts)
+        if node == OPAQUE and vpath.trailing_slash:
+            raise _Unknown()
+        if isinstance(node, tuple) and node[0] == "file" and not vpath.trailing_slash:
+            return node[1]
+        return None
+
+    # --- commands ----------------------------------------------------------------------------
+
+    def _view(self, command: Dict[str, Any]) -> bool:
+        vpath = self._path(command["path"])
+        if vpath is None:
+            return False
+        view_range = command.get("view_range")
+        if view_range is not None and not _is_range(view_range):
+            return False
+        if self._lookup(vpath.parts) == DIR:
+            return view_range is None
+        text = self._editable(vpath)
+        if text is None:
+            return False
+        if view_range is None:
+            return True
+        start, end = view_range
+        lines = n_lines(text)
+        if not 1 <= start <= lines or end > lines:
+            return False
+        return bool(end == -1 or end >= start)
+
+    def _create(self, command: Dict[str, Any]) -> bool:
+        vpath = self._path(command["path"])
+        if vpath is None or vpath.is_root or vpath.trailing_slash:
+            return False
+        if len(command["file_text"].encode("utf-8")) > MAX_FILE_BYTES:
+            return False
+        if not self._make_parents(vpath.parts):
+            return False
+        if vpath.parts in self.tree:
+            return False
+        self._commit_parents(vpath.parts)
+        self.tree[vpath.parts] = file_node(command["file_text"])
+        return True
+
+    def _str_replace(self, command: Dict[str, Any]) -> bool:
+        vpath = self._path(command["path"])
+        if vpath is None:
+            return False
+        old, new = command["old_str"], command["new_str"]
+        text = self._editable(vpath)
+        if text is None or old == "":
+            return False
+        crlf = is_crlf(text)
+        _check_line_endings(crlf, text, old, new)
+        work = text.replace("\r\n", "\n") if crlf else text
+        if count_overlapping(work, old) != 1:
+            return False
+        result = work.replace(old, new, 1)
+        return self._write(vpath.parts, result.replace("\n", "\r\n") if crlf else result)
+
+    def _insert(self, command: Dict[str, Any]) -> bool:
+        vpath = self._path(command["path"])
+        if vpath is None:
+            return False
+        line, inserted = command["insert_line"], command["insert_text"]
+        text = self._editable(vpath)
+        if text is None:
+            return False
+        crlf = is_crlf(text)
+        _check_line_endings(crlf, text, inserted)
+        work = text.replace("\r\n", "\n") if crlf else text
+        lines = work.split("\n")
+        if work.endswith("\n"):
+            lines.pop()
+        if work == "":
+            lines = []
+        if line < 0 or line > len(lines):
+            return False
+        new_lines = (inserted[:-1] if inserted.endswith("\n") else inserted).split("\n")
+        result_lines = lines[:line] + new_lines + lines[line:]
+        final_newline = inserted.endswith("\n") if work == "" else work.endswith("\n")
+        if not final_newline and result_lines[-1] == "":
+            raise _Unknown()  # an empty last line without a newline cannot be told from no line
+        result = "\n".join(result_lines) + ("\n" if final_newline else "")
+        return self._write(vpath.parts, result.replace("\n", "\r\n") if crlf else result)
+
+    def _delete(self, command: Dict[str, Any]) -> bool:
+        vpath = self._path(command["path"])
+        if vpath is None or vpath.is_root:
+            return False
+        node = self._lookup(vpath.parts)
+        if not isinstance(node, tuple):
+            return False
+        if vpath.trailing_slash and node != DIR:
+            if node == OPAQUE:
+                raise _Unknown()
+            return False
+        for key in [key for key in self.tree if key[: len(vpath.parts)] == vpath.parts]:
+            del self.tree[key]
+        return True
+
+    def _rename(self, command: Dict[str, Any]) -> bool:
+        old, new = self._path(command["old_path"]), self._path(command["new_path"])
+        if old is None or new is None or old.is_root or new.is_root:
+            return False
+        node = self._lookup(old.parts)
+        if not isinstance(node, tuple):
+            return False
+        if old.trailing_slash and node != DIR:
+            if node == OPAQUE:
+                raise _Unknown()
+            return False
+        if new.trailing_slash and node != DIR:
+            raise _Unknown()
+        if old.parts == new.parts or new.parts[: len(old.parts)] == old.parts:
+            return False
+        if not self._make_parents(new.parts) or new.parts in self.tree:
+            return False
+        self._commit_parents(new.parts)
+        moved = {key: value for key, value in self.tree.items() if key[: len(old.parts)] == old.parts}
+        for key in moved:
+            del self.tree[key]
+        for key, value in moved.items():
+            self.tree[new.parts + key[len(old.parts) :]] = value
+        return True
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    def _make_parents(self, parts: Parts) -> bool:
+        """Could the missing parents of parts be created (no file or opaque object on the way)?"""
+        for depth in range(1, len(parts)):
+            node = self.tree.get(parts[:depth])
+            if node is None:
+                return True
+            if node != DIR:
+                return False
+        return True
+
+    def _commit_parents(self, parts: Parts) -> None:
+        for depth in range(1, len(parts)):
+            self.tree.setdefault(parts[:depth], DIR)
+
+    def _write(self, parts: Parts, text: str) -> bool:
+        if len(text.encode("utf-8")) > MAX_FILE_BYTES:
+            return False
+        self.tree[parts] = file_node(text)
+        return True
+
+
+def _check_line_endings(crlf: bool, text: str, *params: str) -> None:
+    """The notes say how `\n` in a parameter maps onto a CRLF file, nothing about `\r\n` in one."""
+    for param in params:
+        if "\r\n" in param or (crlf and "\r" in param):
+            raise _Unknown()
+    if crlf and "\r\r" in text:
+        raise _Unknown()
+
+
+def _valid_text(value: str) -> bool:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return len(value.encode("utf-8")) <= MAX_FILE_BYTES
+
+
+def _is_range(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) == 2
+        and all(isinstance(item, int) and not isinstance(item, bool) for item in value)
+    )
+
+
+def render_tree(tree: Tree) -> Dict[str, Any]:
+    """The tree as JSON data: {"a/b": "dir" | text | "<opaque>"}, for finding files."""
+    out: Dict[str, Any] = {}
+    for parts in sorted(tree):
+        if not parts:
+            continue
+        node = tree[parts]
+        out["/".join(parts)] = "<dir>" if node == DIR else "<opaque>" if node == OPAQUE else node[1]
+    return out

@@ -1,0 +1,9 @@
+#!/usr/bin/python3
+"""OSS-Fuzz / ClusterFuzzLite fuzzer: any bytes as a path, through the reference's parser and walk."""
+
+import sys
+
+from fuzz.libfuzzer_entry import run
+
+if __name__ == "__main__":
+    run("paths", "refmem", sys.argv)

@@ -1,0 +1,32 @@
+"""How the fuzzer reaches a target: the conformance runner's `open_target`, plus a few aliases.
+
+The fuzzer never talks to an implementation any other way, so a backend that passes the conformance
+runner's adapter checks can be fuzzed as it is.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+from typing import Optional
+
+from conformance.targets import StepResult, Target, TargetError, open_target
+
+__all__ = ["StepResult", "Target", "TargetError", "open", "resolve_spec"]
+
+ALIASES = {
+    "reference": "refmem",
+    "anthropic-sdk": "",  # resolved below: the conformance adapter when present, else ours
+}
+
+
+def resolve_spec(spec: str) -> str:
+    if spec == "anthropic-sdk":
+        if importlib.util.find_spec("conformance.adapters.anthropic_sdk") is not None:
+            return "python:conformance.adapters.anthropic_sdk:make"
+        return "python:fuzz.sdk_target:make"
+    return ALIASES.get(spec) or spec
+
+
+def open(spec: str, root: pathlib.Path, timeout: Optional[float]) -> Target:  # noqa: A001
+    return open_target(resolve_spec(spec), root, timeout=timeout)

@@ -1,0 +1,54 @@
+"""Re-run a finding's commands, from a fresh layout, against a target, with the finding's oracles."""
+
+from __future__ import annotations
+
+import pathlib
+import tempfile
+from typing import Optional
+
+from . import reach
+from .finding import Finding
+from .layout import Layout, scratch_dir_base
+from .session import Report, Settings, run_sequence
+
+
+def replay(finding: Finding, target: Optional[str] = None, step_timeout: Optional[float] = 5.0) -> Report:
+    spec = target or finding.target
+    parse = None
+    if finding.differential:
+        from refmem.paths import parse_path
+
+        parse = parse_path
+    strict = spec in ("refmem", "reference")
+    with tempfile.TemporaryDirectory(prefix="refmem-fuzz-replay-", dir=scratch_dir_base()) as work:
+        layout = Layout(pathlib.Path(work) / "w", hostile=finding.hostile_layout)
+        layout.reset()
+        handle = reach.open(spec, layout.root, step_timeout)
+        try:
+            if finding.harness == "paths":
+                return run_sequence(finding.commands, handle, layout, Settings(strict=True))
+            return run_sequence(finding.commands, handle, layout, Settings(strict, finding.differential, parse))
+        finally:
+            handle.close()
+
+
+def finding_from_raw_input(data: bytes, target: str, harness: str, hostile: bool) -> Finding:
+    """A raw fuzzer input (a libFuzzer crash file) as an unjudged finding: its decoded commands."""
+    from .decode import decode
+    from .harness import REFERENCE_SPECS, path_from_bytes
+
+    if harness == "paths":
+        commands = [{"command": "view", "path": path_from_bytes(data)}]
+    else:
+        commands = decode(data)
+    return Finding(
+        target=target,
+        harness=harness,
+        oracle="",
+        detail="",
+        step=None,
+        hostile_layout=hostile or harness == "paths",
+        differential=harness == "sequence" and target in REFERENCE_SPECS,
+        commands=commands,
+        observed=[],
+    )

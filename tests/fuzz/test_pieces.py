@@ -1,0 +1,124 @@
+"""The fuzzer's pure pieces: decoder, model, minimiser, and the vulnerable backend itself."""
+
+from __future__ import annotations
+
+import pathlib
+import random
+
+import pytest
+
+from fuzz.decode import MAX_COMMANDS, decode
+from fuzz.layout import HOSTILE_FIXTURES, Layout
+from fuzz.minimise import ddmin, minimise
+from fuzz.model import Model, Outcome, count_overlapping, n_lines
+
+
+def test_decoder_is_deterministic_and_bounded() -> None:
+    rng = random.Random(5)
+    for _ in range(300):
+        data = bytes(rng.randrange(256) for _ in range(rng.randrange(300)))
+        first, second = decode(data), decode(data)
+        assert first == second
+        assert 1 <= len(first) <= MAX_COMMANDS
+
+
+def test_short_inputs_decode_to_a_plain_view() -> None:
+    assert decode(b"") == [{"command": "view", "path": "/memories"}]
+
+
+def _model() -> Model:
+    from refmem.paths import parse_path
+
+    return Model(HOSTILE_FIXTURES, parse_path)
+
+
+@pytest.mark.parametrize(
+    "commands, outcomes",
+    [
+        ([{"command": "view", "path": "/memories"}], ["ok"]),
+        ([{"command": "view", "path": "/memories/hard"}], ["error"]),
+        ([{"command": "view", "path": "/memories/link_out/secret.txt"}], ["error"]),
+        ([{"command": "delete", "path": "/memories/link_out"}], ["ok"]),
+        ([{"command": "create", "path": "/memories/pipe", "file_text": ""}], ["error"]),
+        ([{"command": "delete", "path": "/memories/"}], ["error"]),
+        (
+            [
+                {"command": "create", "path": "/memories/d/f.md", "file_text": "aaa\n"},
+                {"command": "str_replace", "path": "/memories/d/f.md", "old_str": "aa", "new_str": "b"},
+                {"command": "rename", "old_path": "/memories/d", "new_path": "/memories/d/e"},
+                {"command": "insert", "path": "/memories/d/f.md", "insert_line": 2, "insert_text": "x"},
+            ],
+            ["ok", "error", "error", "error"],
+        ),
+        ([{"command": "view", "path": "/memories/notes.md", "view_range": [1, -1]}], ["ok"]),
+        ([{"command": "view", "path": "/memories/notes.md", "view_range": [2, 1]}], ["error"]),
+        ([{"command": "insert", "path": "/memories/notes.md", "insert_line": True, "insert_text": "x"}], ["error"]),
+    ],
+)
+def test_model_outcomes(commands: list, outcomes: list) -> None:
+    model = _model()
+    assert [model.apply(command).value for command in commands] == outcomes
+
+
+def test_model_keeps_crlf_on_insert() -> None:
+    model = _model()
+    command = {"command": "insert", "path": "/memories/docs/a.txt", "insert_line": 1, "insert_text": "mid"}
+    assert model.apply(command) is Outcome.OK
+    assert model.tree[("docs", "a.txt")] == ("file", "alpha\r\nmid\r\nbeta\r\n")
+
+
+def test_model_says_unknown_where_the_notes_are_silent() -> None:
+    model = _model()
+    command = {"command": "str_replace", "path": "/memories/notes.md", "old_str": "first", "new_str": "x\r\ny"}
+    assert model.apply(command) is Outcome.UNKNOWN
+    assert model.apply({"command": "view", "path": "/memories"}) is Outcome.UNKNOWN
+
+
+def test_line_helpers() -> None:
+    assert [n_lines(t) for t in ("", "\n", "a", "a\nb", "a\nb\n")] == [0, 1, 1, 2, 2]
+    assert count_overlapping("aaa", "aa") == 2
+
+
+def test_ddmin_finds_the_one_failing_command() -> None:
+    items = list(range(40))
+    assert ddmin(items, lambda xs: 17 in xs) == [17]
+    assert sorted(ddmin(items, lambda xs: 3 in xs and 31 in xs)) == [3, 31]
+
+
+def test_minimiser_shrinks_commands_paths_and_texts() -> None:
+    commands = [
+        {"command": "create", "path": "/memories/a/b/evil/c", "file_text": "long text here"},
+        {"command": "view", "path": "/memories", "view_range": [1, 2]},
+        {"command": "delete", "path": "/memories/x"},
+    ]
+
+    def fails(candidate: list) -> bool:
+        return any("evil" in str(c.get("path", "")) for c in candidate if isinstance(c, dict))
+
+    assert minimise(commands, fails) == [{"command": "create", "path": "/memories/evil", "file_text": "l"}]
+
+
+def test_layout_snapshot_sees_changes_outside(tmp_path: pathlib.Path) -> None:
+    layout = Layout(tmp_path / "w", hostile=True)
+    layout.reset()
+    assert layout.outside_changes() == []
+    (layout.case / "memories_evil" / "new.txt").write_text("x")
+    (layout.case / "outside" / "secret.txt").write_text("changed")
+    assert len(layout.outside_changes()) == 2
+    layout.reset()
+    assert layout.outside_changes() == []
+
+
+def test_vulnerable_backend_has_real_escapes(tmp_path: pathlib.Path) -> None:
+    from vulnerable_backend import make, make_percent_only
+
+    layout = Layout(tmp_path / "w", hostile=False)
+    layout.reset()
+    both = make(layout.root)
+    leaked = both.execute({"command": "view", "path": "/memories_evil/secret.txt"})
+    assert layout.canary in leaked.output
+    percent = make_percent_only(layout.root)
+    assert percent.execute({"command": "view", "path": "/memories_evil/secret.txt"}).is_error
+    leaked = percent.execute({"command": "view", "path": "/memories/%2e%2e/outside/secret.txt"})
+    assert layout.canary in leaked.output
+    assert percent.execute({"command": "view", "path": "/memories/../outside/secret.txt"}).is_error
