@@ -6,7 +6,7 @@ import json
 import pathlib
 import time
 
-from conftest import BASIC, adapter, case, run_cli, view, write_cases
+from conformance_support import BASIC, adapter, case, run_cli, view, write_cases
 
 TROUBLE = [
     case("t-101", [view("/memories/crash", True)]),

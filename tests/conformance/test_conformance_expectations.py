@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import pathlib
 
-from conftest import run_cli
+from conformance_support import run_cli
 
 WRONG = ("--target", "python:conformance_fakes:wrong")
 TINY = ("--target", "python:conformance_fakes:tiny")

@@ -8,7 +8,7 @@ import pathlib
 from typing import Any, Dict, List
 
 import pytest
-from conftest import adapter, case, run_cli, view, write_cases
+from conformance_support import adapter, case, run_cli, view, write_cases
 
 from conformance.targets import open_target, option_converters
 from refmem.serve import serve

@@ -8,7 +8,7 @@ import pathlib
 import subprocess
 import sys
 
-from conftest import HERE
+from conformance_support import HERE
 
 REPO = HERE.parents[1]
 

@@ -6,7 +6,7 @@ import json
 import pathlib
 import xml.etree.ElementTree as ET
 
-from conftest import run_cli
+from conformance_support import run_cli
 
 from conformance.visible import diff, visible
 
@@ -51,7 +51,7 @@ def test_all_three_reports_are_written(basic_cases: pathlib.Path, tmp_path: path
 
 
 def test_junit_survives_control_characters(tmp_path: pathlib.Path) -> None:
-    from conftest import case, view, write_cases
+    from conformance_support import case, view, write_cases
 
     cases = [case("t-201", [view("/memories/a", False, output="bell \x07 here")], level="should")]
     path = tmp_path / "r.xml"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import pathlib
 
-from conftest import case, run_cli, view, write_cases
+from conformance_support import case, run_cli, view, write_cases
 
 
 def test_a_correct_target_passes_with_exit_0(basic_cases: pathlib.Path) -> None:

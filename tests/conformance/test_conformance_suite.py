@@ -11,7 +11,7 @@ import sys
 import tempfile
 
 import pytest
-from conftest import run_cli
+from conformance_support import run_cli
 
 from conformance.cases import load_cases
 

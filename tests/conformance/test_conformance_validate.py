@@ -6,7 +6,7 @@ import json
 import pathlib
 
 import pytest
-from conftest import BASIC, case, run_cli, view, write_cases
+from conformance_support import BASIC, case, run_cli, view, write_cases
 
 import conformance.validate as validate_module
 
