@@ -1,0 +1,81 @@
+"""The command line (`refmem exec`, `refmem prune`) and the Anthropic SDK adapter."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from refmem.cli import main
+
+
+def run(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "refmem", *argv], capture_output=True, text=True, timeout=60)
+
+
+def test_exec_prints_the_result_and_exits_by_is_error(tmp_path: Path) -> None:
+    root = str(tmp_path / "memories")
+    created = run("exec", "--root", root, json.dumps({"command": "create", "path": "/memories/a.md", "file_text": "x\n"}))
+    assert (created.returncode, created.stdout) == (0, "File created successfully at: /memories/a.md\n")
+    missing = run("exec", "--root", root, json.dumps({"command": "view", "path": "/memories/nope.md"}))
+    assert missing.returncode == 1
+    assert missing.stdout == "The path /memories/nope.md does not exist. Please provide a valid path.\n"
+
+
+def test_exec_read_only_and_bad_json(tmp_path: Path) -> None:
+    root = str(tmp_path / "memories")
+    refused = run("exec", "--root", root, "--read-only", json.dumps({"command": "delete", "path": "/memories/a"}))
+    assert refused.returncode == 1
+    assert refused.stdout == "Error: The memory directory is read-only; delete is not allowed.\n"
+    broken = run("exec", "--root", root, "{not json")
+    assert broken.returncode == 2 and "not valid JSON" in broken.stderr and "Traceback" not in broken.stderr
+
+
+def test_prune_dry_run_then_real(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tmp_path / "memories"
+    (root / "old").mkdir(parents=True)
+    stale = root / "old" / "stale.md"
+    stale.write_text("old\n")
+    fresh = root / "fresh.md"
+    fresh.write_text("new\n")
+    long_ago = time.time() - 40 * 86400
+    os.utime(stale, (long_ago, long_ago))
+    assert main(["prune", "--root", str(root), "--older-than", "30d", "--dry-run"]) == 0
+    assert "would remove /memories/old/stale.md" in capsys.readouterr().out
+    assert stale.exists()
+    assert main(["prune", "--root", str(root), "--older-than", "30d"]) == 0
+    assert "removed /memories/old/stale.md" in capsys.readouterr().out
+    assert not stale.exists() and fresh.exists()
+
+
+def test_prune_reports_bad_input_without_a_traceback(tmp_path: Path) -> None:
+    bad_duration = run("prune", "--root", str(tmp_path), "--older-than", "soon")
+    assert bad_duration.returncode == 2 and "Traceback" not in bad_duration.stderr
+    missing_root = run("prune", "--root", str(tmp_path / "absent"), "--older-than", "1d")
+    assert missing_root.returncode == 2 and "Traceback" not in missing_root.stderr
+
+
+def test_sdk_adapter_routes_to_the_handler_and_raises_tool_error(tmp_path: Path) -> None:
+    pytest.importorskip("anthropic")
+    from anthropic.lib.tools import ToolError
+    from anthropic.types.beta import BetaMemoryTool20250818ViewCommand
+
+    from refmem.sdk import RefmemMemoryTool
+
+    tool = RefmemMemoryTool(tmp_path / "memories", read_only=False)
+    assert tool.to_dict() == {"type": "memory_20250818", "name": "memory"}
+    assert tool.call({"command": "create", "path": "/memories/n.md", "file_text": "hi\n"}) == (
+        "File created successfully at: /memories/n.md"
+    )
+    typed = BetaMemoryTool20250818ViewCommand(command="view", path="/memories/n.md")
+    assert tool.view(typed) == "Here's the content of /memories/n.md with line numbers:\n     1\thi"
+    with pytest.raises(ToolError) as raised:
+        tool.call({"command": "view", "path": "/memories/../etc/passwd"})
+    assert str(raised.value) == (
+        'Error: Invalid path /memories/../etc/passwd: "." and ".." segments are not allowed.'
+    )
