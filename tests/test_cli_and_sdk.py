@@ -20,7 +20,9 @@ def run(*argv: str) -> subprocess.CompletedProcess:
 
 def test_exec_prints_the_result_and_exits_by_is_error(tmp_path: Path) -> None:
     root = str(tmp_path / "memories")
-    created = run("exec", "--root", root, json.dumps({"command": "create", "path": "/memories/a.md", "file_text": "x\n"}))
+    created = run(
+        "exec", "--root", root, json.dumps({"command": "create", "path": "/memories/a.md", "file_text": "x\n"})
+    )
     assert (created.returncode, created.stdout) == (0, "File created successfully at: /memories/a.md\n")
     missing = run("exec", "--root", root, json.dumps({"command": "view", "path": "/memories/nope.md"}))
     assert missing.returncode == 1
@@ -76,6 +78,4 @@ def test_sdk_adapter_routes_to_the_handler_and_raises_tool_error(tmp_path: Path)
     assert tool.view(typed) == "Here's the content of /memories/n.md with line numbers:\n     1\thi"
     with pytest.raises(ToolError) as raised:
         tool.call({"command": "view", "path": "/memories/../etc/passwd"})
-    assert str(raised.value) == (
-        'Error: Invalid path /memories/../etc/passwd: "." and ".." segments are not allowed.'
-    )
+    assert str(raised.value) == ('Error: Invalid path /memories/../etc/passwd: "." and ".." segments are not allowed.')
