@@ -19,11 +19,11 @@ from __future__ import annotations
 import base64
 import os
 import secrets
-import shutil
-import stat
 import tempfile
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
+
+from conformance.layout import Entry, apply_fixtures, make_case_dir, read_tree, remove
 
 Fixture = Dict[str, str]
 
@@ -43,8 +43,7 @@ HOSTILE_FIXTURES: List[Fixture] = [
 ]
 """Names the decoder's dictionary also knows (see tokens.py)."""
 
-SnapshotEntry = Tuple[str, int, bytes]
-Snapshot = Dict[str, SnapshotEntry]
+Snapshot = Dict[str, Entry]
 
 
 class Layout:
@@ -73,34 +72,23 @@ class Layout:
         if self.baseline and self.work.exists() and self.snapshot_all() == self.baseline_all:
             return
         if self.work.exists():
-            _remove_tree(self.work)
-        self.root.mkdir(parents=True)
-        outside = self.case / "outside"
-        (outside / "dir").mkdir(parents=True)
-        (outside / "secret.txt").write_text(f"{self.canary} outside secret\n")
-        (outside / "dir" / "inner.txt").write_text(f"{self.canary} inner\n")
-        (self.case / "memories_evil").mkdir()
-        (self.case / "memories_evil" / "secret.txt").write_text(f"{self.canary} sibling\n")
-        for fixture in self.fixtures:
-            make_fixture(self.case, fixture)
+            remove(self.work)
+        # The same case directory, canary tree and fixtures as the conformance runner lays out.
+        self.work.mkdir(parents=True)
+        apply_fixtures(make_case_dir(self.case, self.canary), [dict(fixture) for fixture in self.fixtures])
         self.baseline_all = self.snapshot_all()
         self.baseline = self._outside_part(self.baseline_all)
 
     def snapshot_all(self) -> Snapshot:
         """Everything under WORK, the root's contents included: type, mode, bytes or link text."""
-        snap: Snapshot = {}
-        for dirpath, dirnames, filenames in os.walk(self.work, followlinks=False):
-            for name in dirnames + filenames:
-                full = os.path.join(dirpath, name)
-                snap[os.path.relpath(full, self.work)] = _describe(full, content=True)
-        return snap
+        return read_tree(self.work)
 
     def snapshot_outside(self) -> Snapshot:
         """Everything under WORK except the root's contents."""
         return self._outside_part(self.snapshot_all())
 
     def _outside_part(self, snap: Snapshot) -> Snapshot:
-        inside = os.path.relpath(self.root, self.work) + os.sep
+        inside = self.root.relative_to(self.work).as_posix() + "/"
         return {rel: entry for rel, entry in snap.items() if not rel.startswith(inside)}
 
     def outside_changes(self) -> List[str]:
@@ -121,7 +109,7 @@ class Layout:
 
     def remove(self) -> None:
         if self.work.exists():
-            _remove_tree(self.work)
+            remove(self.work)
 
 
 def scratch_dir_base() -> Optional[str]:
@@ -131,59 +119,3 @@ def scratch_dir_base() -> Optional[str]:
 
 def scratch_dir(prefix: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=prefix, dir=scratch_dir_base()))
-
-
-def make_fixture(case: Path, fixture: Fixture) -> None:
-    path = case / "memories" / fixture["path"]
-    path.parent.mkdir(parents=True, exist_ok=True)
-    kind = fixture["type"]
-    if kind == "file":
-        data = base64.b64decode(fixture["base64"]) if "base64" in fixture else fixture["text"].encode()
-        path.write_bytes(data)
-    elif kind == "dir":
-        path.mkdir(exist_ok=True)
-    elif kind == "symlink":
-        os.symlink(fixture["target"], path)
-    elif kind == "fifo":
-        os.mkfifo(path)
-    elif kind == "hardlink":
-        os.link(case / fixture["target"], path)
-    elif kind == "mode":
-        os.chmod(path, int(fixture["mode"], 8))
-    else:
-        raise ValueError(f"unknown fixture type {kind}")
-
-
-def _describe(full: str, content: bool) -> SnapshotEntry:
-    info = os.lstat(full)
-    mode = stat.S_IMODE(info.st_mode)
-    if stat.S_ISLNK(info.st_mode):
-        return ("link", mode, os.readlink(full).encode("utf-8", "surrogateescape"))
-    if stat.S_ISDIR(info.st_mode):
-        return ("dir", mode, b"")
-    if stat.S_ISREG(info.st_mode):
-        if not content:
-            return ("file", mode, b"")
-        try:
-            fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-        except OSError:
-            return ("file", mode, b"<unreadable>")
-        with os.fdopen(fd, "rb") as handle:
-            return ("file", mode, handle.read(1 << 20))
-    return ("special", mode, b"")
-
-
-def _remove_tree(path: Path) -> None:
-    """rmtree that also clears modes a target (or a mode fixture) may have taken away."""
-
-    def fix_and_retry(func, target, _exc) -> None:  # type: ignore[no-untyped-def]
-        parent = os.path.dirname(target)
-        try:
-            os.chmod(parent, 0o700)
-            if os.path.isdir(target) and not os.path.islink(target):
-                os.chmod(target, 0o700)
-        except OSError:
-            pass
-        func(target)
-
-    shutil.rmtree(path, onerror=fix_and_retry)
