@@ -144,6 +144,18 @@ class MemoryHandler:
 
     __call__ = execute
 
+    def close(self) -> None:
+        """Release the root's descriptors (also done when the handler is garbage-collected)."""
+        self.root.close()
+        if self.access is not None:
+            self.access.close()
+
+    def __enter__(self) -> MemoryHandler:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def _execute(self, command: object) -> Rendered:
         if not isinstance(command, Mapping) or not all(isinstance(k, str) for k in command):
             return render("input_not_object")

@@ -79,3 +79,15 @@ def test_sdk_adapter_routes_to_the_handler_and_raises_tool_error(tmp_path: Path)
     with pytest.raises(ToolError) as raised:
         tool.call({"command": "view", "path": "/memories/../etc/passwd"})
     assert str(raised.value) == ('Error: Invalid path /memories/../etc/passwd: "." and ".." segments are not allowed.')
+
+
+def test_handler_is_a_context_manager_that_releases_its_descriptors(tmp_path: Path) -> None:
+    from refmem import MemoryHandler
+
+    before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+    with MemoryHandler(tmp_path / "memories") as memory:
+        assert not memory.execute({"command": "create", "path": "/memories/a.md", "file_text": "x"}).is_error
+    after_use = memory.execute({"command": "view", "path": "/memories/a.md"})
+    assert after_use.is_error and "Traceback" not in after_use.output
+    if before is not None:
+        assert len(os.listdir("/proc/self/fd")) == before
