@@ -386,12 +386,13 @@ class MemoryHandler:
         self, path: VirtualPath, name: str, change: Callable[[VirtualPath, str, bool], Tuple[str, Rendered]]
     ) -> Rendered:
         missing = "str_replace_missing" if name == "str_replace" else "insert_missing"
+        if path.is_root:
+            return render(missing, path=path.canonical)
         try:
             with self.root.locked():
-                entry = self.root.entry(path)
-                if entry is None or entry.kind == fs.DIR or path.trailing_slash:
-                    return render(missing, path=path.canonical)
                 raw, mode = self.root.read_bytes(path, self.limits.max_file_bytes)
+                if path.trailing_slash:  # a file named as a folder (POSIX ENOTDIR)
+                    return render(missing, path=path.canonical)
                 try:
                     content = raw.decode("utf-8")
                 except UnicodeDecodeError:
@@ -408,6 +409,9 @@ class MemoryHandler:
         except fs.Missing:
             return render(missing, path=path.canonical)
         except fs.FsProblem as problem:
+            # The documentation: a folder is "does not exist" for edits; so is anything named with a "/".
+            if path.trailing_slash or (isinstance(problem, fs.NotRegular) and problem.kind == fs.DIR):
+                return render(missing, path=path.canonical)
             return self._problem(problem, name, path)
 
     def _str_replace(self, command: Mapping[str, Any]) -> Rendered:
