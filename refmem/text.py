@@ -207,17 +207,21 @@ class ViewWindow:
 def window_from_text(content: str, first: int, last: Optional[int], budget: Optional[int] = None) -> WindowResult:
     """The same answer as ViewWindow for a text already in memory (small files): the plain definition.
 
-    With a `budget`, lines that could not fit anyway are not kept: a numbered line takes at least
-    8 characters, so budget // 8 + 1 lines always cover what fits.
+    With a `budget`, only the lines that fit are kept, plus the first one that does not (so the
+    cut is still seen): a numbered line costs its text plus 8 characters (number, TAB, newline).
     """
     crlf = is_crlf(content)
     lines = split_lines(content.replace("\r\n", "\n") if crlf else content)
-    stop = len(lines) if last is None else min(last, len(lines))
-    if budget is not None:
-        stop = min(stop, max(first, 1) + budget // 8)
     start = max(first, 1)
-    chosen = lines[start - 1 : stop]
-    kept = list(zip(range(start, stop + 1), chosen, map(len, chosen)))
+    chosen = lines[start - 1 : len(lines) if last is None else min(last, len(lines))]
+    if budget is not None:
+        used = -1  # the first line has no newline before it
+        for count, line in enumerate(chosen, start=1):
+            used += len(line) + LINE_NUMBER_WIDTH + 2
+            if used > budget:
+                chosen = chosen[:count]
+                break
+    kept = list(zip(range(start, start + len(chosen)), chosen, map(len, chosen)))
     return WindowResult(len(lines), crlf, kept, True)
 
 

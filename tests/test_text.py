@@ -408,3 +408,22 @@ def test_replace_once_reports_changed_lines() -> None:
     assert edit.text == "a\nx\ny\nz\nc\n"
     assert (edit.first_line, edit.last_line) == (2, 4)
     assert math.isfinite(edit.first_line)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a", "bb", " ", "\n", "\r\n", "é", "\t", "x" * 50]), max_size=120).map("".join),
+    st.integers(min_value=1, max_value=30),
+    st.one_of(st.none(), st.integers(min_value=1, max_value=40)),
+    st.integers(min_value=1, max_value=200),
+    st.integers(min_value=1, max_value=64),
+)
+def test_in_memory_window_pages_like_the_streaming_one(
+    content: str, first: int, last: Optional[int], budget: int, chunk: int
+) -> None:
+    """Small files take window_from_text, large ones ViewWindow: the page a model sees must not depend on which."""
+    data = content.encode("utf-8")
+    streamed = text.read_window([data[i : i + chunk] for i in range(0, len(data), chunk)], first, last, budget)
+    in_memory = text.window_from_text(content, first, last, budget)
+    assert (in_memory.n_lines, in_memory.crlf) == (streamed.n_lines, streamed.crlf)
+    assert text.fit_numbered(in_memory.lines, budget, in_memory.complete) == text.fit_numbered(streamed.lines, budget)
