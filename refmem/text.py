@@ -7,6 +7,8 @@ how an edit lands can be tested exhaustively without a disk.
 from __future__ import annotations
 
 import codecs
+from bisect import bisect_right
+from itertools import accumulate
 from typing import Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 LINE_NUMBER_WIDTH = 6
@@ -73,26 +75,19 @@ def fit_numbered(lines: Sequence[Tuple[int, str, int]], budget: int, complete: b
     first line fits, it is cut inside.
     """
     rendered_all = _render(lines)
-    if sum(map(len, rendered_all)) + len(rendered_all) - 1 <= budget and (
-        complete or all(len(text) == length for _, text, length in lines)
-    ):  # the common case: everything fits
+    # ends[i]: characters of lines 0..i joined by newlines; a line counts only when kept whole.
+    ends = list(accumulate(len(rendered) + 1 for rendered in rendered_all))
+    fitting = bisect_right(ends, budget + 1)
+    if not complete:
+        whole = next((i for i, (_, text, length) in enumerate(lines) if len(text) != length), len(lines))
+        fitting = min(fitting, whole)
+    if fitting == len(lines):  # the common case: everything fits
         return NumberedBody("\n".join(rendered_all), lines[-1][0] if lines else 0, None)
-    parts: List[str] = []
-    used = 0
-    last = 0
-    for number, text, length in lines:
-        rendered = f"{number:>6}\t{text}"
-        extra = len(rendered) + (1 if parts else 0)
-        if used + extra <= budget and len(text) == length:
-            parts.append(rendered)
-            used += extra
-            last = number
-            continue
-        if parts:
-            return NumberedBody("\n".join(parts), last, None)
-        shown = max(0, budget - len(numbered_line(number, "")))
-        return NumberedBody(numbered_line(number, text[:shown]), 0, (number, length, shown))
-    return NumberedBody("\n".join(parts), last, None)
+    if fitting:
+        return NumberedBody("\n".join(rendered_all[:fitting]), lines[fitting - 1][0], None)
+    number, text, length = lines[0]
+    shown = max(0, budget - len(numbered_line(number, "")))
+    return NumberedBody(numbered_line(number, text[:shown]), 0, (number, length, shown))
 
 
 class WindowResult(NamedTuple):
