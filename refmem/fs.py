@@ -502,17 +502,24 @@ class Root:
                     for item in entries:
                         if item.name.startswith(".") or item.name == "node_modules" or not addressable(item.name):
                             continue
+                        # The entry's type comes with the directory read (no stat for folders,
+                        # whose size is not shown); only files are stat'ed, for their size.
                         try:
-                            info = item.stat(follow_symlinks=False)
+                            if item.is_dir(follow_symlinks=False):
+                                kind, size = DIR, 0
+                            elif item.is_file(follow_symlinks=False):
+                                info = item.stat(follow_symlinks=False)
+                                if not stat.S_ISREG(info.st_mode):
+                                    continue  # swapped for something else since the read
+                                kind, size = FILE, info.st_size
+                            else:
+                                continue  # links and special files are never listed
                         except OSError:
                             continue  # vanished meanwhile
-                        kind = kind_of(info.st_mode)
-                        if kind not in (DIR, FILE):
-                            continue
                         if len(batch) == room:
                             truncated = True
                             break
-                        batch.append((item.name, kind, info.st_size))
+                        batch.append((item.name, kind, size))
             except OSError as error:
                 raise os_failure(error) from None
             batch.sort(key=lambda item: item[0])
