@@ -308,7 +308,7 @@ class MemoryHandler:
             relative = "/".join(item.parts)
             if item.kind == fs.DIR:
                 lines.append(f"{DIR_SIZE}\t{base}/{relative}/")
-            elif self._allowed(VirtualPath(path.parts + item.parts)):
+            elif self.allow is None or self._allowed(VirtualPath(path.parts + item.parts)):
                 lines.append(f"{text.human_size(item.size)}\t{base}/{relative}")
         if truncated:
             lines.append(render("listing_truncated", n=len(found)).output)

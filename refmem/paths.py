@@ -8,6 +8,7 @@ plain names, never separators, dots or escapes.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from typing import Callable, List, NamedTuple, Tuple
@@ -190,8 +191,12 @@ def _first_broken_rule(name: str, limits: Limits) -> int:
 NAME_RULE_ORDER: List[str] = [RULE_EMPTY] + [rule for rule, _ in NAME_RULES] + ["name length"]
 
 
+@functools.lru_cache(maxsize=16384)
 def is_addressable(name: str, limits: Limits = DEFAULT_LIMITS) -> bool:
-    """Could a path ending in this name (as found on disk) be parsed? Listings show only these."""
+    """Could a path ending in this name (as found on disk) be parsed? Listings show only these.
+
+    Cached: a listing asks about the same names again and again, and the answer is pure.
+    """
     return _first_broken_rule(name, limits) == len(NAME_RULE_ORDER)
 
 
