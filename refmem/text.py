@@ -75,6 +75,8 @@ def fit_numbered(lines: Sequence[Tuple[int, str, int]], budget: int, complete: b
     first line fits, it is cut inside.
     """
     rendered_all = _render(lines)
+    if complete and sum(map(len, rendered_all)) + len(rendered_all) - 1 <= budget:  # the common case
+        return NumberedBody("\n".join(rendered_all), lines[-1][0] if lines else 0, None)
     # ends[i]: characters of lines 0..i joined by newlines; a line counts only when kept whole.
     ends = list(accumulate(len(rendered) + 1 for rendered in rendered_all))
     fitting = bisect_right(ends, budget + 1)
@@ -209,7 +211,7 @@ def window_from_text(content: str, first: int, last: Optional[int], budget: Opti
     lines = split_lines(content.replace("\r\n", "\n") if crlf else content)
     start = max(first, 1)
     chosen = lines[start - 1 : len(lines) if last is None else min(last, len(lines))]
-    if budget is not None:
+    if budget is not None and len(content) + (LINE_NUMBER_WIDTH + 2) * len(chosen) > budget:
         used = -1  # the first line has no newline before it
         for count, line in enumerate(chosen, start=1):
             used += len(line) + LINE_NUMBER_WIDTH + 2
