@@ -397,7 +397,7 @@ class Root:
     # -- queries --
 
     def entry(self, path: VirtualPath) -> Optional[Entry]:
-        """What is at `path`, without following a link; None when nothing is."""
+        """What is at `path`, without following a link; None when nothing is (D-PATH-CANON)."""
         if path.is_root:
             return Entry(DIR, 0, 1, stat.S_IFDIR | DIR_MODE)
         try:
@@ -405,8 +405,8 @@ class Root:
                 info = _lstat(folder, path.name)
         except Missing:
             return None
-        if info is None:
-            return None
+        if info is None or (path.trailing_slash and not stat.S_ISDIR(info.st_mode)):
+            return None  # a trailing "/" names a folder: anything else is not there (ENOTDIR)
         return Entry(kind_of(info.st_mode), info.st_size, info.st_nlink, info.st_mode)
 
     @contextlib.contextmanager
@@ -420,6 +420,8 @@ class Root:
             if before is None:
                 raise Missing()
             kind = kind_of(before.st_mode)
+            if path.trailing_slash and kind != DIR:
+                raise Missing()  # a trailing "/" names a folder: anything else is not there (ENOTDIR)
             if kind == LINK:
                 raise IsLink()
             if kind != FILE:
@@ -744,4 +746,3 @@ def _fd_path(fd: int) -> Optional[str]:
         return os.fsdecode(raw.split(b"\0", 1)[0])
     except (ImportError, OSError):
         return None
-

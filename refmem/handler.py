@@ -255,8 +255,6 @@ class MemoryHandler:
             return self._view_dir(path, view_range)
         try:
             with self.root.open_regular(path, self.refuse_hard_links) as (fd, info):
-                if path.trailing_slash:
-                    return render("view_missing", path=path.canonical)
                 self._require_allowed(path)
                 window = self._read_window(fd, info.st_size, view_range)
         except fs.NotRegular as problem:
@@ -268,8 +266,6 @@ class MemoryHandler:
         except fs.Missing:
             return render("view_missing", path=path.canonical)
         except fs.FsProblem as problem:
-            if path.trailing_slash:
-                return render("view_missing", path=path.canonical)
             return self._problem(problem, "view", path)
         rendered = self._render_file(path, window, view_range)
         if self.access is not None and not rendered.is_error:
@@ -391,8 +387,6 @@ class MemoryHandler:
         try:
             with self.root.locked():
                 raw, mode = self.root.read_bytes(path, self.limits.max_file_bytes)
-                if path.trailing_slash:  # a file named as a folder (POSIX ENOTDIR)
-                    return render(missing, path=path.canonical)
                 try:
                     content = raw.decode("utf-8")
                 except UnicodeDecodeError:
@@ -409,8 +403,8 @@ class MemoryHandler:
         except fs.Missing:
             return render(missing, path=path.canonical)
         except fs.FsProblem as problem:
-            # The documentation: a folder is "does not exist" for edits; so is anything named with a "/".
-            if path.trailing_slash or (isinstance(problem, fs.NotRegular) and problem.kind == fs.DIR):
+            # The documentation: a folder "does not exist" for edits.
+            if isinstance(problem, fs.NotRegular) and problem.kind == fs.DIR:
                 return render(missing, path=path.canonical)
             return self._problem(problem, name, path)
 
@@ -471,7 +465,7 @@ class MemoryHandler:
         try:
             with self.root.locked():
                 entry = self.root.entry(path)
-                if entry is None or (path.trailing_slash and entry.kind != fs.DIR):
+                if entry is None:
                     return render("delete_missing", path=path.canonical)
                 self._require_allowed_tree(path, entry.kind)
                 self.root.delete(path)
@@ -492,7 +486,7 @@ class MemoryHandler:
         try:
             with self.root.locked():
                 entry = self.root.entry(old)
-                if entry is None or (old.trailing_slash and entry.kind != fs.DIR):
+                if entry is None:
                     return render("rename_missing", **names)
                 if new.trailing_slash and entry.kind != fs.DIR:
                     return self._file_slash(command["new_path"])

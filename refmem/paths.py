@@ -48,9 +48,6 @@ class VirtualPath(NamedTuple):
     def name(self) -> str:
         return self.parts[-1] if self.parts else ""
 
-    def child(self, name: str) -> VirtualPath:
-        return VirtualPath(self.parts + (name,))
-
     def is_within(self, other: VirtualPath) -> bool:
         """True when self is other or lies below it."""
         return self.parts[: len(other.parts)] == other.parts
