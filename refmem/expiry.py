@@ -12,7 +12,9 @@ explicitly with ``utime``. Why this layout:
 
 * Recording an access is one ``utimensat`` call on a file that already exists: atomic, no data
   written, cheap enough for every ``view``. Repeated accesses within ``resolution`` seconds (60 by
-  default; expiry is measured in days) are skipped after a single ``stat``.
+  default; expiry is measured in days) are skipped after a single ``stat``, or with no system call
+  at all when this tracker saw the record less than ``resolution`` seconds ago. Either way a recorded
+  time is never more than ``resolution`` seconds behind the last access.
 * A record is created once, by writing a temp file and renaming it into place, so a crash leaves
   either no record or a whole one, never a torn one. The name is the hash of the content, so a
   record whose content does not hash to its name (a torn write after a power loss on a filesystem
@@ -59,6 +61,7 @@ RESERVED_PREFIX = ".refmem"
 TEMP_PREFIX = ".refmem-tmp-"
 VIRTUAL_ROOT = "/memories"
 DEFAULT_RESOLUTION = 60.0
+SEEN_CAPACITY = 4096  # record times one tracker remembers before it starts over
 STALE_TEMP_AGE = 3600.0
 MAX_WALK_DEPTH = 64
 
@@ -165,6 +168,10 @@ class AccessTracker:
         self.resolution = float(resolution)
         self._fd: Optional[int] = None
         self._close: Callable[[int], None] = os.close
+        # Record times this tracker has seen, so that repeated accesses within `resolution` cost a
+        # dict look-up rather than a stat. A remembered time is never later than the record's own,
+        # so a skip here is one the record itself would have allowed. Cleared when records move.
+        self._seen: Dict[str, float] = {}
 
     # -- the record folder --
 
@@ -211,6 +218,10 @@ class AccessTracker:
 
     def touch(self, path: VirtualLike, now: Optional[float] = None) -> bool:
         """Record that `path` was viewed, created or edited at `now` (default: the clock)."""
+        if now is None and isinstance(path, str):
+            seen = self._seen.get(path)
+            if seen is not None and 0 <= time.time() - seen < self.resolution:
+                return True
         try:
             return self._touch(record_name(path), virtual_path(path), now, force=now is not None)
         except (OSError, ValueError):
@@ -228,13 +239,21 @@ class AccessTracker:
             info = None
         if info is not None and stat.S_ISREG(info.st_mode):
             if not force and 0 <= when - info.st_mtime < self.resolution:
+                self._remember(path, info.st_mtime)
                 return True  # recorded recently enough: one stat, no write
             os.utime(name, ns=(stamp, stamp), dir_fd=folder, follow_symlinks=False)
+            self._remember(path, when)
             return True
         if info is not None:  # something that is not a record squats the name: clear it
             _remove_any(folder, name)
         self._create(folder, name, path, stamp)
+        self._remember(path, when)
         return True
+
+    def _remember(self, path: str, when: float) -> None:
+        if len(self._seen) >= SEEN_CAPACITY:
+            self._seen.clear()
+        self._seen[path] = when
 
     def _create(self, folder: int, name: str, path: str, stamp: int) -> None:
         temp = TEMP_PREFIX + secrets.token_hex(8)
@@ -255,6 +274,7 @@ class AccessTracker:
 
     def forget(self, path: VirtualLike, is_dir: Optional[bool] = None) -> bool:
         """Drop the records of a deleted path; for a folder (or when unknown), of everything below."""
+        self._seen.clear()
         try:
             folder = self._access_fd(create=False)
             if folder is None:
@@ -276,6 +296,7 @@ class AccessTracker:
         """Carry records along a rename. The renamed path itself counts as changed at `now`;
         things below a renamed folder keep their times. The new record is written before the old one
         is removed, so a crash in between leaves a stale record, never a lost one."""
+        self._seen.clear()
         try:
             old_path, new_path = virtual_path(old), virtual_path(new)
             folder = self._access_fd(create=True)

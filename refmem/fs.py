@@ -36,6 +36,8 @@ FD_WALK_AVAILABLE = bool(
     and {os.open, os.stat, os.mkdir, os.unlink, os.rmdir, os.rename} <= os.supports_dir_fd
     and os.scandir in os.supports_fd
 )
+# Reading a regular file: never through a link, never blocking (a FIFO swapped in), no controlling tty.
+READ_FLAGS = os.O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_BINARY | getattr(os, "O_NOCTTY", 0)
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 READ_CHUNK = 1 << 20
@@ -120,14 +122,11 @@ def os_failure(error: OSError) -> OsFailure:
 DIR, FILE, LINK, SPECIAL = "dir", "file", "link", "special"
 
 
+_KIND_BY_FORMAT = {stat.S_IFDIR: DIR, stat.S_IFREG: FILE, stat.S_IFLNK: LINK}
+
+
 def kind_of(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return DIR
-    if stat.S_ISREG(mode):
-        return FILE
-    if stat.S_ISLNK(mode):
-        return LINK
-    return SPECIAL
+    return _KIND_BY_FORMAT.get(stat.S_IFMT(mode), SPECIAL)
 
 
 class Entry(NamedTuple):
@@ -165,7 +164,36 @@ class Dir:
     def close(self) -> None:
         if self.fd is not None and self.owned:
             os.close(self.fd)
-        self.fd = None
+            self.fd = None
+
+    # A class, not a generator, is the context manager: every command enters one, and a
+    # generator-based one costs several times more than the system calls it wraps.
+    def __enter__(self) -> Dir:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class OpenFile:
+    """A regular file opened for reading by `Root.open_regular`; `info` is its fstat after opening."""
+
+    __slots__ = ("fd", "info")
+
+    def __init__(self, fd: int, info: os.stat_result) -> None:
+        self.fd = fd
+        self.info = info
+
+    def close(self) -> None:
+        fd, self.fd = self.fd, -1
+        if fd >= 0:
+            os.close(fd)
+
+    def __enter__(self) -> OpenFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def _lstat(folder: Dir, name: str) -> Optional[os.stat_result]:
@@ -258,6 +286,7 @@ class Root:
         self.real = os.path.realpath(path)
         self.portable = portable or not FD_WALK_AVAILABLE
         self._root_fd: Optional[int] = None
+        self._root_dir = Dir(None, self.real, owned=False)
         self._close = os.close  # the close of the `os` that opened it (see close())
         self._thread_lock = threading.Lock()
         self._lock_fd: Optional[int] = None
@@ -267,6 +296,7 @@ class Root:
                 self._root_fd = os.open(self.real, os.O_RDONLY | O_DIRECTORY | O_CLOEXEC)
             except OSError as error:
                 raise os_failure(error) from None
+            self._root_dir = Dir(self._root_fd, self.real, owned=False)  # lent to every walk, never closed by one
 
     def close(self) -> None:
         """Release the root's descriptor. The handler opens it once and keeps it for its lifetime."""
@@ -285,18 +315,25 @@ class Root:
 
     # -- the walk --
 
-    def _open_root(self) -> Dir:
+    def _open_root(self, check_removed: bool = True) -> Dir:
         if self.portable:
             return Dir(None, self.real)
         if self._root_fd is None:
             raise OsFailure("operating system error")  # used after close()
+        if check_removed:
+            self._check_root()
+        return self._root_dir
+
+    def _check_root(self) -> None:
+        """Raise OsFailure(ROOT_REMOVED) when the root folder has been deleted since it was opened."""
+        if self._root_fd is None:
+            return
         try:
             removed = os.fstat(self._root_fd).st_nlink == 0
         except OSError as error:
             raise os_failure(error) from None
         if removed:
             raise OsFailure(ROOT_REMOVED)
-        return Dir(self._root_fd, self.real, owned=False)
 
     def _open_child(self, parent: Dir, name: str) -> Dir:
         """Enter one folder: never through a link, never into anything that is not a folder."""
@@ -337,24 +374,28 @@ class Root:
         if where != self.real and not where.startswith(self.real.rstrip(os.sep) + os.sep):
             raise Escaped()
 
-    @contextlib.contextmanager
-    def _walk(self, parts: Tuple[str, ...], create: bool = False, made: Optional[List[int]] = None) -> Iterator[Dir]:
+    def _walk(
+        self, parts: Tuple[str, ...], create: bool = False, made: Optional[List[int]] = None, check_removed: bool = True
+    ) -> Dir:
         """Open the folder `parts` names, one name at a time; with `create`, make missing folders.
 
-        Raises Missing for a path through a non-folder or a link (or ParentNotDir when creating).
-        The index of every folder it makes is appended to `made`, so a failed command can undo them.
+        The caller owns the returned folder (`with self._walk(...) as folder:`); for the root it is
+        the handler's own descriptor, which closing leaves open. Raises Missing for a path through
+        a non-folder or a link (or ParentNotDir when creating). The index of every folder it makes
+        is appended to `made`, so a failed command can undo them. `check_removed=False` leaves the
+        root-removed check to the caller (see open_regular).
         """
-        opened: List[Dir] = [self._open_root()]
+        current = self._open_root(check_removed)
         try:
             for index, name in enumerate(parts):
                 try:
-                    opened.append(self._open_child(opened[-1], name))
+                    child = self._open_child(current, name)
                 except Missing:
                     if not create:
                         raise
-                    if _lstat(opened[-1], name) is not None:
+                    if _lstat(current, name) is not None:
                         raise ParentNotDir(VirtualPath(parts[: index + 1])) from None
-                    path, dir_fd = opened[-1].ref(name)
+                    path, dir_fd = current.ref(name)
                     try:
                         os.mkdir(path, DIR_MODE, dir_fd=dir_fd)
                         if made is not None:
@@ -363,26 +404,30 @@ class Root:
                         pass  # made by someone else meanwhile: enter it like any other
                     except OSError as error:
                         raise os_failure(error) from None
-                    opened.append(self._open_child(opened[-1], name))
-                if opened[0].fd is not None and len(opened) > 2:
-                    opened[-2].close()  # keep at most the root and the current folder open
-            self._confine_dir(opened[-1])
-            yield opened[-1]
-        finally:
-            for folder in opened:
-                folder.close()
+                    child = self._open_child(current, name)
+                current.close()  # only the folder being entered stays open (the root's fd is borrowed)
+                current = child
+            self._confine_dir(current)
+        except BaseException:
+            current.close()
+            raise
+        return current
 
     @contextlib.contextmanager
-    def _parent(self, path: VirtualPath, create: bool = False) -> Iterator[Dir]:
-        """The folder holding `path`; with `create`, missing folders are made, and unmade on failure."""
+    def _made_parent(self, path: VirtualPath) -> Iterator[Dir]:
+        """The folder holding `path`, made if missing; the folders made are removed if the command fails."""
         made: List[int] = []
         try:
-            with self._walk(path.parent.parts, create, made) as folder:
+            with self._walk(path.parent.parts, True, made) as folder:
                 yield folder
         except BaseException:
             if made:
                 self._unmake(path.parent.parts, made[0])
             raise
+
+    def _parent(self, path: VirtualPath) -> Dir:
+        """The folder holding `path` (the caller closes it, usually with `with`)."""
+        return self._walk(path.parts[:-1])
 
     def _unmake(self, parts: Tuple[str, ...], first_made: int) -> None:
         """Remove the folders parts[first_made:] made by a failed command, deepest first, if still empty."""
@@ -409,46 +454,60 @@ class Root:
             return None  # a trailing "/" names a folder: anything else is not there (ENOTDIR)
         return Entry(kind_of(info.st_mode), info.st_size, info.st_nlink, info.st_mode)
 
-    @contextlib.contextmanager
-    def open_regular(self, path: VirtualPath, refuse_hard_links: bool = True) -> Iterator[Tuple[int, os.stat_result]]:
-        """(fd, fstat result) of the regular file at `path`, open for reading and checked after opening.
+    def open_regular(self, path: VirtualPath, refuse_hard_links: bool = True) -> OpenFile:
+        """The regular file at `path`, open for reading and checked after opening (the caller closes it).
 
         Raises NotRegular with the kind found (a folder included), IsLink, HardLinked or Missing.
+        The root-removed check costs a stat, and views are the commonest command: it is made only
+        when nothing is found, since a removed folder has no entries and finding a file proves the
+        root is still there.
         """
-        with self._parent(path) as folder:
-            before = _lstat(folder, path.name)
-            if before is None:
-                raise Missing()
-            kind = kind_of(before.st_mode)
-            if path.trailing_slash and kind != DIR:
-                raise Missing()  # a trailing "/" names a folder: anything else is not there (ENOTDIR)
-            if kind == LINK:
-                raise IsLink()
-            if kind != FILE:
-                raise NotRegular(kind)
-            if refuse_hard_links and before.st_nlink > 1:
-                raise HardLinked()
-            name, dir_fd = folder.ref(path.name)
-            flags = os.O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_BINARY
+        try:
+            folder = self._walk(path.parts[:-1], check_removed=False)
             try:
-                fd = os.open(name, flags, dir_fd=dir_fd)
-            except FileNotFoundError:
-                raise Missing() from None
-            except OSError as error:
-                if error.errno == errno.ELOOP:
-                    raise IsLink() from None
-                raise os_failure(error) from None
-            try:
-                # What counts is what was opened: a file atomically replaced since the lstat is fine
-                # (its new content is a valid answer); anything but a single-link regular file is not.
-                after = os.fstat(fd)
-                if not stat.S_ISREG(after.st_mode):
-                    raise OsFailure("the file changed while it was being read")
-                if refuse_hard_links and after.st_nlink > 1:
-                    raise HardLinked()
-                yield fd, after
+                return self._open_in(folder, path, refuse_hard_links)
             finally:
-                os.close(fd)
+                folder.close()
+        except Missing:
+            self._check_root()
+            raise
+
+    def _open_in(self, folder: Dir, path: VirtualPath, refuse_hard_links: bool) -> OpenFile:
+        """Open the file named `path.name` inside `folder`, which the walk opened: see open_regular."""
+        leaf = path.parts[-1]
+        before = _lstat(folder, leaf)
+        if before is None:
+            raise Missing()
+        kind = kind_of(before.st_mode)
+        if path.trailing_slash and kind != DIR:
+            raise Missing()  # a trailing "/" names a folder: anything else is not there (ENOTDIR)
+        if kind == LINK:
+            raise IsLink()
+        if kind != FILE:
+            raise NotRegular(kind)
+        if refuse_hard_links and before.st_nlink > 1:
+            raise HardLinked()
+        name, dir_fd = folder.ref(leaf)
+        try:
+            fd = os.open(name, READ_FLAGS, dir_fd=dir_fd)
+        except FileNotFoundError:
+            raise Missing() from None
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                raise IsLink() from None
+            raise os_failure(error) from None
+        try:
+            # What counts is what was opened: a file atomically replaced since the lstat is fine
+            # (its new content is a valid answer); anything but a single-link regular file is not.
+            after = os.fstat(fd)
+            if not stat.S_ISREG(after.st_mode):
+                raise OsFailure("the file changed while it was being read")
+            if refuse_hard_links and after.st_nlink > 1:
+                raise HardLinked()
+        except BaseException:
+            os.close(fd)
+            raise
+        return OpenFile(fd, after)
 
     def read_chunks(self, fd: int) -> Iterator[bytes]:
         while True:
@@ -459,17 +518,6 @@ class Root:
             if not chunk:
                 return
             yield chunk
-
-    def read_bytes(self, path: VirtualPath, limit: int) -> Tuple[bytes, int]:
-        """The whole file (for edits), refusing files over `limit` bytes: returns (data, mode)."""
-        with self.open_regular(path) as (fd, info):
-            size = info.st_size
-            if size > limit:
-                raise TooBig(size)
-            data = self.read_all(fd, size)
-            if len(data) > limit:
-                raise TooBig(len(data))
-            return data, stat.S_IMODE(info.st_mode)
 
     def read_all(self, fd: int, size_hint: int) -> bytes:
         """Read to the end: usually one call, since `size_hint` comes from fstat."""
@@ -550,7 +598,7 @@ class Root:
 
     def write_new(self, path: VirtualPath, data: bytes) -> None:
         """Create a file that must not exist yet; parents are made. All or nothing."""
-        with self._parent(path, create=True) as folder:
+        with self._made_parent(path) as folder:
             temp = self._write_temp(folder, data, FILE_MODE)
             try:
                 _rename_noreplace(folder, temp, folder, path.name, is_dir=False)
@@ -559,15 +607,30 @@ class Root:
                 raise
             _fsync_dir(folder)
 
-    def replace(self, path: VirtualPath, data: bytes, mode: int) -> None:
-        """Atomically replace an existing regular file's content, keeping its mode."""
+    def rewrite(self, path: VirtualPath, limit: int, change: Callable[[bytes], bytes]) -> None:
+        """Read a regular file, pass its bytes to `change`, and atomically replace it with the result.
+
+        One walk: the folder opened to read the file is the one the new content is renamed into,
+        so the read and the write cannot land in two different places. Files over `limit` bytes
+        raise TooBig before they are read whole; `change` may raise to leave the file untouched.
+        The mode is kept. Call it under `locked()`: edits are read-modify-write.
+        """
         with self._parent(path) as folder:
+            with self._open_in(folder, path, True) as opened:
+                size = opened.info.st_size
+                if size > limit:
+                    raise TooBig(size)
+                data = self.read_all(opened.fd, size)
+                if len(data) > limit:
+                    raise TooBig(len(data))
+                mode = stat.S_IMODE(opened.info.st_mode)
+            new_data = change(data)
             current = _lstat(folder, path.name)
             if current is None:
                 raise Missing()
             if not stat.S_ISREG(current.st_mode):
-                raise NotRegular()
-            temp = self._write_temp(folder, data, mode)
+                raise NotRegular()  # swapped by something outside the lock since the read: not clobbered
+            temp = self._write_temp(folder, new_data, mode)
             src, src_fd = folder.ref(temp)
             dst, dst_fd = folder.ref(path.name)
             try:
@@ -642,7 +705,7 @@ class Root:
             info = _lstat(source, old.name)
             if info is None:
                 raise Missing()
-            with self._parent(new, create=True) as destination:
+            with self._made_parent(new) as destination:
                 _rename_noreplace(source, old.name, destination, new.name, stat.S_ISDIR(info.st_mode))
                 _fsync_dir(destination)
             _fsync_dir(source)

@@ -8,28 +8,24 @@ where a name lives or whether it may be touched belongs to `fs.Root`'s walk, not
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
-from dataclasses import dataclass
+from collections import abc
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from . import fs, text
 from .expiry import AccessTracker
 from .limits import DEFAULT_LIMITS, Limits
-from .messages import Rendered, clip, escape, render
+from .messages import Result, clip, escape, render
 from .paths import PathError, VirtualPath, is_addressable, parse_path
+from .viewcache import ViewCache
 
 DIR_SIZE = "4.0K"  # D-VIEW-DIR-SIZE
 ESCAPED_REASON = "a folder on the way moved outside /memories while it was in use"
 SMALL_FILE_BYTES = 1024 * 1024  # views of files up to this size read them whole; larger ones stream
+PARSE_CACHE_SIZE = 4096  # parsed paths remembered per handler (each at most max_path_bytes)
+VIEW_CACHE_BYTES = 4 * 1024 * 1024  # remembered views per handler, file bytes and results together
 RULE_FILE_SLASH = 'a file path must not end with "/"'
-
-
-@dataclass(frozen=True)
-class Result:
-    """One tool result: `output` is the tool_result content, `is_error` its error flag."""
-
-    output: str
-    is_error: bool
 
 
 # Parameter kinds: how to check a value and how to name the expected type in the message.
@@ -75,21 +71,24 @@ IO_ACTION = {
 class Refusal(Exception):
     """A finished result raised from deep inside a command, so commands stay straight-line."""
 
-    def __init__(self, rendered: Rendered) -> None:
-        super().__init__(rendered.output)
-        self.rendered = rendered
+    def __init__(self, result: Result) -> None:
+        super().__init__(result.output)
+        self.result = result
+
+
+_is_str: Callable[[object], bool] = str.__instancecheck__
 
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _kind_ok(kind: str, value: object) -> bool:
-    if kind == STR:
-        return isinstance(value, str)
-    if kind == INT:
-        return _is_int(value)
+def _is_range(value: object) -> bool:
     return isinstance(value, (list, tuple)) and len(value) == 2 and all(_is_int(v) for v in value)
+
+
+# Parameter kind -> the check its values must pass.
+KIND_CHECKS: Dict[str, Callable[[object], bool]] = {STR: _is_str, INT: _is_int, RANGE: _is_range}
 
 
 # A content policy takes the text to be written and returns (text to write, kinds refused).
@@ -120,9 +119,15 @@ class MemoryHandler:
         self.content_policy = content_policy
         self.refuse_hard_links = refuse_hard_links
         self.root = fs.Root(root, portable=portable_walk)
+        self._views = ViewCache(VIEW_CACHE_BYTES)
+        # Parsing is pure, and a model names the same few paths again and again: remember the answers
+        # (refusals are not cached; they are rare and their messages cheap to rebuild).
+        self._parse: Callable[[str], VirtualPath] = functools.lru_cache(maxsize=PARSE_CACHE_SIZE)(
+            functools.partial(parse_path, limits=limits)
+        )
         # Last-access records for `refmem prune` (filesystem atime is often off). Never fails a command.
         self.access: Optional[AccessTracker] = AccessTracker(self.root.real) if track_access and not read_only else None
-        self._commands: Dict[str, Callable[[Mapping[str, Any]], Rendered]] = {
+        self._commands: Dict[str, Callable[[Mapping[str, Any]], Result]] = {
             "view": self._view,
             "create": self._create,
             "str_replace": self._str_replace,
@@ -135,12 +140,11 @@ class MemoryHandler:
 
     def execute(self, command: object) -> Result:
         try:
-            rendered = self._execute(command)
+            return self._execute(command)
         except Refusal as refusal:
-            rendered = refusal.rendered
+            return refusal.result
         except Exception:  # noqa: BLE001 - the promise is a result, never a traceback
-            rendered = render("internal_error")
-        return Result(rendered.output, rendered.is_error)
+            return render("internal_error")
 
     __call__ = execute
 
@@ -156,8 +160,8 @@ class MemoryHandler:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _execute(self, command: object) -> Rendered:
-        if not isinstance(command, Mapping) or not all(isinstance(k, str) for k in command):
+    def _execute(self, command: object) -> Result:
+        if not (type(command) is dict or isinstance(command, abc.Mapping)) or not all(map(_is_str, command)):
             return render("input_not_object")
         name = command.get("command")
         if name is None:
@@ -178,15 +182,18 @@ class MemoryHandler:
                 if required:
                     raise Refusal(render("param_missing", name=parameter, command=name))
                 continue
-            if not _kind_ok(kind, value):
+            if not KIND_CHECKS[kind](value):
                 if kind == RANGE:
                     raise Refusal(render("view_range_shape"))
                 raise Refusal(render("param_type", name=parameter, kind=kind, command=name))
             if kind == STR:
-                try:
-                    size = len(value.encode("utf-8"))
-                except UnicodeEncodeError:
-                    raise Refusal(render("param_not_unicode", name=parameter)) from None
+                if value.isascii():  # the common case: valid, one byte a character
+                    size = len(value)
+                else:
+                    try:
+                        size = len(value.encode("utf-8"))
+                    except UnicodeEncodeError:
+                        raise Refusal(render("param_not_unicode", name=parameter)) from None
                 if parameter in TEXT_PARAMETERS and size > self.limits.max_file_bytes:
                     raise Refusal(render("param_too_big", name=parameter, n=size, max=self.limits.max_file_bytes))
 
@@ -194,13 +201,13 @@ class MemoryHandler:
 
     def _path(self, raw: str) -> VirtualPath:
         try:
-            return parse_path(raw, self.limits)
+            return self._parse(raw)
         except PathError as error:
             raise Refusal(
                 render("path_invalid", path=escape(raw, self.limits.max_echo_chars), rule=error.rule)
             ) from None
 
-    def _file_slash(self, raw: str) -> Rendered:
+    def _file_slash(self, raw: str) -> Result:
         return render("path_invalid", path=escape(raw, self.limits.max_echo_chars), rule=RULE_FILE_SLASH)
 
     def _allowed(self, path: VirtualPath) -> bool:
@@ -219,7 +226,7 @@ class MemoryHandler:
             raise Refusal(render("not_allowed", path=path.canonical))
         self._require_allowed(path)
 
-    def _problem(self, problem: fs.FsProblem, command: str, path: VirtualPath) -> Rendered:
+    def _problem(self, problem: fs.FsProblem, command: str, path: VirtualPath) -> Result:
         """The messages every command shares for what the walk can meet."""
         for kind, key in PROBLEM_MESSAGES.items():
             if isinstance(problem, kind):
@@ -248,15 +255,19 @@ class MemoryHandler:
 
     # -- view --
 
-    def _view(self, command: Mapping[str, Any]) -> Rendered:
+    def _view(self, command: Mapping[str, Any]) -> Result:
         path = self._path(command["path"])
         view_range = command.get("view_range")
         if path.is_root:
             return self._view_dir(path, view_range)
         try:
-            with self.root.open_regular(path, self.refuse_hard_links) as (fd, info):
-                self._require_allowed(path)
-                window = self._read_window(fd, info.st_size, view_range)
+            opened = self.root.open_regular(path, self.refuse_hard_links)
+            try:
+                if self.allow is not None:
+                    self._require_allowed(path)
+                rendered = self._show_file(path, opened, view_range)
+            finally:
+                opened.close()
         except fs.NotRegular as problem:
             if problem.kind == fs.DIR:
                 return self._view_dir(path, view_range)
@@ -267,26 +278,43 @@ class MemoryHandler:
             return render("view_missing", path=path.canonical)
         except fs.FsProblem as problem:
             return self._problem(problem, "view", path)
-        rendered = self._render_file(path, window, view_range)
         if self.access is not None and not rendered.is_error:
             self.access.touch(path.canonical)
         return rendered
 
-    def _view_dir(self, path: VirtualPath, view_range: Optional[Sequence[int]]) -> Rendered:
+    def _view_dir(self, path: VirtualPath, view_range: Optional[Sequence[int]]) -> Result:
         if view_range is not None:
             return render("view_range_on_dir")
         return self._listing(path)
 
-    def _read_window(self, fd: int, size: int, view_range: Optional[Sequence[int]]) -> text.WindowResult:
-        """Small files are read whole (one call); larger ones are streamed in bounded memory."""
+    def _show_file(self, path: VirtualPath, opened: fs.OpenFile, view_range: Optional[Sequence[int]]) -> Result:
+        """Small files are read whole (one call); larger ones are streamed in bounded memory.
+
+        A small file's view is remembered with the bytes it was made from and reused only when the
+        bytes just read are the same (see viewcache): the walk, the checks and the read still happen.
+        """
         start, end = (view_range[0], view_range[1]) if view_range is not None else (1, -1)
         last_wanted = None if end == -1 else end
-        if size <= SMALL_FILE_BYTES:
-            content = self.root.read_all(fd, size).decode("utf-8")
-            return text.window_from_text(content, start, last_wanted, self.limits.max_view_chars)
-        return text.read_window(self.root.read_chunks(fd), max(start, 1), last_wanted, self.limits.max_view_chars)
+        budget = self.limits.max_view_chars
+        if opened.info.st_size > SMALL_FILE_BYTES:
+            chunks = self.root.read_chunks(opened.fd)
+            return self._render_file(path, text.read_window(chunks, max(start, 1), last_wanted, budget), view_range)
+        raw = self.root.read_all(opened.fd, opened.info.st_size)
+        key = (path.parts, None if view_range is None else (start, end))
+        remembered = self._views.get(key, raw)
+        if remembered is not None:
+            return remembered
+        content = raw.decode("utf-8")
+        whole = text.number_whole(content, budget) if view_range is None else None
+        if whole is not None and whole[1] <= self.limits.max_lines:
+            header = render("view_file_header", path=path.canonical).output
+            result = Result(header + "\n" + whole[0] if whole[1] else header, False)
+        else:
+            result = self._render_file(path, text.window_from_text(content, start, last_wanted, budget), view_range)
+        self._views.put(key, raw, result)
+        return result
 
-    def _listing(self, path: VirtualPath) -> Rendered:
+    def _listing(self, path: VirtualPath) -> Result:
         try:
             found, truncated = self.root.list_tree(
                 path,
@@ -308,11 +336,11 @@ class MemoryHandler:
                 lines.append(f"{text.human_size(item.size)}\t{base}/{relative}")
         if truncated:
             lines.append(render("listing_truncated", n=len(found)).output)
-        return Rendered("\n".join(lines), False)
+        return Result("\n".join(lines), False)
 
     def _render_file(
         self, path: VirtualPath, window: text.WindowResult, view_range: Optional[Sequence[int]]
-    ) -> Rendered:
+    ) -> Result:
         start, end = (view_range[0], view_range[1]) if view_range is not None else (1, -1)
         last_wanted = None if end == -1 else end
         n_lines = window.n_lines
@@ -349,11 +377,11 @@ class MemoryHandler:
                     end=end,
                 ).output
             )
-        return Rendered("\n".join(parts), False)
+        return Result("\n".join(parts), False)
 
     # -- create --
 
-    def _create(self, command: Mapping[str, Any]) -> Rendered:
+    def _create(self, command: Mapping[str, Any]) -> Result:
         path = self._path(command["path"])
         if path.is_root:
             return render("create_exists", path=path.canonical)
@@ -379,27 +407,32 @@ class MemoryHandler:
     # -- str_replace and insert: read, change, write back under the lock --
 
     def _edit(
-        self, path: VirtualPath, name: str, change: Callable[[VirtualPath, str, bool], Tuple[str, Rendered]]
-    ) -> Rendered:
+        self, path: VirtualPath, name: str, change: Callable[[VirtualPath, str, bool], Tuple[str, Result]]
+    ) -> Result:
         missing = "str_replace_missing" if name == "str_replace" else "insert_missing"
         if path.is_root:
             return render(missing, path=path.canonical)
+        outcome: List[Result] = []
+
+        def rewrite(raw: bytes) -> bytes:
+            try:
+                content = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise Refusal(render("not_utf8", path=path.canonical)) from None
+            crlf = text.is_crlf(content)
+            working = content.replace("\r\n", "\n") if crlf else content
+            new_content, rendered = change(path, working, crlf)
+            if crlf:
+                new_content = new_content.replace("\n", "\r\n")
+            outcome.append(rendered)
+            return self._encode_checked(path, new_content)
+
         try:
             with self.root.locked():
-                raw, mode = self.root.read_bytes(path, self.limits.max_file_bytes)
-                try:
-                    content = raw.decode("utf-8")
-                except UnicodeDecodeError:
-                    return render("not_utf8", path=path.canonical)
-                crlf = text.is_crlf(content)
-                working = content.replace("\r\n", "\n") if crlf else content
-                new_content, rendered = change(path, working, crlf)
-                if crlf:
-                    new_content = new_content.replace("\n", "\r\n")
-                self.root.replace(path, self._encode_checked(path, new_content), mode)
+                self.root.rewrite(path, self.limits.max_file_bytes, rewrite)
                 if self.access is not None:
                     self.access.touch(path.canonical)
-                return rendered
+                return outcome[0]
         except fs.Missing:
             return render(missing, path=path.canonical)
         except fs.FsProblem as problem:
@@ -408,7 +441,7 @@ class MemoryHandler:
                 return render(missing, path=path.canonical)
             return self._problem(problem, name, path)
 
-    def _str_replace(self, command: Mapping[str, Any]) -> Rendered:
+    def _str_replace(self, command: Mapping[str, Any]) -> Result:
         path = self._path(command["path"])
         old_raw: str = command["old_str"]
         if old_raw == "":
@@ -416,7 +449,7 @@ class MemoryHandler:
         self._require_allowed(path)
         new_raw = self._policy(command["new_str"])
 
-        def change(path: VirtualPath, content: str, crlf: bool) -> Tuple[str, Rendered]:
+        def change(path: VirtualPath, content: str, crlf: bool) -> Tuple[str, Result]:
             old, new = (old_raw.replace("\r\n", "\n"), new_raw.replace("\r\n", "\n")) if crlf else (old_raw, new_raw)
             found = text.occurrences(content, old)
             echoed = clip(old_raw, self.limits.max_echo_chars)
@@ -437,17 +470,17 @@ class MemoryHandler:
             )
             head = render("str_replace_ok", path=path.canonical).output
             output = head + ("\n" + snippet.body if snippet.body else "")
-            return edit.text, Rendered(output, False)
+            return edit.text, Result(output, False)
 
         return self._edit(path, "str_replace", change)
 
-    def _insert(self, command: Mapping[str, Any]) -> Rendered:
+    def _insert(self, command: Mapping[str, Any]) -> Result:
         path = self._path(command["path"])
         line: int = command["insert_line"]
         self._require_allowed(path)
         insert_text = self._policy(command["insert_text"])
 
-        def change(path: VirtualPath, content: str, crlf: bool) -> Tuple[str, Rendered]:
+        def change(path: VirtualPath, content: str, crlf: bool) -> Tuple[str, Result]:
             n_lines = len(text.split_lines(content))
             if not 0 <= line <= n_lines:
                 raise Refusal(render("insert_bad_line", insert_line=line, n_lines=n_lines))
@@ -458,7 +491,7 @@ class MemoryHandler:
 
     # -- delete and rename --
 
-    def _delete(self, command: Mapping[str, Any]) -> Rendered:
+    def _delete(self, command: Mapping[str, Any]) -> Result:
         path = self._path(command["path"])
         if path.is_root:
             return render("delete_root")
@@ -477,7 +510,7 @@ class MemoryHandler:
             return self._problem(problem, "delete", path)
         return render("delete_ok", path=path.canonical)
 
-    def _rename(self, command: Mapping[str, Any]) -> Rendered:
+    def _rename(self, command: Mapping[str, Any]) -> Result:
         old = self._path(command["old_path"])
         new = self._path(command["new_path"])
         if old.is_root or new.is_root:

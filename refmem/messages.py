@@ -175,15 +175,20 @@ MESSAGES: Dict[str, Message] = {
 }
 
 
-class Rendered(NamedTuple):
+class Result(NamedTuple):
+    """One tool result: `output` is the tool_result content, `is_error` its error flag.
+
+    Immutable and cheap to build: every command returns one, the handler passes it on as it is.
+    """
+
     output: str
     is_error: bool
 
 
-def render(key: str, **values: object) -> Rendered:
+def render(key: str, **values: object) -> Result:
     """Fill one table entry. Values are inserted as given: callers escape what needs escaping."""
     message = MESSAGES[key]
-    return Rendered(message.template.format(**values), message.is_error)
+    return Result(message.template.format(**values), message.is_error)
 
 
 _NAMED_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", "\\": "\\\\"}

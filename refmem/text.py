@@ -43,6 +43,8 @@ def split_lines(text: str) -> List[str]:
 
 def is_crlf(text: str) -> bool:
     """A CRLF file: at least one line ending, and every one of them is \\r\\n (D-VIEW-CRLF)."""
+    if "\r" not in text:  # the common case, found without counting
+        return False
     newlines = text.count("\n")
     return newlines > 0 and text.count("\r\n") == newlines
 
@@ -90,6 +92,22 @@ def fit_numbered(lines: Sequence[Tuple[int, str, int]], budget: int, complete: b
     number, text, length = lines[0]
     shown = max(0, budget - len(numbered_line(number, "")))
     return NumberedBody(numbered_line(number, text[:shown]), 0, (number, length, shown))
+
+
+def number_whole(content: str, budget: int) -> Optional[Tuple[str, int]]:
+    """(numbered body, number of lines) of a whole text when all of it fits in `budget`; else None.
+
+    The answer is the one `window_from_text` and `fit_numbered` give for a view without a range
+    (a property test holds them together); it exists because most views are of small files that
+    fit, and building a tuple per line only to join them again costs more than reading the file.
+    """
+    crlf = is_crlf(content)
+    lines = split_lines(content.replace("\r\n", "\n") if crlf else content)
+    count = len(lines)
+    # Numbered, a line costs its text, the prefix and a newline; the text is at most the content.
+    if count >= len(_PREFIXES) or len(content) + (LINE_NUMBER_WIDTH + 2) * count - 1 > budget:
+        return None
+    return "\n".join(map(str.__add__, _PREFIXES[1 : count + 1], lines)), count
 
 
 class WindowResult(NamedTuple):

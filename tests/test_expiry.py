@@ -99,8 +99,46 @@ def test_touch_with_the_clock_skips_writes_within_resolution(tmp_path: Path) -> 
     assert record.stat().st_mtime == pytest.approx(past)
     past = time.time() - 120
     os.utime(record, (past, past))
+    # This tracker saw the record 30 s old a moment ago: still within resolution, so no look at all.
     tracker.touch("/memories/a.md")
+    assert record.stat().st_mtime == pytest.approx(past)
+    tracker.close()
+    with AccessTracker(tmp_path, resolution=60) as fresh:  # a tracker that has not seen it reads the record
+        fresh.touch("/memories/a.md")
     assert record.stat().st_mtime > time.time() - 5
+
+
+def test_remembered_times_never_skip_longer_than_resolution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The in-memory times spare a stat per view; they never let an access go unrecorded past `resolution`."""
+    clock = [1_000_000.0]
+    monkeypatch.setattr(time, "time", lambda: clock[0])
+    tracker = AccessTracker(tmp_path, resolution=60)
+    assert tracker.touch("/memories/a.md")
+    record = access_dir(tmp_path) / record_name("/memories/a.md")
+    assert record.stat().st_mtime == pytest.approx(clock[0])
+    clock[0] += 59
+    tracker.touch("/memories/a.md")
+    assert record.stat().st_mtime == pytest.approx(1_000_000.0)
+    clock[0] += 2  # 61 s after the record: written again
+    tracker.touch("/memories/a.md")
+    assert record.stat().st_mtime == pytest.approx(1_000_061.0)
+    # A record removed behind the tracker's back (another process's prune) is made again after resolution.
+    record.unlink()
+    clock[0] += 61
+    tracker.touch("/memories/a.md")
+    assert record.stat().st_mtime == pytest.approx(1_000_122.0)
+    tracker.close()
+
+
+def test_forget_and_move_clear_remembered_times(tmp_path: Path) -> None:
+    tracker = AccessTracker(tmp_path, resolution=3600)
+    tracker.touch("/memories/a.md")
+    tracker.forget("/memories/a.md", is_dir=False)
+    tracker.touch("/memories/a.md")  # remembered times were dropped: the record is made again at once
+    assert tracker.last_access("/memories/a.md") is not None
+    tracker.move("/memories/a.md", "/memories/b.md", is_dir=False)
+    tracker.touch("/memories/a.md")
+    assert tracker.last_access("/memories/a.md") is not None
     tracker.close()
 
 
