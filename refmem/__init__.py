@@ -4,8 +4,9 @@ Standard library only. `MemoryHandler(root).execute(tool_input)` runs one comman
 directory that stands for `/memories`, and always returns a `Result`.
 """
 
-from .handler import MemoryHandler, Result
+from .handler import MemoryHandler
 from .limits import DEFAULT_LIMITS, Limits
+from .messages import Result
 from .paths import PathError, VirtualPath, parse_path
 
 __all__ = [

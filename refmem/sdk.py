@@ -13,7 +13,8 @@ from typing import Any, Union
 
 from anthropic.lib.tools import BetaAbstractMemoryTool, ToolError
 
-from .handler import MemoryHandler, Result
+from .handler import MemoryHandler
+from .messages import Result
 
 __all__ = ["RefmemMemoryTool"]
 
