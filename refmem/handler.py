@@ -112,6 +112,7 @@ class MemoryHandler:
         portable_walk: bool = False,
         refuse_hard_links: bool = True,
         track_access: bool = True,
+        view_cache_bytes: int = VIEW_CACHE_BYTES,
     ) -> None:
         self.limits = limits
         self.read_only = read_only
@@ -119,7 +120,7 @@ class MemoryHandler:
         self.content_policy = content_policy
         self.refuse_hard_links = refuse_hard_links
         self.root = fs.Root(root, portable=portable_walk)
-        self._views = ViewCache(VIEW_CACHE_BYTES)
+        self._views = ViewCache(view_cache_bytes)  # 0: every view renders its page afresh
         # Parsing is pure, and a model names the same few paths again and again: remember the answers
         # (refusals are not cached; they are rare and their messages cheap to rebuild).
         self._parse: Callable[[str], VirtualPath] = functools.lru_cache(maxsize=PARSE_CACHE_SIZE)(

@@ -19,14 +19,13 @@ from typing import Dict, Hashable, Optional, Tuple
 
 from .messages import Result
 
-DEFAULT_MAX_BYTES = 4 * 1024 * 1024
 _ENTRY_SHARE = 16  # one entry may take at most 1/16 of the whole
 
 
 class ViewCache:
     """Remembered view results by key (path and range), each with the file bytes it was made from."""
 
-    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self._entries: Dict[Hashable, Tuple[bytes, Result, int]] = {}
         self._used = 0
@@ -43,7 +42,7 @@ class ViewCache:
         output = result.output
         # A str takes 1 byte a character when it is ASCII, up to 4 otherwise.
         cost = len(raw) + len(output) * (1 if output.isascii() else 4)
-        if cost * _ENTRY_SHARE > self.max_bytes:
+        if self.max_bytes <= 0 or cost * _ENTRY_SHARE > self.max_bytes:
             return
         with self._lock:
             old = self._entries.pop(key, None)

@@ -427,3 +427,28 @@ def test_in_memory_window_pages_like_the_streaming_one(
     in_memory = text.window_from_text(content, first, last, budget)
     assert (in_memory.n_lines, in_memory.crlf) == (streamed.n_lines, streamed.crlf)
     assert text.fit_numbered(in_memory.lines, budget, in_memory.complete) == text.fit_numbered(streamed.lines, budget)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a", "bb", " ", "\n", "\r\n", "\r", "é", "\t", "x" * 50]), max_size=120).map("".join),
+    st.integers(min_value=1, max_value=400),
+)
+@example(content="", budget=1)
+@example(content="a\r\nb", budget=100)
+def test_number_whole_is_the_general_page_when_everything_fits(content: str, budget: int) -> None:
+    """The fast path for whole small files gives exactly the general path's page, or declines."""
+    whole = text.number_whole(content, budget)
+    window = text.window_from_text(content, 1, None, budget)
+    general = text.fit_numbered(window.lines, budget, window.complete)
+    if whole is None:
+        # Declining is allowed only when the text might not fit (the estimate counts every character).
+        assert len(content) + 8 * window.n_lines - 1 > budget or window.n_lines >= 4096
+        return
+    assert whole == (general.body, window.n_lines)
+    assert general.last_shown == window.n_lines and general.cut_line is None
+
+
+def test_number_whole_declines_past_the_prefix_table() -> None:
+    assert text.number_whole("x\n" * 4096, 10**9) is None
+    assert text.number_whole("x\n" * 4095, 10**9) is not None
