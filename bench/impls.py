@@ -29,10 +29,10 @@ class Impl:
 class Refmem(Impl):
     name = "refmem"
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, **options: object) -> None:
         from refmem import MemoryHandler
 
-        self.handler = MemoryHandler(root)
+        self.handler = MemoryHandler(root, **options)  # type: ignore[arg-type]
 
     def execute(self, tool_input: dict) -> object:
         return self.handler.execute(tool_input)
@@ -170,5 +170,8 @@ class Floor(Impl):
         return None
 
 
-def make(name: str, root: str) -> Impl:
-    return {"refmem": Refmem, "sdk": Sdk, "floor": Floor}[name](root)
+def make(name: str, root: str, **options: object) -> Impl:
+    """An implementation by name; `options` go to refmem's handler (the others take none)."""
+    if name == "refmem":
+        return Refmem(root, **options)
+    return {"sdk": Sdk, "floor": Floor}[name](root)

@@ -10,6 +10,8 @@ Storage: one small file per tracked path
 (``/memories/a/b.md``) and never changes; the file's *modification time* is the last access, set
 explicitly with ``utime``. Why this layout:
 
+* Writes record nothing: a created or edited file's own mtime is the time of the change. A view
+  records an access only when the file was last changed more than ``resolution`` seconds ago.
 * Recording an access is one ``utimensat`` call on a file that already exists: atomic, no data
   written, cheap enough for every ``view``. Repeated accesses within ``resolution`` seconds (60 by
   default; expiry is measured in days) are skipped after a single ``stat``, or with no system call
@@ -216,11 +218,18 @@ class AccessTracker:
 
     # -- recording --
 
-    def touch(self, path: VirtualLike, now: Optional[float] = None) -> bool:
-        """Record that `path` was viewed, created or edited at `now` (default: the clock)."""
+    def touch(self, path: VirtualLike, now: Optional[float] = None, changed_at: Optional[float] = None) -> bool:
+        """Record that `path` was used at `now` (default: the clock).
+
+        `changed_at` is the file's own mtime, when the caller has it: a use within `resolution` of
+        the last change needs no record, since a path's last use is never earlier than its mtime.
+        """
         if now is None and isinstance(path, str):
+            current = time.time()
+            if changed_at is not None and 0 <= current - changed_at < self.resolution:
+                return True
             seen = self._seen.get(path)
-            if seen is not None and 0 <= time.time() - seen < self.resolution:
+            if seen is not None and 0 <= current - seen < self.resolution:
                 return True
         try:
             return self._touch(record_name(path), virtual_path(path), now, force=now is not None)

@@ -267,6 +267,7 @@ class MemoryHandler:
                 if self.allow is not None:
                     self._require_allowed(path)
                 rendered = self._show_file(path, opened, view_range)
+                changed_at = opened.info.st_mtime
             finally:
                 opened.close()
         except fs.NotRegular as problem:
@@ -280,7 +281,7 @@ class MemoryHandler:
         except fs.FsProblem as problem:
             return self._problem(problem, "view", path)
         if self.access is not None and not rendered.is_error:
-            self.access.touch(path.canonical)
+            self.access.touch(path.canonical, changed_at=changed_at)
         return rendered
 
     def _view_dir(self, path: VirtualPath, view_range: Optional[Sequence[int]]) -> Result:
@@ -401,9 +402,7 @@ class MemoryHandler:
             return render("create_parent_not_dir", path=path.canonical, parent=path.parent.canonical)
         except fs.FsProblem as problem:
             return self._problem(problem, "create", path)
-        if self.access is not None:
-            self.access.touch(path.canonical)
-        return render("create_ok", path=path.canonical)
+        return render("create_ok", path=path.canonical)  # no access record: the new file's mtime says it
 
     # -- str_replace and insert: read, change, write back under the lock --
 
@@ -431,9 +430,7 @@ class MemoryHandler:
         try:
             with self.root.locked():
                 self.root.rewrite(path, self.limits.max_file_bytes, rewrite)
-                if self.access is not None:
-                    self.access.touch(path.canonical)
-                return outcome[0]
+                return outcome[0]  # no access record: the rewritten file's mtime says it
         except fs.Missing:
             return render(missing, path=path.canonical)
         except fs.FsProblem as problem:

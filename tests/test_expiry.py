@@ -422,3 +422,41 @@ def test_unreadable_folder_is_kept_and_prune_goes_on(tmp_path: Path) -> None:
     finally:
         (tmp_path / "locked").chmod(0o700)
     assert report.removed == ["/memories/old.md"]
+
+
+# --- the handler's use of the tracker ---------------------------------------------------------
+
+
+def test_handler_views_keep_old_files_from_expiring_and_writes_need_no_record(tmp_path: Path) -> None:
+    """End to end: what the handler records is what prune needs, and nothing more."""
+    from refmem import MemoryHandler
+
+    now = time.time()
+    write(tmp_path, "viewed.md", age_days=40)
+    write(tmp_path, "ignored.md", age_days=40)
+    os.utime(tmp_path / "viewed.md", (now - 40 * DAY, now - 40 * DAY))
+    os.utime(tmp_path / "ignored.md", (now - 40 * DAY, now - 40 * DAY))
+    with MemoryHandler(tmp_path) as handler:
+        assert not handler.execute({"command": "view", "path": "/memories/viewed.md"}).is_error
+        assert not handler.execute({"command": "create", "path": "/memories/new.md", "file_text": "n\n"}).is_error
+        edit = {"command": "str_replace", "path": "/memories/new.md", "old_str": "n", "new_str": "m"}
+        assert not handler.execute(edit).is_error
+        assert not handler.execute({"command": "view", "path": "/memories/new.md"}).is_error
+    with AccessTracker(tmp_path) as tracker:
+        assert tracker.last_access("/memories/viewed.md") == pytest.approx(now, abs=5)
+        # Created, edited and viewed within the resolution: the file's own mtime says all of it.
+        assert tracker.last_access("/memories/new.md") is None
+    report = prune(tmp_path, 30 * DAY)
+    assert report.removed == ["/memories/ignored.md"]
+    assert tree(tmp_path) == ["new.md", "viewed.md"]
+
+
+def test_touch_with_a_recent_change_writes_nothing(tmp_path: Path) -> None:
+    with AccessTracker(tmp_path, resolution=60) as tracker:
+        assert tracker.touch("/memories/a.md", changed_at=time.time() - 10)
+        assert tracker.last_access("/memories/a.md") is None
+        assert tracker.touch("/memories/a.md", changed_at=time.time() - 120)
+        assert tracker.last_access("/memories/a.md") == pytest.approx(time.time(), abs=5)
+        # A change time in the future (a skewed clock) is not trusted to stand for the access.
+        assert tracker.touch("/memories/b.md", changed_at=time.time() + 3600)
+        assert tracker.last_access("/memories/b.md") == pytest.approx(time.time(), abs=5)
