@@ -35,14 +35,20 @@ def rewrite_in_place(path: Path, data: bytes) -> None:
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
 
 
-def test_content_changed_in_place_with_the_same_size_and_times_is_seen(tmp_path: Path) -> None:
+def viewed_note(tmp_path: Path, data: bytes) -> Tuple[Path, Path, MemoryHandler]:
+    """(root, note, handler) after one successful view of /memories/note.md holding `data`."""
     root = tmp_path / "memories"
     root.mkdir()
     note = root / "note.md"
-    note.write_bytes(b"alpha\nbeta\n")
+    note.write_bytes(data)
     handler = MemoryHandler(root)
     first = view(handler, "/memories/note.md")
-    assert "alpha" in first.output
+    assert not first.is_error and data.decode().split("\n")[0] in first.output
+    return root, note, handler
+
+
+def test_content_changed_in_place_with_the_same_size_and_times_is_seen(tmp_path: Path) -> None:
+    root, note, handler = viewed_note(tmp_path, b"alpha\nbeta\n")
     inode = note.stat().st_ino
     rewrite_in_place(note, b"gamma\ndelta")
     rewrite_in_place(note, b"gamma\ndelt\n")  # same size as the original, same mtime
@@ -53,12 +59,7 @@ def test_content_changed_in_place_with_the_same_size_and_times_is_seen(tmp_path:
 
 
 def test_a_remembered_page_is_not_reused_after_the_file_becomes_unreadable(tmp_path: Path) -> None:
-    root = tmp_path / "memories"
-    root.mkdir()
-    note = root / "note.md"
-    note.write_bytes(b"ok\n")
-    handler = MemoryHandler(root)
-    assert not view(handler, "/memories/note.md").is_error
+    _, note, handler = viewed_note(tmp_path, b"ok\n")
     note.write_bytes(b"\xff\xfe\n")  # not UTF-8 now
     assert view(handler, "/memories/note.md").output.startswith("Error: The file /memories/note.md is not valid UTF-8")
     os.link(note, tmp_path / "elsewhere")  # a second name: refused, whatever was remembered
