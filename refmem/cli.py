@@ -35,6 +35,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _prune(args: argparse.Namespace) -> int:
     from .expiry import parse_duration, prune
+    from .fs import FsProblem
 
     try:
         seconds = parse_duration(args.older_than)
@@ -43,14 +44,25 @@ def _prune(args: argparse.Namespace) -> int:
         return 2
     try:
         report = prune(args.root, seconds, dry_run=args.dry_run)
-    except OSError as error:
-        print(f"refmem: cannot prune {args.root}: {error.strerror or 'operating system error'}", file=sys.stderr)
+    except (OSError, FsProblem) as error:
+        print(f"refmem: cannot prune {args.root}: {_failure_reason(error)}", file=sys.stderr)
         return 2
     verb = "would remove" if args.dry_run else "removed"
     for path in report.removed:
         print(f"{verb} {path}")
     print(f"{len(report.removed)} {verb}, {report.kept} kept")
     return 0
+
+
+def _failure_reason(error: Exception) -> str:
+    """The short reason a prune failed: the root is missing, or what the operating system said."""
+    from .fs import Missing, OsFailure
+
+    if isinstance(error, Missing):
+        return "no such directory"
+    if isinstance(error, OsFailure):
+        return error.reason
+    return getattr(error, "strerror", None) or "operating system error"
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -37,42 +37,39 @@ the record folder once (O(number of records)), which is fine for an operation th
 already walks the folder. A record left behind by a crash between a rename and its record move is
 stale; ``prune`` removes stale records (paths that are no longer regular files).
 
-Pruning takes the same exclusive lock as the handler's writes (``flock`` on ``<root>/.refmem/lock``),
-walks the tree from directory file descriptors without following any link, and re-checks each file
-(same inode, same mtime) just before unlinking it.
+Pruning takes the same exclusive lock as the handler's writes (``fs.Root.locked``: ``flock`` on
+``<root>/.refmem/lock``), walks the tree with ``fs.Root.walk_tree`` (from directory file descriptors,
+without following any link), and re-checks each file (same inode, same mtime) just before unlinking it.
+
+This module decides; ``fs.Root`` does every disk operation (records are read, dated, made and removed
+by its methods, in the record folder its one walk opens), so the walk's guarantees hold here too.
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import os
 import re
-import secrets
 import stat
 import time
-from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
+from typing import Dict, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
-RootLike = Union[str, "os.PathLike[str]", int]
+from . import fs
+from .paths import RESERVED_PREFIX
+
+RootLike = Union[fs.Root, str, "os.PathLike[str]"]
 VirtualLike = Union[str, Sequence[str]]
 
-BOOKKEEPING = ".refmem"
-ACCESS = "access"
-RESERVED_PREFIX = ".refmem"
-TEMP_PREFIX = ".refmem-tmp-"
 VIRTUAL_ROOT = "/memories"
 DEFAULT_RESOLUTION = 60.0
 SEEN_CAPACITY = 4096  # record times one tracker remembers before it starts over
 STALE_TEMP_AGE = 3600.0
 MAX_WALK_DEPTH = 64
 
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_DIR_FLAGS = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC | _O_NONBLOCK
 _RECORD_NAME = re.compile(r"[0-9a-f]{64}")
+# What a recording method turns into False: the disk said no (fs.Root raises FsProblem), or a bad path.
+_FAILURES = (OSError, ValueError, fs.FsProblem)
 
 
 # --- virtual paths ----------------------------------------------------------------------------
@@ -127,28 +124,7 @@ def parse_duration(text: str) -> float:
     return total
 
 
-# --- opening the record folder ----------------------------------------------------------------
-
-
-def _open_root(root: RootLike) -> Tuple[int, bool]:
-    """(fd, owned): an fd for the root; `owned` when we opened it and must close it."""
-    if isinstance(root, int):
-        return root, False
-    return os.open(os.fspath(root), os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC), True
-
-
-def _open_dir_at(parent: int, name: str, create: bool) -> int:
-    """Open the folder `name` inside `parent` without following a link; make it when asked."""
-    try:
-        return os.open(name, _DIR_FLAGS, dir_fd=parent)
-    except FileNotFoundError:
-        if not create:
-            raise
-    try:
-        os.mkdir(name, 0o700, dir_fd=parent)
-    except FileExistsError:
-        pass
-    return os.open(name, _DIR_FLAGS, dir_fd=parent)
+# --- records ----------------------------------------------------------------------------------
 
 
 class Record(NamedTuple):
@@ -157,19 +133,38 @@ class Record(NamedTuple):
     mtime: float
 
 
+def _content(path: str) -> bytes:
+    """What a record holds: its virtual path and a newline (a torn write lacks the newline)."""
+    return (path + "\n").encode("utf-8", "surrogatepass")
+
+
+def _parse_record(name: str, raw: bytes, mtime: float) -> Optional[Record]:
+    """The record in `raw`, the bytes of the file `name`; None when it is torn or foreign."""
+    if not raw.endswith(b"\n"):
+        return None
+    try:
+        path = raw[:-1].decode("utf-8", "surrogatepass")
+    except UnicodeDecodeError:
+        return None
+    if hashlib.sha256(raw[:-1]).hexdigest() != name:
+        return None
+    return Record(name, path, mtime)
+
+
 class AccessTracker:
     """Last-access records for one memory root. Hold one per handler; thread-safe; fork: reopen.
 
-    ``root`` is the host directory that stands for ``/memories`` (a path, or an open directory fd
-    that the caller keeps open). Every recording method swallows ``OSError`` and returns False:
-    bookkeeping must never make a command fail (a read-only root simply records nothing).
+    ``root`` is the handler's open ``fs.Root`` (its owner closes it), or the host directory that
+    stands for ``/memories``, opened (never created) on first use and closed with the tracker.
+    Every recording method swallows ``OSError`` and ``fs.FsProblem`` and returns False: bookkeeping
+    must never make a command fail (a read-only root simply records nothing).
     """
 
     def __init__(self, root: RootLike, resolution: float = DEFAULT_RESOLUTION) -> None:
         self.root = root
         self.resolution = float(resolution)
-        self._fd: Optional[int] = None
-        self._close: Callable[[int], None] = os.close
+        self._own: Optional[fs.Root] = None  # the Root opened from a path given; closed by close()
+        self._dir: Optional[fs.Dir] = None
         # Record times this tracker has seen, so that repeated accesses within `resolution` cost a
         # dict look-up rather than a stat. A remembered time is never later than the record's own,
         # so a skip here is one the record itself would have allowed. Cleared when records move.
@@ -177,34 +172,35 @@ class AccessTracker:
 
     # -- the record folder --
 
-    def _access_fd(self, create: bool) -> Optional[int]:
-        if self._fd is not None:
-            return self._fd
-        root_fd, owned = _open_root(self.root)
+    def _disk(self) -> fs.Root:
+        """The Root that every record operation goes through."""
+        if isinstance(self.root, fs.Root):
+            return self.root
+        if self._own is None:
+            self._own = fs.Root(self.root, create=False)
+        return self._own
+
+    def _folder(self, create: bool = True) -> fs.Dir:
+        """The record folder, opened once and kept: recording a view is then one call, not three."""
+        if self._dir is None:
+            self._dir = self._disk().open_access(create)
+        return self._dir
+
+    def _existing_folder(self) -> Optional[fs.Dir]:
+        """The record folder, or None when no record was ever made (reading creates nothing)."""
         try:
-            try:
-                book = _open_dir_at(root_fd, BOOKKEEPING, create)
-            except FileNotFoundError:
-                return None
-            try:
-                self._fd = _open_dir_at(book, ACCESS, create)
-                # Closed later with the `close` of the `os` that opened it: under a patched `os`
-                # (pyfakefs) a late real close would hit an unrelated descriptor of the same number.
-                self._close = os.close
-            except FileNotFoundError:
-                return None
-            finally:
-                os.close(book)
-        finally:
-            if owned:
-                os.close(root_fd)
-        return self._fd
+            return self._folder(create=False)
+        except fs.Missing:
+            return None
 
     def close(self) -> None:
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
+        folder, self._dir = self._dir, None
+        own, self._own = self._own, None
+        if folder is not None:
             with contextlib.suppress(OSError):
-                self._close(fd)
+                folder.close()
+        if own is not None:
+            own.close()
 
     def __enter__(self) -> AccessTracker:
         return self
@@ -232,71 +228,48 @@ class AccessTracker:
             if seen is not None and 0 <= current - seen < self.resolution:
                 return True
         try:
-            return self._touch(record_name(path), virtual_path(path), now, force=now is not None)
-        except (OSError, ValueError):
+            self._touch(record_name(path), virtual_path(path), now, force=now is not None)
+        except _FAILURES:
             return False
+        return True
 
-    def _touch(self, name: str, path: str, now: Optional[float], force: bool) -> bool:
-        folder = self._access_fd(create=True)
-        if folder is None:
-            return False
+    def _touch(self, name: str, path: str, now: Optional[float], force: bool) -> None:
+        folder = self._folder()
+        disk = self._disk()
         when = time.time() if now is None else float(now)
         stamp = int(when * 1e9)
-        try:
-            info = os.stat(name, dir_fd=folder, follow_symlinks=False)
-        except FileNotFoundError:
-            info = None
+        info = disk.record_info(folder, name)
         if info is not None and stat.S_ISREG(info.st_mode):
             if not force and 0 <= when - info.st_mtime < self.resolution:
                 self._remember(path, info.st_mtime)
-                return True  # recorded recently enough: one stat, no write
-            os.utime(name, ns=(stamp, stamp), dir_fd=folder, follow_symlinks=False)
-            self._remember(path, when)
-            return True
-        if info is not None:  # something that is not a record squats the name: clear it
-            _remove_any(folder, name)
-        self._create(folder, name, path, stamp)
+                return  # recorded recently enough: one stat, no write
+            disk.set_record_time(folder, name, stamp)
+        else:
+            if info is not None:  # something that is not a record squats the name: clear it
+                disk.remove_record(folder, name)
+            disk.put_record(folder, name, _content(path), stamp)
         self._remember(path, when)
-        return True
 
     def _remember(self, path: str, when: float) -> None:
         if len(self._seen) >= SEEN_CAPACITY:
             self._seen.clear()
         self._seen[path] = when
 
-    def _create(self, folder: int, name: str, path: str, stamp: int) -> None:
-        temp = TEMP_PREFIX + secrets.token_hex(8)
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC, 0o600, dir_fd=folder)
-        try:
-            try:
-                data = (path + "\n").encode("utf-8", "surrogatepass")
-                while data:
-                    data = data[os.write(fd, data) :]
-                os.utime(fd, ns=(stamp, stamp))
-            finally:
-                os.close(fd)
-            os.replace(temp, name, src_dir_fd=folder, dst_dir_fd=folder)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(temp, dir_fd=folder)
-            raise
-
     def forget(self, path: VirtualLike, is_dir: Optional[bool] = None) -> bool:
         """Drop the records of a deleted path; for a folder (or when unknown), of everything below."""
         self._seen.clear()
         try:
-            folder = self._access_fd(create=False)
+            folder = self._existing_folder()
             if folder is None:
                 return True
             vpath = virtual_path(path)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(record_name(vpath), dir_fd=folder)
+            disk = self._disk()
+            disk.remove_record(folder, record_name(vpath))
             if is_dir is not False:
                 for record in self.records(prefix=vpath + "/"):
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(record.name, dir_fd=folder)
+                    disk.remove_record(folder, record.name)
             return True
-        except (OSError, ValueError):
+        except _FAILURES:
             return False
 
     def move(
@@ -308,22 +281,18 @@ class AccessTracker:
         self._seen.clear()
         try:
             old_path, new_path = virtual_path(old), virtual_path(new)
-            folder = self._access_fd(create=True)
-            if folder is None:
-                return False
+            folder = self._folder()
+            disk = self._disk()
             when = time.time() if now is None else float(now)
             self._touch(record_name(new_path), new_path, when, force=True)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(record_name(old_path), dir_fd=folder)
+            disk.remove_record(folder, record_name(old_path))
             if is_dir is not False:
-                prefix = old_path + "/"
-                for record in self.records(prefix=prefix):
+                for record in self.records(prefix=old_path + "/"):
                     moved = new_path + record.path[len(old_path) :]
                     self._touch(record_name(moved), moved, record.mtime, force=True)
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(record.name, dir_fd=folder)
+                    disk.remove_record(folder, record.name)
             return True
-        except (OSError, ValueError):
+        except _FAILURES:
             return False
 
     # -- reading --
@@ -331,83 +300,35 @@ class AccessTracker:
     def last_access(self, path: VirtualLike) -> Optional[float]:
         """The recorded last access of `path`, or None when it has no valid record."""
         try:
-            folder = self._access_fd(create=False)
+            folder = self._existing_folder()
             if folder is None:
                 return None
             vpath = virtual_path(path)
-            record = _read_record(folder, record_name(vpath))
+            record = self._read(folder, record_name(vpath))
             return record.mtime if record is not None and record.path == vpath else None
-        except (OSError, ValueError):
+        except _FAILURES:
             return None
 
     def records(self, prefix: str = "") -> List[Record]:
-        """Every valid record (content hashes to its name), optionally only paths under `prefix`."""
-        folder = self._access_fd(create=False)
+        """Every valid record (content hashes to its name), optionally only paths under `prefix`.
+
+        Raises fs.FsProblem when the record folder cannot be read.
+        """
+        folder = self._existing_folder()
         if folder is None:
             return []
         found = []
-        for name in _names(folder):
+        for name in self._disk().names(folder):
             if not _RECORD_NAME.fullmatch(name):
                 continue
-            record = _read_record(folder, name)
+            record = self._read(folder, name)
             if record is not None and record.path.startswith(prefix):
                 found.append(record)
         return found
 
-
-def _names(folder: int) -> List[str]:
-    with os.scandir(folder) as entries:
-        return [entry.name for entry in entries]
-
-
-def _read_record(folder: int, name: str) -> Optional[Record]:
-    try:
-        fd = os.open(name, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | _O_NONBLOCK, dir_fd=folder)
-    except (FileNotFoundError, OSError):
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > 8192:
-            return None
-        raw = os.read(fd, 8192)
-    finally:
-        os.close(fd)
-    if not raw.endswith(b"\n"):
-        return None
-    try:
-        path = raw[:-1].decode("utf-8", "surrogatepass")
-    except UnicodeDecodeError:
-        return None
-    if hashlib.sha256(raw[:-1]).hexdigest() != name:
-        return None
-    return Record(name, path, info.st_mtime)
-
-
-def _remove_any(folder: int, name: str) -> None:
-    try:
-        os.unlink(name, dir_fd=folder)
-    except IsADirectoryError:
-        _rmtree_at(folder, name)
-    except OSError as error:
-        if error.errno in (errno.EISDIR, errno.EPERM):
-            _rmtree_at(folder, name)
-        elif error.errno != errno.ENOENT:
-            raise
-
-
-def _rmtree_at(parent: int, name: str) -> None:
-    fd = os.open(name, _DIR_FLAGS, dir_fd=parent)
-    try:
-        with os.scandir(fd) as entries:
-            items = [(e.name, e.is_dir(follow_symlinks=False)) for e in entries]
-        for child, is_dir in items:
-            if is_dir:
-                _rmtree_at(fd, child)
-            else:
-                os.unlink(child, dir_fd=fd)
-    finally:
-        os.close(fd)
-    os.rmdir(name, dir_fd=parent)
+    def _read(self, folder: fs.Dir, name: str) -> Optional[Record]:
+        read = self._disk().read_record(folder, name)
+        return None if read is None else _parse_record(name, *read)
 
 
 # --- module-level conveniences for the handler --------------------------------------------------
@@ -448,36 +369,8 @@ class PruneReport(NamedTuple):
     temp_files: int = 0
 
 
-@contextlib.contextmanager
-def _root_lock(root_fd: int) -> Iterator[None]:
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - no flock: one process per root is assumed
-        yield
-        return
-    book = _open_dir_at(root_fd, BOOKKEEPING, create=True)
-    try:
-        fd = os.open("lock", os.O_RDWR | os.O_CREAT | _O_NOFOLLOW | _O_CLOEXEC, 0o600, dir_fd=book)
-    finally:
-        os.close(book)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-class _Candidate(NamedTuple):
-    parent_fd: int
-    name: str
-    vpath: str
-    ino: int
-    dev: int
-    mtime_ns: int
-
-
 def prune(
-    root: str | os.PathLike[str],
+    root: RootLike,
     older_than: float,
     dry_run: bool = False,
     now: Optional[float] = None,
@@ -489,151 +382,120 @@ def prune(
     A file's last use is the later of its access record and its mtime. Folders that the prune
     leaves empty go too (never `/memories` itself); folders that were empty already stay. Links,
     special files and the handler's own `.refmem*` names are never touched (old leftover temp files
-    are removed). Pass ``lock=False`` only when the caller already holds the root's lock.
+    are removed). Pass ``lock=False`` only when the caller already holds the root's lock. A root
+    given as a path must exist (else fs.Missing); it is opened for the prune and closed after.
     """
     if not older_than > 0:
         raise ValueError("older_than must be a positive number of seconds")
     current = time.time() if now is None else float(now)
     cutoff = current - float(older_than)
-    root_fd = os.open(os.fspath(root), os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+    disk = root if isinstance(root, fs.Root) else fs.Root(root, create=False)
     try:
-        guard = _root_lock(root_fd) if lock and not dry_run else contextlib.nullcontext()
-        with guard:
-            tracker = AccessTracker(root_fd)
-            try:
-                return _prune_locked(root_fd, tracker, cutoff, current, dry_run)
-            finally:
-                tracker.close()
+        guard = disk.locked() if lock and not dry_run else contextlib.nullcontext()
+        with guard, AccessTracker(disk) as tracker:
+            return _Pruner(disk, cutoff, current, dry_run).run(tracker)
     finally:
-        os.close(root_fd)
+        if disk is not root:
+            disk.close()
 
 
-def _prune_locked(root_fd: int, tracker: AccessTracker, cutoff: float, now: float, dry_run: bool) -> PruneReport:
-    try:
-        records: Dict[str, Record] = {r.path: r for r in tracker.records()}
-    except OSError:
-        records = {}
-    removed_files: List[str] = []
-    removed_dirs: List[str] = []
-    live_files: Set[str] = set()
-    kept = 0
-    temp_files = 0
-
-    def visit(dir_fd: int, vdir: str, depth: int) -> bool:
-        """Prune inside one open folder; True when the prune removed something and left it empty."""
-        nonlocal kept, temp_files
-        removed_any = False
-        remaining = 0
-        with os.scandir(dir_fd) as entries:
-            items = list(entries)
-        for entry in items:
-            name = entry.name
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            if name.startswith(RESERVED_PREFIX):
-                if name.startswith(TEMP_PREFIX) and stat.S_ISREG(info.st_mode) and now - info.st_mtime > STALE_TEMP_AGE:
-                    if not dry_run:
-                        with contextlib.suppress(OSError):
-                            os.unlink(name, dir_fd=dir_fd)
-                    temp_files += 1
-                    continue
-                remaining += 1
-                continue
-            vpath = vdir + "/" + name
-            if stat.S_ISREG(info.st_mode):
-                record = records.get(vpath)
-                last = info.st_mtime if record is None else max(record.mtime, info.st_mtime)
-                if last < cutoff:
-                    candidate = _Candidate(dir_fd, name, vpath, info.st_ino, info.st_dev, info.st_mtime_ns)
-                    if dry_run or _unlink_if_same(candidate):
-                        removed_files.append(vpath)
-                        removed_any = True
-                        continue
-                kept += 1
-                live_files.add(vpath)
-                remaining += 1
-            elif stat.S_ISDIR(info.st_mode) and depth < MAX_WALK_DEPTH:
-                try:
-                    child = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
-                except OSError:
-                    remaining += 1
-                    continue
-                try:
-                    emptied = visit(child, vpath, depth + 1)
-                finally:
-                    os.close(child)
-                if emptied:
-                    removed_any = True
-                    if dry_run:
-                        removed_dirs.append(vpath)
-                        continue
-                    try:
-                        os.rmdir(name, dir_fd=dir_fd)
-                    except OSError:  # something arrived meanwhile: keep it
-                        remaining += 1
-                    else:
-                        removed_dirs.append(vpath)
-                        continue
-                else:
-                    remaining += 1
-            else:
-                remaining += 1  # links and special files are not memories we manage
-        if removed_any and not dry_run:
-            with contextlib.suppress(OSError):
-                os.fsync(dir_fd)
-        return removed_any and remaining == 0
-
-    visit(root_fd, VIRTUAL_ROOT, 0)
-
-    stale = 0
-    removed_set = set(removed_files)
-    folder = tracker._access_fd(create=False)
-    for path, record in records.items():
-        if path in live_files:
-            continue
-        if path not in removed_set:
-            stale += 1
-        if not dry_run and folder is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(record.name, dir_fd=folder)
-    if folder is not None:
-        temp_files += _clear_stale_temps(folder, now, dry_run)
-    return PruneReport(sorted(removed_files) + sorted(removed_dirs), kept, stale, temp_files)
-
-
-def _clear_stale_temps(folder: int, now: float, dry_run: bool) -> int:
-    count = 0
-    for name in _names(folder):
-        if not name.startswith(TEMP_PREFIX):
-            continue
-        try:
-            info = os.stat(name, dir_fd=folder, follow_symlinks=False)
-        except OSError:
-            continue
-        if stat.S_ISREG(info.st_mode) and now - info.st_mtime > STALE_TEMP_AGE:
-            count += 1
-            if not dry_run:
-                with contextlib.suppress(OSError):
-                    os.unlink(name, dir_fd=folder)
-    return count
+class _Candidate(NamedTuple):
+    root: fs.Root
+    folder: fs.Dir
+    name: str
+    info: os.stat_result
 
 
 def _unlink_if_same(candidate: _Candidate) -> bool:
     """Unlink only the file we judged: same inode and mtime as when we looked."""
-    try:
-        info = os.stat(candidate.name, dir_fd=candidate.parent_fd, follow_symlinks=False)
-    except OSError:
+    return candidate.root.unlink_if_unchanged(candidate.folder, candidate.name, candidate.info)
+
+
+class _Pruner:
+    """One prune's judgement: which files are old, which folders it emptied, what it counted."""
+
+    def __init__(self, root: fs.Root, cutoff: float, now: float, dry_run: bool) -> None:
+        self.root = root
+        self.cutoff = cutoff
+        self.now = now
+        self.dry_run = dry_run
+        self.records: Dict[str, Record] = {}
+        self.removed_files: List[str] = []
+        self.removed_dirs: List[str] = []
+        self.live_files: Set[str] = set()
+        self.emptied: Set[Tuple[str, ...]] = set()  # folders the prune removed from and left empty
+        self.kept = 0
+        self.temp_files = 0
+
+    def run(self, tracker: AccessTracker) -> PruneReport:
+        try:
+            self.records = {r.path: r for r in tracker.records()}
+        except (OSError, fs.FsProblem):
+            self.records = {}
+        with contextlib.closing(self.root.walk_tree(MAX_WALK_DEPTH)) as walk:  # its folders close even on error
+            for found in walk:
+                self._folder(found)
+        stale = self._drop_records(tracker)
+        removed = sorted(self.removed_files) + sorted(self.removed_dirs)
+        return PruneReport(removed, self.kept, stale, self.temp_files)
+
+    def _folder(self, found: fs.Folder) -> None:
+        """Judge the entries of one open folder, whose subfolders were judged already."""
+        vdir = virtual_path(found.parts)
+        reserved = [name for name, _ in found.entries if name.startswith(RESERVED_PREFIX)]
+        temps = self.root.clear_stale_temps(found.dir, reserved, self.now, STALE_TEMP_AGE, self.dry_run)
+        self.temp_files += temps
+        removed = 0
+        remaining = len(reserved) - temps  # the handler's other names stay, and so keep the folder
+        for name, info in found.entries:
+            if name.startswith(RESERVED_PREFIX):
+                continue
+            if self._entry(found, name, info, vdir + "/" + name):
+                removed += 1
+            else:
+                remaining += 1
+        if removed and not self.dry_run:
+            self.root.sync(found.dir)
+        if removed and not remaining:
+            self.emptied.add(found.parts)
+
+    def _entry(self, found: fs.Folder, name: str, info: os.stat_result, vpath: str) -> bool:
+        """True when the prune removes the entry (dry run: would); links and special files stay."""
+        if stat.S_ISREG(info.st_mode):
+            return self._file(found.dir, name, info, vpath)
+        if stat.S_ISDIR(info.st_mode) and found.parts + (name,) in self.emptied:
+            # Removed unless something arrived since the folder was judged.
+            if self.dry_run or self.root.remove_empty_folder(found.dir, name):
+                self.removed_dirs.append(vpath)
+                return True
         return False
-    if not stat.S_ISREG(info.st_mode) or (info.st_ino, info.st_dev, info.st_mtime_ns) != (
-        candidate.ino,
-        candidate.dev,
-        candidate.mtime_ns,
-    ):
+
+    def _file(self, folder: fs.Dir, name: str, info: os.stat_result, vpath: str) -> bool:
+        record = self.records.get(vpath)
+        last = info.st_mtime if record is None else max(record.mtime, info.st_mtime)
+        if last < self.cutoff and (self.dry_run or _unlink_if_same(_Candidate(self.root, folder, name, info))):
+            self.removed_files.append(vpath)
+            return True
+        self.kept += 1
+        self.live_files.add(vpath)
         return False
-    try:
-        os.unlink(candidate.name, dir_fd=candidate.parent_fd)
-    except OSError:
-        return False
-    return True
+
+    def _drop_records(self, tracker: AccessTracker) -> int:
+        """Drop the records of paths that are no longer files and count the stale ones (those the
+        prune did not remove itself); the record folder's old temp files go too."""
+        folder = tracker._existing_folder()
+        if folder is None:
+            return 0
+        pruned = set(self.removed_files)
+        stale = 0
+        for path, record in self.records.items():
+            if path in self.live_files:
+                continue
+            if path not in pruned:
+                stale += 1
+            if not self.dry_run:
+                with contextlib.suppress(OSError, fs.FsProblem):
+                    self.root.remove_record(folder, record.name)
+        names = self.root.names(folder)
+        self.temp_files += self.root.clear_stale_temps(folder, names, self.now, STALE_TEMP_AGE, self.dry_run)
+        return stale

@@ -21,7 +21,7 @@ import stat
 import sys
 import threading
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple, cast
+from typing import Callable, Dict, Generator, Iterable, Iterator, List, NamedTuple, Optional, Tuple, Union, cast
 
 from .paths import RESERVED_PREFIX, VirtualPath
 
@@ -44,6 +44,11 @@ READ_CHUNK = 1 << 20
 BOOKKEEPING_DIR = RESERVED_PREFIX
 ROOT_REMOVED = "the memory directory itself was removed"
 TEMP_PREFIX = RESERVED_PREFIX + "-tmp-"
+ACCESS_DIR = "access"  # .refmem/access: last-access records (see expiry)
+RECORD_LIMIT = 8192  # a record holds one virtual path: anything larger is not one
+# Setting a record's time never follows a link where the OS allows it (not on Windows, whose
+# records are checked to be regular files just before).
+_UTIME_NOFOLLOW = os.utime in os.supports_follow_symlinks
 
 
 # --- what can go wrong, as values the handler maps to messages ---------------------------------
@@ -196,6 +201,14 @@ class OpenFile:
         self.close()
 
 
+class Folder(NamedTuple):
+    """A folder met by `Root.walk_tree`: open, at `parts` below the root, its entries lstat'ed."""
+
+    dir: Dir
+    parts: Tuple[str, ...]
+    entries: List[Tuple[str, os.stat_result]]
+
+
 def _lstat(folder: Dir, name: str) -> Optional[os.stat_result]:
     path, dir_fd = folder.ref(name)
     try:
@@ -281,8 +294,13 @@ def _rename_noreplace(src: Dir, src_name: str, dst: Dir, dst_name: str, is_dir: 
 class Root:
     """A memory directory on disk. All access below it goes through `_walk`."""
 
-    def __init__(self, path: str | os.PathLike[str], portable: bool = False) -> None:
-        os.makedirs(path, mode=DIR_MODE, exist_ok=True)
+    def __init__(self, path: str | os.PathLike[str], portable: bool = False, create: bool = True) -> None:
+        """Open the memory directory at `path`, made if missing; with `create=False` a missing one
+        raises Missing (prune and one-shot record calls must not conjure up a root from a typo)."""
+        if create:
+            os.makedirs(path, mode=DIR_MODE, exist_ok=True)
+        elif not os.path.isdir(path):
+            raise Missing()
         self.real = os.path.realpath(path)
         self.portable = portable or not FD_WALK_AVAILABLE
         self._root_fd: Optional[int] = None
@@ -546,9 +564,8 @@ class Root:
             nonlocal truncated
             room = cap - len(found)
             batch: List[Tuple[str, str, int]] = []
-            target = folder.fd if folder.fd is not None else folder.path
             try:
-                with os.scandir(target) as entries:
+                with os.scandir(_scan_target(folder)) as entries:
                     for item in entries:
                         if item.name.startswith(".") or item.name == "node_modules" or not addressable(item.name):
                             continue
@@ -631,17 +648,11 @@ class Root:
             if not stat.S_ISREG(current.st_mode):
                 raise NotRegular()  # swapped by something outside the lock since the read: not clobbered
             temp = self._write_temp(folder, new_data, mode)
-            src, src_fd = folder.ref(temp)
-            dst, dst_fd = folder.ref(path.name)
-            try:
-                os.replace(src, dst, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
-            except OSError as error:
-                _unlink_quietly(folder, temp)
-                raise os_failure(error) from None
+            _replace_with(folder, temp, path.name)
             _fsync_dir(folder)
 
-    def _write_temp(self, folder: Dir, data: bytes, mode: int) -> str:
-        """Write `data` to a fresh hidden temp file in `folder`, fsync it, return its name."""
+    def _write_temp(self, folder: Dir, data: bytes, mode: int, sync: bool = True) -> str:
+        """Write `data` to a fresh hidden temp file in `folder`, fsync it (with `sync`), return its name."""
         for _ in range(8):
             name = TEMP_PREFIX + secrets.token_hex(8)
             path, dir_fd = folder.ref(name)
@@ -665,7 +676,8 @@ class Root:
                     view = view[written:]
                 if hasattr(os, "fchmod"):
                     os.fchmod(fd, mode)
-                os.fsync(fd)
+                if sync:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
         except OSError as error:
@@ -682,23 +694,23 @@ class Root:
             info = _lstat(folder, path.name)
             if info is None:
                 raise Missing()
-            try:
-                if stat.S_ISDIR(info.st_mode):
-                    child = self._open_child(folder, path.name)
-                    try:
-                        _empty_folder(self, child)
-                    finally:
-                        child.close()
-                    name, dir_fd = folder.ref(path.name)
-                    os.rmdir(name, dir_fd=dir_fd)
-                else:
-                    name, dir_fd = folder.ref(path.name)
-                    os.unlink(name, dir_fd=dir_fd)
-            except FileNotFoundError:
-                raise Missing() from None
-            except OSError as error:
-                raise os_failure(error) from None
+            self._remove(folder, path.name, info)
             _fsync_dir(folder)
+
+    def _remove(self, folder: Dir, name: str, info: os.stat_result) -> None:
+        """Remove `name` (lstat'ed as `info`) from `folder`: a folder with all it holds, a link itself."""
+        path, dir_fd = folder.ref(name)
+        try:
+            if stat.S_ISDIR(info.st_mode):
+                with self._open_child(folder, name) as child:
+                    _empty_folder(self, child)
+                os.rmdir(path, dir_fd=dir_fd)
+            else:
+                os.unlink(path, dir_fd=dir_fd)
+        except FileNotFoundError:
+            raise Missing() from None
+        except OSError as error:
+            raise os_failure(error) from None
 
     def rename(self, old: VirtualPath, new: VirtualPath) -> None:
         with self._parent(old) as source:
@@ -709,6 +721,139 @@ class Root:
                 _rename_noreplace(source, old.name, destination, new.name, stat.S_ISDIR(info.st_mode))
                 _fsync_dir(destination)
             _fsync_dir(source)
+
+    # -- last-access records (expiry.AccessTracker): small files in .refmem/access --
+
+    def open_access(self, create: bool) -> Dir:
+        """The record folder `.refmem/access`, opened by the one walk (made with `create`, else
+        Missing when absent). The tracker keeps it open: a view records in one call, not three."""
+        return self._walk((BOOKKEEPING_DIR, ACCESS_DIR), create=create)
+
+    def record_info(self, folder: Dir, name: str) -> Optional[os.stat_result]:
+        """lstat of the record `name`, None when there is none: its mtime is the recorded time."""
+        return _lstat(folder, name)
+
+    def set_record_time(self, folder: Dir, name: str, stamp_ns: int) -> None:
+        """Set a record's times to `stamp_ns`: recording an access is this one call, no data written."""
+        path, dir_fd = folder.ref(name)
+        try:
+            os.utime(path, ns=(stamp_ns, stamp_ns), dir_fd=dir_fd, follow_symlinks=not _UTIME_NOFOLLOW)
+        except OSError as error:
+            raise os_failure(error) from None
+
+    def put_record(self, folder: Dir, name: str, data: bytes, stamp_ns: int) -> None:
+        """Create (or replace) the record `name` holding `data`, dated `stamp_ns`, all or nothing.
+
+        A temp file is written, dated and renamed into place, so a crash leaves no record or a whole
+        one (at worst a temp file, which prune clears). Not fsynced: see expiry's docstring.
+        """
+        temp = self._write_temp(folder, data, FILE_MODE, sync=False)
+        try:
+            self.set_record_time(folder, temp, stamp_ns)
+        except BaseException:
+            _unlink_quietly(folder, temp)
+            raise
+        _replace_with(folder, temp, name)
+
+    def read_record(self, folder: Dir, name: str) -> Optional[Tuple[bytes, float]]:
+        """(bytes, mtime) of the record `name`; None unless it is a regular file of at most
+        RECORD_LIMIT bytes that could be opened. Bounded: a forged huge file is never read whole."""
+        try:
+            opened = self._open_in(folder, VirtualPath((name,)), refuse_hard_links=False)
+        except FsProblem:
+            return None
+        with opened:
+            if opened.info.st_size > RECORD_LIMIT:
+                return None
+            try:
+                data = os.read(opened.fd, RECORD_LIMIT)
+            except OSError as error:
+                raise os_failure(error) from None
+        return data, opened.info.st_mtime
+
+    def remove_record(self, folder: Dir, name: str) -> None:
+        """Remove the record `name`, or whatever squats its name (a folder goes whole, a link is not
+        followed); already gone is fine."""
+        info = _lstat(folder, name)
+        if info is not None:
+            with contextlib.suppress(Missing):
+                self._remove(folder, name, info)
+
+    def names(self, folder: Dir) -> List[str]:
+        """The names in an open folder, unsorted (the record folder: its names are the records)."""
+        try:
+            with os.scandir(_scan_target(folder)) as entries:
+                return [entry.name for entry in entries]
+        except OSError as error:
+            raise os_failure(error) from None
+
+    # -- prune (expiry.prune): call under locked() unless nothing is removed --
+
+    def walk_tree(self, max_depth: int) -> Generator[Folder, None, None]:
+        """The root and every folder below it, each one after the folders inside it, each open.
+
+        Open, so that the walker can remove names in it (unlink_if_unchanged, remove_empty_folder);
+        after its subfolders, so that it knows which of them it emptied. Links are never followed;
+        the handler's own `.refmem*` names, folders below `max_depth` and folders that cannot be
+        opened or read are listed but not entered. An entry gone before its lstat is left out.
+        """
+        with self._walk(()) as top:
+            yield from self._walk_below(Folder(top, (), _scan(top)), max_depth)
+
+    def _walk_below(self, here: Folder, max_depth: int) -> Generator[Folder, None, None]:
+        for name, info in here.entries if len(here.parts) < max_depth else []:
+            if stat.S_ISDIR(info.st_mode) and not name.startswith(RESERVED_PREFIX):
+                child = self._enter(here, name)
+                if child is not None:
+                    with child.dir:
+                        yield from self._walk_below(child, max_depth)
+        yield here
+
+    def _enter(self, parent: Folder, name: str) -> Optional[Folder]:
+        """Open and list a subfolder; None when it cannot be read (or is a link by now): not entered."""
+        try:
+            child = self._open_child(parent.dir, name)
+        except FsProblem:
+            return None
+        try:
+            return Folder(child, parent.parts + (name,), _scan(child))
+        except FsProblem:
+            child.close()
+            return None
+
+    def unlink_if_unchanged(self, folder: Dir, name: str, judged: os.stat_result) -> bool:
+        """Unlink `name` only if it is still the regular file that was `judged` (same inode, device
+        and mtime): a file replaced or rewritten since is kept. True when it was removed."""
+        try:
+            info = _lstat(folder, name)
+        except OsFailure:
+            return False
+        if info is None or not stat.S_ISREG(info.st_mode) or _identity(info) != _identity(judged):
+            return False
+        return _removed(os.unlink, folder, name)
+
+    def remove_empty_folder(self, folder: Dir, name: str) -> bool:
+        """rmdir `name`: True when it went, False when it could not (something arrived meanwhile)."""
+        return _removed(os.rmdir, folder, name)
+
+    def sync(self, folder: Dir) -> None:
+        """Make the removals in an open folder durable (best effort, as after every change)."""
+        _fsync_dir(folder)
+
+    def clear_stale_temps(self, folder: Dir, names: Iterable[str], now: float, age: float, dry_run: bool) -> int:
+        """Remove (or, dry run, only count) the temp files among `names` unchanged for over `age`
+        seconds: the debris of a crashed write, not a write in progress. Returns how many."""
+        count = 0
+        for name in names:
+            if not name.startswith(TEMP_PREFIX):
+                continue
+            with contextlib.suppress(OsFailure):
+                info = _lstat(folder, name)
+                if info is not None and stat.S_ISREG(info.st_mode) and now - info.st_mtime > age:
+                    count += 1
+                    if not dry_run:
+                        _unlink_quietly(folder, name)
+        return count
 
     # -- the lock for read-modify-write --
 
@@ -754,10 +899,32 @@ class Root:
         return fd
 
 
+def _scan_target(folder: Dir) -> Union[int, str]:
+    """What `os.scandir` takes for an open folder: its descriptor, or its checked path (portable)."""
+    return folder.fd if folder.fd is not None else folder.path
+
+
+def _scan(folder: Dir) -> List[Tuple[str, os.stat_result]]:
+    """Every name in an open folder with its lstat; names gone before their lstat are left out."""
+    found = []
+    try:
+        with os.scandir(_scan_target(folder)) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    found.append((entry.name, entry.stat(follow_symlinks=False)))
+    except OSError as error:
+        raise os_failure(error) from None
+    return found
+
+
+def _identity(info: os.stat_result) -> Tuple[int, int, int]:
+    """What tells one version of a file from another: inode, device, mtime in nanoseconds."""
+    return info.st_ino, info.st_dev, info.st_mtime_ns
+
+
 def _empty_folder(root: Root, folder: Dir) -> None:
     """Remove everything inside an open folder, depth first, by name, never following a link."""
-    target = folder.fd if folder.fd is not None else folder.path
-    with os.scandir(target) as entries:
+    with os.scandir(_scan_target(folder)) as entries:
         names = [(item.name, item.is_dir(follow_symlinks=False)) for item in entries]
     for name, is_dir in names:
         path, dir_fd = folder.ref(name)
@@ -770,6 +937,27 @@ def _empty_folder(root: Root, folder: Dir) -> None:
             os.rmdir(path, dir_fd=dir_fd)
         else:
             os.unlink(path, dir_fd=dir_fd)
+
+
+def _replace_with(folder: Dir, temp: str, name: str) -> None:
+    """Rename the temp file `temp` over `name` in one step; if that fails, the temp file goes."""
+    src, src_fd = folder.ref(temp)
+    dst, dst_fd = folder.ref(name)
+    try:
+        os.replace(src, dst, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+    except OSError as error:
+        _unlink_quietly(folder, temp)
+        raise os_failure(error) from None
+
+
+def _removed(remove: Callable[..., None], folder: Dir, name: str) -> bool:
+    """`remove` (os.unlink or os.rmdir) `name` in `folder`: True when it went, False when refused."""
+    path, dir_fd = folder.ref(name)
+    try:
+        remove(path, dir_fd=dir_fd)
+    except OSError:
+        return False
+    return True
 
 
 def _unlink_quietly(folder: Dir, name: str) -> None:

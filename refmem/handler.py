@@ -127,7 +127,7 @@ class MemoryHandler:
             functools.partial(parse_path, limits=limits)
         )
         # Last-access records for `refmem prune` (filesystem atime is often off). Never fails a command.
-        self.access: Optional[AccessTracker] = AccessTracker(self.root.real) if track_access and not read_only else None
+        self.access: Optional[AccessTracker] = AccessTracker(self.root) if track_access and not read_only else None
         self._commands: Dict[str, Callable[[Mapping[str, Any]], Result]] = {
             "view": self._view,
             "create": self._create,
