@@ -7,6 +7,6 @@ independently; conformance/VERSIONING.md says what each change means for someone
 
 from __future__ import annotations
 
-SUITE_VERSION = "0.1.0"
+SUITE_VERSION = "0.2.0"
 PROTOCOL_VERSION = 1
 CASE_FORMAT_VERSION = 1

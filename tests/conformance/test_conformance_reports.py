@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 
 from conformance_support import run_cli
 
+import conformance
 from conformance.visible import diff, visible
 
 
@@ -39,7 +40,11 @@ def test_all_three_reports_are_written(basic_cases: pathlib.Path, tmp_path: path
         "conformant": False,
         "byte_exact": False,
     }
-    assert report["versions"] == {"suite": "0.1.0", "protocol": 1, "case_format": 1}
+    assert report["versions"] == {
+        "suite": conformance.SUITE_VERSION,
+        "protocol": conformance.PROTOCOL_VERSION,
+        "case_format": conformance.CASE_FORMAT_VERSION,
+    }
     assert report["counts"]["fail"] == 3
     suite = ET.parse(paths["r.xml"]).getroot()
     assert suite.get("tests") == "4" and suite.get("failures") == "3"

@@ -67,10 +67,25 @@ def test_model_keeps_crlf_on_insert() -> None:
     assert model.tree[("docs", "a.txt")] == ("file", "alpha\r\nmid\r\nbeta\r\n")
 
 
+def test_model_follows_the_crlf_notes_for_carriage_returns_in_parameters() -> None:
+    """D-STR-CRLF and D-INSERT-CRLF decide \r\n and lone \r in parameters; the model follows them."""
+    model = _model()
+    assert model.tree[("notes.md",)] == ("file", "first line\nsecond line\n")  # an LF file: verbatim
+    command = {"command": "str_replace", "path": "/memories/notes.md", "old_str": "first", "new_str": "x\r\ny"}
+    assert model.apply(command) is Outcome.OK
+    assert model.tree[("notes.md",)] == ("file", "x\r\ny line\nsecond line\n")
+    edit = {"command": "str_replace", "path": "/memories/docs/a.txt", "old_str": "alpha\r\nbeta", "new_str": "a\r\nb\r"}
+    assert model.apply(edit) is Outcome.OK
+    assert model.tree[("docs", "a.txt")] == ("file", "a\r\nb\r\r\n")
+    insert = {"command": "insert", "path": "/memories/docs/a.txt", "insert_line": 0, "insert_text": "z\r\n"}
+    assert model.apply(insert) is Outcome.OK
+    assert model.tree[("docs", "a.txt")] == ("file", "z\r\na\r\nb\r\r\n")
+
+
 def test_model_says_unknown_where_the_notes_are_silent() -> None:
     model = _model()
-    command = {"command": "str_replace", "path": "/memories/notes.md", "old_str": "first", "new_str": "x\r\ny"}
-    assert model.apply(command) is Outcome.UNKNOWN
+    assert model.apply({"command": "str_replace", "path": "/memories/notes.md", "old_str": "x"}) is Outcome.UNKNOWN
+    # Once unsure of the tree, the model stays unsure: it never judges a later step on a guess.
     assert model.apply({"command": "view", "path": "/memories"}) is Outcome.UNKNOWN
 
 
