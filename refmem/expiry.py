@@ -15,8 +15,9 @@ explicitly with ``utime``. Why this layout:
 * Recording an access is one ``utimensat`` call on a file that already exists: atomic, no data
   written, cheap enough for every ``view``. Repeated accesses within ``resolution`` seconds (60 by
   default; expiry is measured in days) are skipped after a single ``stat``, or with no system call
-  at all when this tracker saw the record less than ``resolution`` seconds ago. Either way a recorded
-  time is never more than ``resolution`` seconds behind the last access.
+  at all when this tracker recorded the same file (device and inode) at that path less than
+  ``resolution`` seconds ago. Either way a recorded time is never more than ``resolution`` seconds
+  behind the last access of the file now at the path.
 * A record is created once, by writing a temp file and renaming it into place, so a crash leaves
   either no record or a whole one, never a torn one. The name is the hash of the content, so a
   record whose content does not hash to its name (a torn write after a power loss on a filesystem
@@ -52,6 +53,7 @@ import hashlib
 import os
 import re
 import stat
+import threading
 import time
 from typing import Dict, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
@@ -59,6 +61,7 @@ from . import fs
 from .paths import RESERVED_PREFIX
 
 RootLike = Union[fs.Root, str, "os.PathLike[str]"]
+FileId = Tuple[int, int]  # (st_dev, st_ino) of a file
 VirtualLike = Union[str, Sequence[str]]
 
 VIRTUAL_ROOT = "/memories"
@@ -161,14 +164,21 @@ class AccessTracker:
     """
 
     def __init__(self, root: RootLike, resolution: float = DEFAULT_RESOLUTION) -> None:
+        if not isinstance(root, (fs.Root, str, os.PathLike)):
+            raise TypeError("AccessTracker takes an fs.Root or a directory path")
         self.root = root
         self.resolution = float(resolution)
         self._own: Optional[fs.Root] = None  # the Root opened from a path given; closed by close()
         self._dir: Optional[fs.Dir] = None
-        # Record times this tracker has seen, so that repeated accesses within `resolution` cost a
-        # dict look-up rather than a stat. A remembered time is never later than the record's own,
-        # so a skip here is one the record itself would have allowed. Cleared when records move.
-        self._seen: Dict[str, float] = {}
+        # One lock for the record folder handle and every record operation: the folder is opened
+        # once, by one thread, and never used after close() by another.
+        self._lock = threading.RLock()
+        self._closed = False
+        # path -> (record time, (device, inode) of the file then at the path), so that repeated
+        # views of one file within `resolution` cost a dict look-up rather than a stat. A hit needs
+        # the same file: another file moved to the path meanwhile (by another handler or process,
+        # whose renames this tracker never sees) is looked up afresh.
+        self._seen: Dict[str, Tuple[float, FileId]] = {}
 
     # -- the record folder --
 
@@ -182,9 +192,12 @@ class AccessTracker:
 
     def _folder(self, create: bool = True) -> fs.Dir:
         """The record folder, opened once and kept: recording a view is then one call, not three."""
-        if self._dir is None:
-            self._dir = self._disk().open_access(create)
-        return self._dir
+        with self._lock:
+            if self._closed:
+                raise fs.OsFailure("operating system error")
+            if self._dir is None:
+                self._dir = self._disk().open_access(create)
+            return self._dir
 
     def _existing_folder(self) -> Optional[fs.Dir]:
         """The record folder, or None when no record was ever made (reading creates nothing)."""
@@ -194,13 +207,16 @@ class AccessTracker:
             return None
 
     def close(self) -> None:
-        folder, self._dir = self._dir, None
-        own, self._own = self._own, None
-        if folder is not None:
-            with contextlib.suppress(OSError):
-                folder.close()
-        if own is not None:
-            own.close()
+        """Release the record folder (and a Root this tracker opened). A closed tracker records nothing."""
+        with self._lock:
+            self._closed = True
+            folder, self._dir = self._dir, None
+            own, self._own = self._own, None
+            if folder is not None:
+                with contextlib.suppress(OSError):
+                    folder.close()
+            if own is not None:
+                own.close()
 
     def __enter__(self) -> AccessTracker:
         return self
@@ -214,26 +230,39 @@ class AccessTracker:
 
     # -- recording --
 
-    def touch(self, path: VirtualLike, now: Optional[float] = None, changed_at: Optional[float] = None) -> bool:
+    def touch(
+        self,
+        path: VirtualLike,
+        now: Optional[float] = None,
+        changed_at: Optional[float] = None,
+        file_id: Optional[FileId] = None,
+    ) -> bool:
         """Record that `path` was used at `now` (default: the clock).
 
-        `changed_at` is the file's own mtime, when the caller has it: a use within `resolution` of
-        the last change needs no record, since a path's last use is never earlier than its mtime.
+        `changed_at` is the file's own mtime and `file_id` its (device, inode), when the caller has
+        them (the handler, after a view). A use within `resolution` of the last change needs no
+        record, since a path's last use is never earlier than its mtime; and a use of the same file
+        that this tracker recorded less than `resolution` ago needs no look at the record at all.
         """
         if now is None and isinstance(path, str):
             current = time.time()
             if changed_at is not None and 0 <= current - changed_at < self.resolution:
                 return True
             seen = self._seen.get(path)
-            if seen is not None and 0 <= current - seen < self.resolution:
-                return True
+            if seen is not None and file_id is not None and seen[1] == file_id:
+                if 0 <= current - seen[0] < self.resolution:
+                    return True
         try:
-            self._touch(record_name(path), virtual_path(path), now, force=now is not None)
+            with self._lock:
+                recorded = self._touch(record_name(path), virtual_path(path), now, force=now is not None)
         except _FAILURES:
             return False
+        if file_id is not None and isinstance(path, str):
+            self._remember(path, recorded, file_id)
         return True
 
-    def _touch(self, name: str, path: str, now: Optional[float], force: bool) -> None:
+    def _touch(self, name: str, path: str, now: Optional[float], force: bool) -> float:
+        """Bring the record of `path` up to `now`; returns the time the record holds afterwards."""
         folder = self._folder()
         disk = self._disk()
         when = time.time() if now is None else float(now)
@@ -241,36 +270,36 @@ class AccessTracker:
         info = disk.record_info(folder, name)
         if info is not None and stat.S_ISREG(info.st_mode):
             if not force and 0 <= when - info.st_mtime < self.resolution:
-                self._remember(path, info.st_mtime)
-                return  # recorded recently enough: one stat, no write
+                return info.st_mtime  # recorded recently enough: one stat, no write
             disk.set_record_time(folder, name, stamp)
         else:
             if info is not None:  # something that is not a record squats the name: clear it
                 disk.remove_record(folder, name)
             disk.put_record(folder, name, _content(path), stamp)
-        self._remember(path, when)
+        return when
 
-    def _remember(self, path: str, when: float) -> None:
+    def _remember(self, path: str, recorded: float, file_id: FileId) -> None:
         if len(self._seen) >= SEEN_CAPACITY:
             self._seen.clear()
-        self._seen[path] = when
+        self._seen[path] = (recorded, file_id)
 
     def forget(self, path: VirtualLike, is_dir: Optional[bool] = None) -> bool:
         """Drop the records of a deleted path; for a folder (or when unknown), of everything below."""
         self._seen.clear()
-        try:
-            folder = self._existing_folder()
-            if folder is None:
+        with self._lock:
+            try:
+                folder = self._existing_folder()
+                if folder is None:
+                    return True
+                vpath = virtual_path(path)
+                disk = self._disk()
+                disk.remove_record(folder, record_name(vpath))
+                if is_dir is not False:
+                    for record in self.records(prefix=vpath + "/"):
+                        disk.remove_record(folder, record.name)
                 return True
-            vpath = virtual_path(path)
-            disk = self._disk()
-            disk.remove_record(folder, record_name(vpath))
-            if is_dir is not False:
-                for record in self.records(prefix=vpath + "/"):
-                    disk.remove_record(folder, record.name)
-            return True
-        except _FAILURES:
-            return False
+            except _FAILURES:
+                return False
 
     def move(
         self, old: VirtualLike, new: VirtualLike, is_dir: Optional[bool] = None, now: Optional[float] = None
@@ -279,52 +308,55 @@ class AccessTracker:
         things below a renamed folder keep their times. The new record is written before the old one
         is removed, so a crash in between leaves a stale record, never a lost one."""
         self._seen.clear()
-        try:
-            old_path, new_path = virtual_path(old), virtual_path(new)
-            folder = self._folder()
-            disk = self._disk()
-            when = time.time() if now is None else float(now)
-            self._touch(record_name(new_path), new_path, when, force=True)
-            disk.remove_record(folder, record_name(old_path))
-            if is_dir is not False:
-                for record in self.records(prefix=old_path + "/"):
-                    moved = new_path + record.path[len(old_path) :]
-                    self._touch(record_name(moved), moved, record.mtime, force=True)
-                    disk.remove_record(folder, record.name)
-            return True
-        except _FAILURES:
-            return False
+        with self._lock:
+            try:
+                old_path, new_path = virtual_path(old), virtual_path(new)
+                folder = self._folder()
+                disk = self._disk()
+                when = time.time() if now is None else float(now)
+                self._touch(record_name(new_path), new_path, when, force=True)
+                disk.remove_record(folder, record_name(old_path))
+                if is_dir is not False:
+                    for record in self.records(prefix=old_path + "/"):
+                        moved = new_path + record.path[len(old_path) :]
+                        self._touch(record_name(moved), moved, record.mtime, force=True)
+                        disk.remove_record(folder, record.name)
+                return True
+            except _FAILURES:
+                return False
 
     # -- reading --
 
     def last_access(self, path: VirtualLike) -> Optional[float]:
         """The recorded last access of `path`, or None when it has no valid record."""
-        try:
-            folder = self._existing_folder()
-            if folder is None:
+        with self._lock:
+            try:
+                folder = self._existing_folder()
+                if folder is None:
+                    return None
+                vpath = virtual_path(path)
+                record = self._read(folder, record_name(vpath))
+                return record.mtime if record is not None and record.path == vpath else None
+            except _FAILURES:
                 return None
-            vpath = virtual_path(path)
-            record = self._read(folder, record_name(vpath))
-            return record.mtime if record is not None and record.path == vpath else None
-        except _FAILURES:
-            return None
 
     def records(self, prefix: str = "") -> List[Record]:
         """Every valid record (content hashes to its name), optionally only paths under `prefix`.
 
         Raises fs.FsProblem when the record folder cannot be read.
         """
-        folder = self._existing_folder()
-        if folder is None:
-            return []
-        found = []
-        for name in self._disk().names(folder):
-            if not _RECORD_NAME.fullmatch(name):
-                continue
-            record = self._read(folder, name)
-            if record is not None and record.path.startswith(prefix):
-                found.append(record)
-        return found
+        with self._lock:
+            folder = self._existing_folder()
+            if folder is None:
+                return []
+            found = []
+            for name in self._disk().names(folder):
+                if not _RECORD_NAME.fullmatch(name):
+                    continue
+                record = self._read(folder, name)
+                if record is not None and record.path.startswith(prefix):
+                    found.append(record)
+            return found
 
     def _read(self, folder: fs.Dir, name: str) -> Optional[Record]:
         read = self._disk().read_record(folder, name)

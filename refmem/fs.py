@@ -41,6 +41,7 @@ READ_FLAGS = os.O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_BINARY | geta
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 READ_CHUNK = 1 << 20
+CLOSED_FD = -1  # what a closed Dir holds: every call relative to it fails with EBADF
 BOOKKEEPING_DIR = RESERVED_PREFIX
 ROOT_REMOVED = "the memory directory itself was removed"
 TEMP_PREFIX = RESERVED_PREFIX + "-tmp-"
@@ -167,9 +168,11 @@ class Dir:
         return os.path.join(self.path, name), None
 
     def close(self) -> None:
-        if self.fd is not None and self.owned:
-            os.close(self.fd)
-            self.fd = None
+        """Close an owned descriptor. A closed handle keeps CLOSED_FD, never None: None would make
+        `ref` resolve names against the working directory, where a late use must fail (EBADF) instead."""
+        if self.fd is not None and self.fd != CLOSED_FD and self.owned:
+            fd, self.fd = self.fd, CLOSED_FD
+            os.close(fd)
 
     # A class, not a generator, is the context manager: every command enters one, and a
     # generator-based one costs several times more than the system calls it wraps.
@@ -322,6 +325,8 @@ class Root:
         if lock_fd is not None and self._lock_pid == os.getpid():
             self._close(lock_fd)
         fd, self._root_fd = self._root_fd, None
+        if self._root_dir.fd is not None:
+            self._root_dir.fd = CLOSED_FD  # a walk lent the root after close() fails, never wanders
         if fd is not None:
             # Called from __del__ too, possibly after a test's patched `os` is gone: closing with
             # the function that matched the open never hits an unrelated descriptor.
@@ -335,7 +340,7 @@ class Root:
 
     def _open_root(self, check_removed: bool = True) -> Dir:
         if self.portable:
-            return Dir(None, self.real)
+            return self._root_dir
         if self._root_fd is None:
             raise OsFailure("operating system error")  # used after close()
         if check_removed:

@@ -114,7 +114,7 @@ class MemoryHandler:
         track_access: bool = True,
         view_cache_bytes: int = VIEW_CACHE_BYTES,
     ) -> None:
-        self.limits = limits
+        self._limits = limits
         self.read_only = read_only
         self.allow = tuple(allow) if allow is not None else None
         self.content_policy = content_policy
@@ -136,6 +136,11 @@ class MemoryHandler:
             "delete": self._delete,
             "rename": self._rename,
         }
+
+    @property
+    def limits(self) -> Limits:
+        """The bounds this handler was made with; fixed, since parsed paths and pages are remembered under them."""
+        return self._limits
 
     # -- entry point --
 
@@ -267,7 +272,7 @@ class MemoryHandler:
                 if self.allow is not None:
                     self._require_allowed(path)
                 rendered = self._show_file(path, opened, view_range)
-                changed_at = opened.info.st_mtime
+                info = opened.info
             finally:
                 opened.close()
         except fs.NotRegular as problem:
@@ -281,7 +286,7 @@ class MemoryHandler:
         except fs.FsProblem as problem:
             return self._problem(problem, "view", path)
         if self.access is not None and not rendered.is_error:
-            self.access.touch(path.canonical, changed_at=changed_at)
+            self.access.touch(path.canonical, changed_at=info.st_mtime, file_id=(info.st_dev, info.st_ino))
         return rendered
 
     def _view_dir(self, path: VirtualPath, view_range: Optional[Sequence[int]]) -> Result:

@@ -54,11 +54,6 @@ class ViewCache:
             self._entries[key] = (raw, result, cost)
             self._used += cost
 
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._used = 0
-
     @property
     def used_bytes(self) -> int:
         return self._used

@@ -99,13 +99,13 @@ def test_touch_with_the_clock_skips_writes_within_resolution(tmp_path: Path) -> 
     assert record.stat().st_mtime == pytest.approx(past)
     past = time.time() - 120
     os.utime(record, (past, past))
-    # This tracker saw the record 30 s old a moment ago: still within resolution, so no look at all.
-    tracker.touch("/memories/a.md")
-    assert record.stat().st_mtime == pytest.approx(past)
-    tracker.close()
-    with AccessTracker(tmp_path, resolution=60) as fresh:  # a tracker that has not seen it reads the record
-        fresh.touch("/memories/a.md")
+    tracker.touch("/memories/a.md")  # without a file identity nothing is remembered: the record is read
     assert record.stat().st_mtime > time.time() - 5
+    tracker.close()
+
+
+FILE = (1, 1001)  # a (device, inode) standing for the file at a path
+OTHER_FILE = (1, 2002)
 
 
 def test_remembered_times_never_skip_longer_than_resolution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -113,21 +113,73 @@ def test_remembered_times_never_skip_longer_than_resolution(tmp_path: Path, monk
     clock = [1_000_000.0]
     monkeypatch.setattr(time, "time", lambda: clock[0])
     tracker = AccessTracker(tmp_path, resolution=60)
-    assert tracker.touch("/memories/a.md")
+    assert tracker.touch("/memories/a.md", file_id=FILE)
     record = access_dir(tmp_path) / record_name("/memories/a.md")
     assert record.stat().st_mtime == pytest.approx(clock[0])
     clock[0] += 59
-    tracker.touch("/memories/a.md")
-    assert record.stat().st_mtime == pytest.approx(1_000_000.0)
-    clock[0] += 2  # 61 s after the record: written again
-    tracker.touch("/memories/a.md")
+    os.utime(record, (0, 0))  # set back behind the tracker's back: a remembered hit does not even look
+    tracker.touch("/memories/a.md", file_id=FILE)
+    assert record.stat().st_mtime == pytest.approx(0)
+    clock[0] += 2  # 61 s after the remembered time: the record is looked at and written again
+    tracker.touch("/memories/a.md", file_id=FILE)
     assert record.stat().st_mtime == pytest.approx(1_000_061.0)
     # A record removed behind the tracker's back (another process's prune) is made again after resolution.
     record.unlink()
     clock[0] += 61
-    tracker.touch("/memories/a.md")
+    tracker.touch("/memories/a.md", file_id=FILE)
     assert record.stat().st_mtime == pytest.approx(1_000_122.0)
     tracker.close()
+
+
+def test_a_different_file_at_a_remembered_path_is_recorded(tmp_path: Path) -> None:
+    """Another handler may move another file to the path; this tracker never sees that rename."""
+    with AccessTracker(tmp_path, resolution=60) as tracker:
+        assert tracker.touch("/memories/e/f.md", file_id=FILE)
+        record = access_dir(tmp_path) / record_name("/memories/e/f.md")
+        record.unlink()  # the other handler's move carried the record away
+        assert tracker.touch("/memories/e/f.md", file_id=OTHER_FILE)
+        assert record.exists()
+
+
+def test_handler_records_a_view_of_an_old_file_moved_in_by_another_handler(tmp_path: Path) -> None:
+    """The reviewer's case: A views /e/f.md; B moves /e away and an old /d to /e; A's next view must count."""
+    from refmem import MemoryHandler
+
+    now = time.time()
+    write(tmp_path, "e/f.md", text="new")
+    write(tmp_path, "d/f.md", text="old")
+    os.utime(tmp_path / "e" / "f.md", (now - 40 * DAY, now - 40 * DAY))
+    os.utime(tmp_path / "d" / "f.md", (now - 40 * DAY, now - 40 * DAY))
+    with MemoryHandler(tmp_path) as first, MemoryHandler(tmp_path) as second:
+        assert not first.execute({"command": "view", "path": "/memories/e/f.md"}).is_error
+        assert not second.execute({"command": "rename", "old_path": "/memories/e", "new_path": "/memories/g"}).is_error
+        assert not second.execute({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"}).is_error
+        assert "old" in first.execute({"command": "view", "path": "/memories/e/f.md"}).output
+    report = prune(tmp_path, 30 * DAY)
+    assert "/memories/e/f.md" not in report.removed
+
+
+def test_a_tracker_takes_a_root_or_a_path_not_a_descriptor(tmp_path: Path) -> None:
+    fd = os.open(tmp_path, os.O_RDONLY)
+    try:
+        with pytest.raises(TypeError):
+            AccessTracker(fd)  # type: ignore[arg-type]
+    finally:
+        os.close(fd)
+
+
+def test_a_closed_tracker_records_nothing_and_never_writes_elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    root = tmp_path / "root"
+    root.mkdir()
+    tracker = AccessTracker(root)
+    assert tracker.touch("/memories/a.md", now=NOW)
+    tracker.close()
+    assert not tracker.touch("/memories/b.md", now=NOW)
+    assert not tracker.move("/memories/a.md", "/memories/c.md", is_dir=False, now=NOW)
+    assert list(elsewhere.iterdir()) == []
 
 
 def test_forget_and_move_clear_remembered_times(tmp_path: Path) -> None:
