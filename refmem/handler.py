@@ -24,6 +24,7 @@ DIR_SIZE = "4.0K"  # D-VIEW-DIR-SIZE
 ESCAPED_REASON = "a folder on the way moved outside /memories while it was in use"
 SMALL_FILE_BYTES = 1024 * 1024  # views of files up to this size read them whole; larger ones stream
 PARSE_CACHE_SIZE = 4096  # parsed paths remembered per handler (each at most max_path_bytes)
+ADDRESSABLE_CACHE_SIZE = 16384  # names found on disk whose addressability a handler remembers
 VIEW_CACHE_BYTES = 4 * 1024 * 1024  # remembered views per handler, file bytes and results together
 RULE_FILE_SLASH = 'a file path must not end with "/"'
 
@@ -125,6 +126,10 @@ class MemoryHandler:
         # (refusals are not cached; they are rare and their messages cheap to rebuild).
         self._parse: Callable[[str], VirtualPath] = functools.lru_cache(maxsize=PARSE_CACHE_SIZE)(
             functools.partial(parse_path, limits=limits)
+        )
+        # Listings ask the same of every name they meet; keyed by the name alone (not the limits).
+        self._addressable: Callable[[str], bool] = functools.lru_cache(maxsize=ADDRESSABLE_CACHE_SIZE)(
+            functools.partial(is_addressable, limits=limits)
         )
         # Last-access records for `refmem prune` (filesystem atime is often off). Never fails a command.
         self.access: Optional[AccessTracker] = AccessTracker(self.root) if track_access and not read_only else None
@@ -327,7 +332,7 @@ class MemoryHandler:
                 path,
                 self.limits.max_listing_depth,
                 self.limits.max_listing_entries,
-                lambda name: is_addressable(name, self.limits),
+                self._addressable,
             )
         except fs.Missing:
             return render("view_missing", path=path.canonical)
