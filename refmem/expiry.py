@@ -431,18 +431,6 @@ def prune(
             disk.close()
 
 
-class _Candidate(NamedTuple):
-    root: fs.Root
-    folder: fs.Dir
-    name: str
-    info: os.stat_result
-
-
-def _unlink_if_same(candidate: _Candidate) -> bool:
-    """Unlink only the file we judged: same inode and mtime as when we looked."""
-    return candidate.root.unlink_if_unchanged(candidate.folder, candidate.name, candidate.info)
-
-
 class _Pruner:
     """One prune's judgement: which files are old, which folders it emptied, what it counted."""
 
@@ -505,7 +493,8 @@ class _Pruner:
     def _file(self, folder: fs.Dir, name: str, info: os.stat_result, vpath: str) -> bool:
         record = self.records.get(vpath)
         last = info.st_mtime if record is None else max(record.mtime, info.st_mtime)
-        if last < self.cutoff and (self.dry_run or _unlink_if_same(_Candidate(self.root, folder, name, info))):
+        # Unlinked only if it is still the file judged here (same inode and mtime).
+        if last < self.cutoff and (self.dry_run or self.root.unlink_if_unchanged(folder, name, info)):
             self.removed_files.append(vpath)
             return True
         self.kept += 1

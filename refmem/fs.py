@@ -448,9 +448,9 @@ class Root:
                 self._unmake(path.parent.parts, made[0])
             raise
 
-    def _parent(self, path: VirtualPath) -> Dir:
+    def _parent(self, path: VirtualPath, check_removed: bool = True) -> Dir:
         """The folder holding `path` (the caller closes it, usually with `with`)."""
-        return self._walk(path.parts[:-1])
+        return self._walk(path.parts[:-1], check_removed=check_removed)
 
     def _unmake(self, parts: Tuple[str, ...], first_made: int) -> None:
         """Remove the folders parts[first_made:] made by a failed command, deepest first, if still empty."""
@@ -486,7 +486,7 @@ class Root:
         root is still there.
         """
         try:
-            folder = self._walk(path.parts[:-1], check_removed=False)
+            folder = self._parent(path, check_removed=False)
             try:
                 return self._open_in(folder, path, refuse_hard_links)
             finally:

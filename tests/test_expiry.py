@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from refmem import expiry
+from refmem import expiry, fs
 from refmem.expiry import (
     AccessTracker,
     PruneReport,
@@ -412,15 +412,15 @@ def test_prune_skips_a_file_replaced_after_it_was_judged(tmp_path: Path, monkeyp
     target.write_text("old")
     stamp = time.time() - 40 * DAY
     os.utime(target, (stamp, stamp))
-    original = expiry._unlink_if_same
+    original = fs.Root.unlink_if_unchanged
 
-    def swap_then_unlink(candidate):
-        target = tmp_path / candidate.name
+    def swap_then_unlink(self, folder, name, judged):
+        target = tmp_path / name
         target.unlink()
         target.write_text("rewritten just now")  # a new inode, a new mtime
-        return original(candidate)
+        return original(self, folder, name, judged)
 
-    monkeypatch.setattr(expiry, "_unlink_if_same", swap_then_unlink)
+    monkeypatch.setattr(fs.Root, "unlink_if_unchanged", swap_then_unlink)
     report = prune(tmp_path, 30 * DAY, now=time.time())
     assert report.removed == []
     assert (tmp_path / "a.md").read_text() == "rewritten just now"
