@@ -1,8 +1,9 @@
 """Command line: `refmem exec`, `refmem serve`, `refmem prune`.
 
-`exec` runs one tool input (JSON) and prints the result, exiting 1 when it is an error, so a shell
-script can drive the reference. `serve` speaks the conformance adapter protocol on stdin/stdout, so a
-program in any language can. `prune` removes memories nobody touched for a while.
+`exec` runs one tool input (JSON) and prints the result, exiting 1 when it is an error (2 when it
+could not run: bad JSON, an unusable root), so a shell script can drive the reference. `serve` speaks
+the conformance adapter protocol on stdin/stdout, so a program in any language can. `prune` removes
+memories nobody touched for a while.
 """
 
 from __future__ import annotations
@@ -10,21 +11,54 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import List, Optional
+from typing import List, Optional, TextIO
 
 
 def _exec(args: argparse.Namespace) -> int:
+    """Exit 0 or 1 as the result says; 2, with one line on stderr and no traceback, when the command
+    could not be run at all (the input is not JSON or nests too deeply, the root is unusable)."""
     from .handler import MemoryHandler
 
     try:
         tool_input = json.loads(args.input)
+    except RecursionError:
+        return _fail("the input nests arrays or objects too deeply to read")
     except ValueError:
-        print("refmem: the input is not valid JSON", file=sys.stderr)
-        return 2
-    handler = MemoryHandler(args.root, read_only=args.read_only)
-    result = handler.execute(tool_input)
-    sys.stdout.write(result.output + "\n")
+        return _fail("the input is not valid JSON")
+    try:
+        handler = MemoryHandler(args.root, read_only=args.read_only)
+    except Exception as error:  # noqa: BLE001 - any refusal of the root is reported, not raised
+        return _fail(f"cannot use {args.root!r:.200} as the memory directory: {_root_problem(error)}")
+    try:
+        result = handler.execute(tool_input)
+    except Exception as error:  # noqa: BLE001 - the handler promises never to raise; say so if it does
+        return _fail(f"the handler failed on this input ({type(error).__name__}); please report it")
+    _write_text(sys.stdout, result.output + "\n")
     return 1 if result.is_error else 0
+
+
+def _fail(reason: str) -> int:
+    _write_text(sys.stderr, f"refmem: {reason}\n")
+    return 2
+
+
+def _root_problem(error: Exception) -> str:
+    if isinstance(error, (FileExistsError, NotADirectoryError)):
+        return "it is not a directory"
+    if isinstance(error, OSError):
+        return (error.strerror or "operating system error").lower()
+    if isinstance(error, ValueError):
+        return "the path cannot be used (a NUL byte or an encoding problem)"
+    return type(error).__name__
+
+
+def _write_text(stream: TextIO, text: str) -> None:
+    """Write `text`; characters the stream cannot encode (lone surrogates) as backslash escapes."""
+    try:
+        stream.write(text)
+    except UnicodeEncodeError:
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -35,7 +69,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _prune(args: argparse.Namespace) -> int:
     from .expiry import parse_duration, prune
-    from .fs import FsProblem
+    from .kernel import FsProblem
 
     try:
         seconds = parse_duration(args.older_than)
@@ -56,12 +90,13 @@ def _prune(args: argparse.Namespace) -> int:
 
 def _failure_reason(error: Exception) -> str:
     """The short reason a prune failed: the root is missing, or what the operating system said."""
-    from .fs import Missing, OsFailure
+    from .kernel import Missing, OsFailure
+    from .messages import IO_REASONS
 
     if isinstance(error, Missing):
         return "no such directory"
     if isinstance(error, OsFailure):
-        return error.reason
+        return IO_REASONS.get(error.code, IO_REASONS["os"])
     return getattr(error, "strerror", None) or "operating system error"
 
 

@@ -38,12 +38,15 @@ the record folder once (O(number of records)), which is fine for an operation th
 already walks the folder. A record left behind by a crash between a rename and its record move is
 stale; ``prune`` removes stale records (paths that are no longer regular files).
 
-Pruning takes the same exclusive lock as the handler's writes (``fs.Root.locked``: ``flock`` on
-``<root>/.refmem/lock``), walks the tree with ``fs.Root.walk_tree`` (from directory file descriptors,
-without following any link), and re-checks each file (same inode, same mtime) just before unlinking it.
+Pruning takes the same exclusive lock as the handler's writes (``store.Root.locked``: ``flock`` on
+``<root>/.refmem/lock``), walks the tree with ``kernel.descend`` (from directory descriptors, at any
+depth, without following any link), and re-checks each file (same inode, same mtime) just before
+unlinking it.
 
-This module decides; ``fs.Root`` does every disk operation (records are read, dated, made and removed
-by its methods, in the record folder its one walk opens), so the walk's guarantees hold here too.
+Every disk access goes through the kernel: the record folder is opened by the root's one walk, and
+records are read, dated, made and removed with the kernel's primitives in that folder. A record is
+dated only through a descriptor of a single-link regular file (never through a link or a hard link
+planted by another program: such a name is replaced, never written through).
 """
 
 from __future__ import annotations
@@ -55,12 +58,14 @@ import re
 import stat
 import threading
 import time
-from typing import Dict, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
-from . import fs
+from . import kernel
+from .kernel import Dir, FsProblem, OsFailure
 from .paths import RESERVED_PREFIX
+from .store import BOOKKEEPING_DIR, Root
 
-RootLike = Union[fs.Root, str, "os.PathLike[str]"]
+RootLike = Union[Root, str, "os.PathLike[str]"]
 FileId = Tuple[int, int]  # (st_dev, st_ino) of a file
 VirtualLike = Union[str, Sequence[str]]
 
@@ -68,11 +73,13 @@ VIRTUAL_ROOT = "/memories"
 DEFAULT_RESOLUTION = 60.0
 SEEN_CAPACITY = 4096  # record times one tracker remembers before it starts over
 STALE_TEMP_AGE = 3600.0
-MAX_WALK_DEPTH = 64
+ACCESS_DIR = "access"  # .refmem/access: the records
+RECORD_LIMIT = 8192  # a record holds one virtual path: anything larger is not one
+_UTIME_BY_FD = os.utime in os.supports_fd
 
 _RECORD_NAME = re.compile(r"[0-9a-f]{64}")
-# What a recording method turns into False: the disk said no (fs.Root raises FsProblem), or a bad path.
-_FAILURES = (OSError, ValueError, fs.FsProblem)
+# What a recording method turns into False: the disk said no (Root raises FsProblem), or a bad path.
+_FAILURES = (OSError, ValueError, FsProblem)
 
 
 # --- virtual paths ----------------------------------------------------------------------------
@@ -157,19 +164,19 @@ def _parse_record(name: str, raw: bytes, mtime: float) -> Optional[Record]:
 class AccessTracker:
     """Last-access records for one memory root. Hold one per handler; thread-safe; fork: reopen.
 
-    ``root`` is the handler's open ``fs.Root`` (its owner closes it), or the host directory that
+    ``root`` is the handler's open ``Root`` (its owner closes it), or the host directory that
     stands for ``/memories``, opened (never created) on first use and closed with the tracker.
-    Every recording method swallows ``OSError`` and ``fs.FsProblem`` and returns False: bookkeeping
+    Every recording method swallows ``OSError`` and ``FsProblem`` and returns False: bookkeeping
     must never make a command fail (a read-only root simply records nothing).
     """
 
     def __init__(self, root: RootLike, resolution: float = DEFAULT_RESOLUTION) -> None:
-        if not isinstance(root, (fs.Root, str, os.PathLike)):
-            raise TypeError("AccessTracker takes an fs.Root or a directory path")
+        if not isinstance(root, (Root, str, os.PathLike)):
+            raise TypeError("AccessTracker takes an Root or a directory path")
         self.root = root
         self.resolution = float(resolution)
-        self._own: Optional[fs.Root] = None  # the Root opened from a path given; closed by close()
-        self._dir: Optional[fs.Dir] = None
+        self._own: Optional[Root] = None  # the Root opened from a path given; closed by close()
+        self._dir: Optional[Dir] = None
         # One lock for the record folder handle and every record operation: the folder is opened
         # once, by one thread, and never used after close() by another.
         self._lock = threading.RLock()
@@ -182,28 +189,28 @@ class AccessTracker:
 
     # -- the record folder --
 
-    def _disk(self) -> fs.Root:
+    def _disk(self) -> Root:
         """The Root that every record operation goes through."""
-        if isinstance(self.root, fs.Root):
+        if isinstance(self.root, Root):
             return self.root
         if self._own is None:
-            self._own = fs.Root(self.root, create=False)
+            self._own = Root(self.root, create=False)
         return self._own
 
-    def _folder(self, create: bool = True) -> fs.Dir:
+    def _folder(self, create: bool = True) -> Dir:
         """The record folder, opened once and kept: recording a view is then one call, not three."""
         with self._lock:
             if self._closed:
-                raise fs.OsFailure("operating system error")
+                raise OsFailure("operating system error")
             if self._dir is None:
-                self._dir = self._disk().open_access(create)
+                self._dir = open_records(self._disk(), create)
             return self._dir
 
-    def _existing_folder(self) -> Optional[fs.Dir]:
+    def _existing_folder(self) -> Optional[Dir]:
         """The record folder, or None when no record was ever made (reading creates nothing)."""
         try:
             return self._folder(create=False)
-        except fs.Missing:
+        except kernel.Missing:
             return None
 
     def close(self) -> None:
@@ -264,18 +271,17 @@ class AccessTracker:
     def _touch(self, name: str, path: str, now: Optional[float], force: bool) -> float:
         """Bring the record of `path` up to `now`; returns the time the record holds afterwards."""
         folder = self._folder()
-        disk = self._disk()
         when = time.time() if now is None else float(now)
         stamp = int(when * 1e9)
-        info = disk.record_info(folder, name)
-        if info is not None and stat.S_ISREG(info.st_mode):
+        info = folder.lstat(name)
+        if info is not None and stat.S_ISREG(info.st_mode) and info.st_nlink == 1:
             if not force and 0 <= when - info.st_mtime < self.resolution:
                 return info.st_mtime  # recorded recently enough: one stat, no write
-            disk.set_record_time(folder, name, stamp)
-        else:
-            if info is not None:  # something that is not a record squats the name: clear it
-                disk.remove_record(folder, name)
-            disk.put_record(folder, name, _content(path), stamp)
+            if set_record_time(folder, name, stamp):
+                return when
+        if info is not None:  # something that is not our record squats the name: clear it
+            remove_record(folder, name)
+        put_record(folder, name, _content(path), stamp)
         return when
 
     def _remember(self, path: str, recorded: float, file_id: FileId) -> None:
@@ -292,11 +298,10 @@ class AccessTracker:
                 if folder is None:
                     return True
                 vpath = virtual_path(path)
-                disk = self._disk()
-                disk.remove_record(folder, record_name(vpath))
+                remove_record(folder, record_name(vpath))
                 if is_dir is not False:
                     for record in self.records(prefix=vpath + "/"):
-                        disk.remove_record(folder, record.name)
+                        remove_record(folder, record.name)
                 return True
             except _FAILURES:
                 return False
@@ -312,15 +317,14 @@ class AccessTracker:
             try:
                 old_path, new_path = virtual_path(old), virtual_path(new)
                 folder = self._folder()
-                disk = self._disk()
                 when = time.time() if now is None else float(now)
                 self._touch(record_name(new_path), new_path, when, force=True)
-                disk.remove_record(folder, record_name(old_path))
+                remove_record(folder, record_name(old_path))
                 if is_dir is not False:
                     for record in self.records(prefix=old_path + "/"):
                         moved = new_path + record.path[len(old_path) :]
                         self._touch(record_name(moved), moved, record.mtime, force=True)
-                        disk.remove_record(folder, record.name)
+                        remove_record(folder, record.name)
                 return True
             except _FAILURES:
                 return False
@@ -343,14 +347,14 @@ class AccessTracker:
     def records(self, prefix: str = "") -> List[Record]:
         """Every valid record (content hashes to its name), optionally only paths under `prefix`.
 
-        Raises fs.FsProblem when the record folder cannot be read.
+        Raises FsProblem when the record folder cannot be read.
         """
         with self._lock:
             folder = self._existing_folder()
             if folder is None:
                 return []
             found = []
-            for name in self._disk().names(folder):
+            for name in names(folder):
                 if not _RECORD_NAME.fullmatch(name):
                     continue
                 record = self._read(folder, name)
@@ -358,9 +362,131 @@ class AccessTracker:
                     found.append(record)
             return found
 
-    def _read(self, folder: fs.Dir, name: str) -> Optional[Record]:
-        read = self._disk().read_record(folder, name)
+    def _read(self, folder: Dir, name: str) -> Optional[Record]:
+        read = read_record(folder, name)
         return None if read is None else _parse_record(name, *read)
+
+
+# --- records on disk: the kernel's primitives in the record folder ------------------------------
+
+
+def open_records(root: Root, create: bool) -> Dir:
+    """`.refmem/access`, opened by the root's one walk (made with `create`; else Missing when absent).
+    Anything but folders squatting those names is OsFailure("bookkeeping"): it names no path."""
+    try:
+        return root.walk((BOOKKEEPING_DIR, ACCESS_DIR), create=create)
+    except (kernel.ParentNotDir, kernel.Escaped):
+        raise OsFailure("bookkeeping") from None
+
+
+def set_record_time(folder: Dir, name: str, stamp_ns: int) -> bool:
+    """Date the record `name` through a descriptor of it, only if it is a single-link regular file
+    (a FIFO is never waited on, a link never followed, a hard link never written through).
+    False when it is not one: the caller replaces the name instead."""
+    if not _UTIME_BY_FD:  # pragma: no cover - Windows: dated by name, checked just before
+        path, dir_fd = folder.ref(name)
+        os.utime(path, ns=(stamp_ns, stamp_ns), dir_fd=dir_fd)
+        return True
+    try:
+        fd = folder.open_file(name, kernel.READ_FLAGS)
+    except (kernel.IsLink, kernel.Missing):
+        return False
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            return False
+        os.utime(fd, ns=(stamp_ns, stamp_ns))
+    finally:
+        os.close(fd)
+    return True
+
+
+def put_record(folder: Dir, name: str, data: bytes, stamp_ns: int) -> None:
+    """Create (or replace) the record `name` holding `data`, dated `stamp_ns`, all or nothing: a temp
+    file is written, dated and renamed into place. Not fsynced (see the module docstring)."""
+    temp = kernel.write_temp(folder, data, kernel.FILE_MODE, sync=False)
+    try:
+        if not set_record_time(folder, temp, stamp_ns):
+            raise OsFailure("changed")
+    except BaseException:
+        kernel.unlink_quietly(folder, temp)
+        raise
+    kernel.replace(folder, temp, name)
+
+
+def read_record(folder: Dir, name: str) -> Optional[Tuple[bytes, float]]:
+    """(bytes, mtime) of the record `name`; None unless it is a single-link regular file of at most
+    RECORD_LIMIT bytes. Bounded: a forged huge file is never read whole."""
+    try:
+        fd, info = kernel.open_regular(folder, name, refuse_hard_links=True)
+    except FsProblem:
+        return None
+    try:
+        if info.st_size > RECORD_LIMIT:
+            return None
+        return os.read(fd, RECORD_LIMIT), info.st_mtime
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def remove_record(folder: Dir, name: str) -> None:
+    """Remove the record `name`, or whatever squats it (a folder goes whole, a link is not followed)."""
+    info = folder.lstat(name)
+    if info is not None:
+        with contextlib.suppress(kernel.Missing):
+            kernel.remove(folder, name, info)
+
+
+def names(folder: Dir) -> List[str]:
+    """The names in an open folder, unsorted."""
+    try:
+        with folder.scandir() as entries:
+            return [entry.name for entry in entries]
+    except OSError as error:
+        raise kernel.os_failure(error) from None
+
+
+def unlink_if_unchanged(folder: Dir, name: str, judged: os.stat_result) -> bool:
+    """Unlink `name` only if it is still the regular file that was `judged` (same inode, device and
+    mtime): a file replaced or rewritten since is kept. True when it was removed."""
+    try:
+        info = folder.lstat(name)
+    except OsFailure:
+        return False
+    if info is None or not stat.S_ISREG(info.st_mode) or _version(info) != _version(judged):
+        return False
+    return _removed(folder.unlink, name)
+
+
+def clear_stale_temps(folder: Dir, candidates: Sequence[str], now: float, age: float, dry_run: bool) -> int:
+    """Remove (dry run: count) the temp files among `candidates` unchanged for over `age` seconds:
+    the debris of a crashed write, not a write in progress. Returns how many."""
+    count = 0
+    for name in candidates:
+        if not name.startswith(kernel.TEMP_PREFIX):
+            continue
+        with contextlib.suppress(OsFailure):
+            info = folder.lstat(name)
+            if info is not None and stat.S_ISREG(info.st_mode) and now - info.st_mtime > age:
+                count += 1
+                if not dry_run:
+                    kernel.unlink_quietly(folder, name)
+    return count
+
+
+def _version(info: os.stat_result) -> Tuple[int, int, int]:
+    """What tells one version of a file from another: inode, device, mtime in nanoseconds."""
+    return info.st_ino, info.st_dev, info.st_mtime_ns
+
+
+def _removed(remove: Callable[[str], None], name: str) -> bool:
+    try:
+        remove(name)
+    except OSError:
+        return False
+    return True
 
 
 # --- module-level conveniences for the handler --------------------------------------------------
@@ -415,13 +541,13 @@ def prune(
     leaves empty go too (never `/memories` itself); folders that were empty already stay. Links,
     special files and the handler's own `.refmem*` names are never touched (old leftover temp files
     are removed). Pass ``lock=False`` only when the caller already holds the root's lock. A root
-    given as a path must exist (else fs.Missing); it is opened for the prune and closed after.
+    given as a path must exist (else kernel.Missing); it is opened for the prune and closed after.
     """
     if not older_than > 0:
         raise ValueError("older_than must be a positive number of seconds")
     current = time.time() if now is None else float(now)
     cutoff = current - float(older_than)
-    disk = root if isinstance(root, fs.Root) else fs.Root(root, create=False)
+    disk = root if isinstance(root, Root) else Root(root, create=False)
     try:
         guard = disk.locked() if lock and not dry_run else contextlib.nullcontext()
         with guard, AccessTracker(disk) as tracker:
@@ -434,7 +560,7 @@ def prune(
 class _Pruner:
     """One prune's judgement: which files are old, which folders it emptied, what it counted."""
 
-    def __init__(self, root: fs.Root, cutoff: float, now: float, dry_run: bool) -> None:
+    def __init__(self, root: Root, cutoff: float, now: float, dry_run: bool) -> None:
         self.root = root
         self.cutoff = cutoff
         self.now = now
@@ -450,20 +576,23 @@ class _Pruner:
     def run(self, tracker: AccessTracker) -> PruneReport:
         try:
             self.records = {r.path: r for r in tracker.records()}
-        except (OSError, fs.FsProblem):
+        except (OSError, FsProblem):
             self.records = {}
-        with contextlib.closing(self.root.walk_tree(MAX_WALK_DEPTH)) as walk:  # its folders close even on error
-            for found in walk:
+        def enter(parts: Tuple[str, ...], name: str) -> bool:
+            return not name.startswith(RESERVED_PREFIX)
+
+        with self.root.walk(()) as top, contextlib.closing(kernel.descend(top, enter)) as walk:
+            for found in walk:  # at any depth; every folder closes even on error
                 self._folder(found)
         stale = self._drop_records(tracker)
         removed = sorted(self.removed_files) + sorted(self.removed_dirs)
         return PruneReport(removed, self.kept, stale, self.temp_files)
 
-    def _folder(self, found: fs.Folder) -> None:
+    def _folder(self, found: kernel.Visit) -> None:
         """Judge the entries of one open folder, whose subfolders were judged already."""
         vdir = virtual_path(found.parts)
         reserved = [name for name, _ in found.entries if name.startswith(RESERVED_PREFIX)]
-        temps = self.root.clear_stale_temps(found.dir, reserved, self.now, STALE_TEMP_AGE, self.dry_run)
+        temps = clear_stale_temps(found.dir, reserved, self.now, STALE_TEMP_AGE, self.dry_run)
         self.temp_files += temps
         removed = 0
         remaining = len(reserved) - temps  # the handler's other names stay, and so keep the folder
@@ -475,26 +604,26 @@ class _Pruner:
             else:
                 remaining += 1
         if removed and not self.dry_run:
-            self.root.sync(found.dir)
+            found.dir.fsync()
         if removed and not remaining:
             self.emptied.add(found.parts)
 
-    def _entry(self, found: fs.Folder, name: str, info: os.stat_result, vpath: str) -> bool:
+    def _entry(self, found: kernel.Visit, name: str, info: os.stat_result, vpath: str) -> bool:
         """True when the prune removes the entry (dry run: would); links and special files stay."""
         if stat.S_ISREG(info.st_mode):
             return self._file(found.dir, name, info, vpath)
         if stat.S_ISDIR(info.st_mode) and found.parts + (name,) in self.emptied:
             # Removed unless something arrived since the folder was judged.
-            if self.dry_run or self.root.remove_empty_folder(found.dir, name):
+            if self.dry_run or _removed(found.dir.rmdir, name):
                 self.removed_dirs.append(vpath)
                 return True
         return False
 
-    def _file(self, folder: fs.Dir, name: str, info: os.stat_result, vpath: str) -> bool:
+    def _file(self, folder: Dir, name: str, info: os.stat_result, vpath: str) -> bool:
         record = self.records.get(vpath)
         last = info.st_mtime if record is None else max(record.mtime, info.st_mtime)
         # Unlinked only if it is still the file judged here (same inode and mtime).
-        if last < self.cutoff and (self.dry_run or self.root.unlink_if_unchanged(folder, name, info)):
+        if last < self.cutoff and (self.dry_run or unlink_if_unchanged(folder, name, info)):
             self.removed_files.append(vpath)
             return True
         self.kept += 1
@@ -515,8 +644,7 @@ class _Pruner:
             if path not in pruned:
                 stale += 1
             if not self.dry_run:
-                with contextlib.suppress(OSError, fs.FsProblem):
-                    self.root.remove_record(folder, record.name)
-        names = self.root.names(folder)
-        self.temp_files += self.root.clear_stale_temps(folder, names, self.now, STALE_TEMP_AGE, self.dry_run)
+                with contextlib.suppress(OSError, FsProblem):
+                    remove_record(folder, record.name)
+        self.temp_files += clear_stale_temps(folder, names(folder), self.now, STALE_TEMP_AGE, self.dry_run)
         return stale

@@ -44,6 +44,9 @@ class Limits:
     max_listing_depth: int = 2
     """Levels below the listed folder that a listing shows (the documented 2)."""
 
+    max_listed_lines: int = 100
+    """Most line numbers a "multiple occurrences" error lists before "and N more" (D-STR-LINES)."""
+
     def __post_init__(self) -> None:
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)

@@ -8,7 +8,7 @@ one table lets the conformance suite, the tests and the docs point at one source
 from __future__ import annotations
 
 import unicodedata
-from typing import Dict, NamedTuple
+from typing import Dict, NamedTuple, Sequence
 
 
 class Message(NamedTuple):
@@ -116,6 +116,12 @@ MESSAGES: Dict[str, Message] = {
     "rename_exists": Message("Error: The destination {new_path} already exists", True, "doc"),
     "rename_root": Message("Error: Cannot rename the memory root /memories.", True, "D-RENAME-ROOT"),
     "rename_into_self": Message("Error: Cannot move {old_path} into itself ({new_path}).", True, "D-RENAME-INTO-SELF"),
+    "rename_too_deep": Message(
+        "Error: Cannot move {old_path} to {new_path}: a path inside it would have more than {max_depth} names "
+        "below /memories or more than {max_bytes} bytes.",
+        True,
+        "D-RENAME-LIMITS",
+    ),
     "rename_parent_not_dir": Message(
         "Error: Cannot move {old_path} to {new_path}: {parent} is not a directory.",
         True,
@@ -173,6 +179,29 @@ MESSAGES: Dict[str, Message] = {
         "D-POLICY",
     ),
 }
+
+
+# What `{reason}` says in `io_error` for each code a filesystem problem carries (kernel.OsFailure.code).
+IO_REASONS: Dict[str, str] = {
+    "no_space": "no space left on device",
+    "io": "input/output error",
+    "denied": "permission denied",
+    "read_only_fs": "read-only file system",
+    "changed": "the file changed while it was being read",
+    "tree_changed": "a folder changed while it was being worked on",
+    "escaped": "a folder on the way moved outside /memories while it was in use",
+    "root_removed": "the memory directory itself was removed",
+    "protected": "the file is read-only",  # D-MODE
+    "protected_inside": "a file inside it is read-only",  # D-MODE
+    "bookkeeping": "the memory directory's own bookkeeping files are not usable",  # D-BOOKKEEPING
+    "os": "operating system error",
+}
+
+
+def line_list(lines: Sequence[int], more: int) -> str:
+    """`1, 4, 9`, or with lines left out, `1, 4, 9 and 1,204 more` (D-STR-LINES)."""
+    shown = ", ".join(str(n) for n in lines)
+    return f"{shown} and {more:,} more" if more else shown
 
 
 class Result(NamedTuple):

@@ -251,14 +251,43 @@ def read_window(chunks: Iterable[bytes], first: int, last: Optional[int], budget
 # --- edits ------------------------------------------------------------------------------------
 
 
-def occurrences(text: str, needle: str) -> List[int]:
-    """Start offsets of every occurrence, overlapping ones included (D-STR-COUNT)."""
-    found: List[int] = []
-    position = text.find(needle)
+class Occurrences(NamedTuple):
+    """Where `needle` occurs: `first` offset (-1: nowhere), whether it is `unique`, and for several,
+    the first lines holding one (`lines`, at most the cap asked for) and how many more lines do."""
+
+    first: int
+    unique: bool
+    lines: List[int]
+    more: int
+
+
+def locate(text: str, needle: str, max_lines: int) -> Occurrences:
+    """Find `needle` (occurrences counted overlapping, D-STR-COUNT) in one pass over `text`.
+
+    Linear whatever the input: the line count is carried forward from one occurrence to the next,
+    never recounted from the start, and after an occurrence the search resumes at the next line,
+    since later occurrences starting on the same line add no line number.
+    """
+    first = text.find(needle)
+    if first == -1:
+        return Occurrences(-1, False, [], 0)
+    if text.find(needle, first + 1) == -1:
+        return Occurrences(first, True, [], 0)
+    lines: List[int] = []
+    more = 0
+    line, counted_to, position = 1, 0, first
     while position != -1:
-        found.append(position)
-        position = text.find(needle, position + 1)
-    return found
+        line += text.count("\n", counted_to, position)
+        counted_to = position
+        if len(lines) < max_lines:
+            lines.append(line)
+        else:
+            more += 1
+        end = text.find("\n", position)
+        if end == -1:
+            break
+        position = text.find(needle, end + 1)
+    return Occurrences(first, False, lines, more)
 
 
 def line_of(text: str, offset: int) -> int:

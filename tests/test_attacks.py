@@ -146,7 +146,7 @@ CASES = [
     Case("through-file", ["memories/f"], "/memories/f/x", "through"),
     Case("deep-tree-at-limit", DEEP_DIRS + ["memories/" + "d/" * 15 + "f"], "/memories" + "/d" * 15 + "/f", "file"),
     Case("deep-tree-over-limit", DEEP_DIRS, "/memories" + "/d" * 17, "too_deep"),
-    Case("deep-tree-top", DEEP_DIRS + ["memories/" + "d/" * DEEP + "f"], "/memories/d", "dir"),
+    Case("deep-tree-top", DEEP_DIRS + ["memories/" + "d/" * DEEP + "f"], "/memories/d", "deep_dir"),
     Case(
         "dir-with-links-out",
         [
@@ -182,6 +182,13 @@ def expected(kind: str, command: str, raw: str) -> Optional[str]:
     exists = {"create": f"Error: File {p} already exists", "rename_new": f"Error: The destination {p} already exists"}
     if kind == "too_deep":
         return f"Error: Invalid path {raw}: a path may be at most 16 levels deep."
+    if kind == "deep_dir":  # D-RENAME-LIMITS: moved one level deeper, its deepest file would be too deep
+        if command == "rename_old":
+            return (
+                f"Error: Cannot move {p} to /memories/moved/away: a path inside it would have more than 16 names "
+                "below /memories or more than 1024 bytes."
+            )
+        kind = "dir"
     if kind == "missing":
         return None if command in ("create", "rename_new") else missing[command]
     if kind == "through":

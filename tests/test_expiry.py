@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from refmem import expiry, fs
+from refmem import expiry, kernel, store
 from refmem.expiry import (
     AccessTracker,
     PruneReport,
@@ -412,15 +412,15 @@ def test_prune_skips_a_file_replaced_after_it_was_judged(tmp_path: Path, monkeyp
     target.write_text("old")
     stamp = time.time() - 40 * DAY
     os.utime(target, (stamp, stamp))
-    original = fs.Root.unlink_if_unchanged
+    original = expiry.unlink_if_unchanged
 
-    def swap_then_unlink(self, folder, name, judged):
+    def swap_then_unlink(folder, name, judged):
         target = tmp_path / name
         target.unlink()
         target.write_text("rewritten just now")  # a new inode, a new mtime
-        return original(self, folder, name, judged)
+        return original(folder, name, judged)
 
-    monkeypatch.setattr(fs.Root, "unlink_if_unchanged", swap_then_unlink)
+    monkeypatch.setattr(expiry, "unlink_if_unchanged", swap_then_unlink)
     report = prune(tmp_path, 30 * DAY, now=time.time())
     assert report.removed == []
     assert (tmp_path / "a.md").read_text() == "rewritten just now"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from refmem import MemoryHandler
-from refmem import fs as refmem_fs
+from refmem import kernel
 
 
 def _tree(top: Path) -> list:
@@ -27,7 +27,7 @@ def test_failed_create_removes_the_folders_it_made(tmp_path: Path, monkeypatch: 
     for folder in existing:
         (root / folder).mkdir()
     before = _tree(root)
-    monkeypatch.setattr(refmem_fs.os, "write", _no_space)
+    monkeypatch.setattr(kernel.os, "write", _no_space)
     result = memory.execute({"command": "create", "path": "/memories/a/b/c/x.txt", "file_text": "hello"})
     assert result.is_error
     assert result.output == "Error: Could not create /memories/a/b/c/x.txt: no space left on device."
@@ -42,9 +42,9 @@ def test_failed_rename_removes_the_folders_it_made(tmp_path: Path, monkeypatch: 
     before = _tree(root)
 
     def refuse(*args: object) -> None:
-        raise refmem_fs.OsFailure("input/output error")
+        raise kernel.OsFailure("io")
 
-    monkeypatch.setattr(refmem_fs, "_rename_noreplace", refuse)
+    monkeypatch.setattr(kernel, "rename_noreplace", refuse)
     result = memory.execute({"command": "rename", "old_path": "/memories/src.txt", "new_path": "/memories/n/m/dst.txt"})
     assert result.output == "Error: Could not rename /memories/src.txt: input/output error."
     assert _tree(root) == before

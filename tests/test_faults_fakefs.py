@@ -5,7 +5,7 @@ Notes on the fake:
 - pyfakefs does not emulate `dir_fd`, so every handler here runs with `portable_walk=True` (the
   checked-path walk that Windows uses).
 - `renameat2` is called through ctypes on real paths, which the fake cannot intercept, so
-  `refmem.fs._renameat2` is set to None for these tests: the documented link-then-unlink fallback.
+  `refmem.kernel._renameat2` is set to None for these tests: the documented link-then-unlink fallback.
 - pyfakefs runs as a non-root user here (`allow_root_user=False`) so permissions are enforced.
 
 Every failure must give the D-IO text, leave the old content as it was and leave no temp file.
@@ -21,7 +21,7 @@ import pytest
 from pyfakefs.fake_filesystem import OSType
 from pyfakefs.fake_filesystem_unittest import Patcher
 
-import refmem.fs as refmem_fs
+import refmem.kernel as refmem_fs
 from refmem import MemoryHandler, Result
 
 ROOT = "/data/memories"

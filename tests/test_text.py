@@ -312,27 +312,47 @@ def test_insert_lines_adds_exactly_the_new_lines(lines, final, new, new_final, d
 # --- occurrences (D-STR-COUNT) --------------------------------------------------------------------
 
 
+def _naive_locate(haystack: str, needle: str, cap: int) -> text.Occurrences:
+    """The obvious quadratic model: every overlapping offset, each line number counted afresh."""
+    offsets = [i for i in range(len(haystack)) if haystack.startswith(needle, i)]
+    if not offsets:
+        return text.Occurrences(-1, False, [], 0)
+    if len(offsets) == 1:
+        return text.Occurrences(offsets[0], True, [], 0)
+    lines = sorted({haystack.count("\n", 0, i) + 1 for i in offsets})
+    return text.Occurrences(offsets[0], False, lines[:cap], max(0, len(lines) - cap))
+
+
 @pytest.mark.parametrize(
-    "haystack, needle, offsets",
+    "haystack, needle, first, unique",
     [
-        ("aaa", "aa", [0, 1]),
-        ("aaaa", "aa", [0, 1, 2]),
-        ("abab", "aba", [0]),
-        ("ababa", "aba", [0, 2]),
-        ("abc", "d", []),
-        ("abc", "abc", [0]),
-        ("x\nx\nx", "x", [0, 2, 4]),
-        ("\u00e9\u00e9", "\u00e9", [0, 1]),
+        ("aaa", "aa", 0, False),
+        ("aaaa", "aa", 0, False),
+        ("abab", "aba", 0, True),
+        ("ababa", "aba", 0, False),
+        ("abc", "d", -1, False),
+        ("abc", "abc", 0, True),
+        ("x\nx\nx", "x", 0, False),
+        ("\u00e9\u00e9", "\u00e9", 0, False),
     ],
 )
-def test_D_STR_COUNT_occurrences_overlapping(haystack: str, needle: str, offsets: List[int]) -> None:
-    assert text.occurrences(haystack, needle) == offsets
+def test_D_STR_COUNT_occurrences_overlapping(haystack: str, needle: str, first: int, unique: bool) -> None:
+    found = text.locate(haystack, needle, 100)
+    assert (found.first, found.unique) == (first, unique)
 
 
-@given(st.text(alphabet="ab\n", max_size=30), st.text(alphabet="ab\n", min_size=1, max_size=4))
-def test_occurrences_property(haystack: str, needle: str) -> None:
-    expected = [i for i in range(len(haystack)) if haystack.startswith(needle, i)]
-    assert text.occurrences(haystack, needle) == expected
+@given(
+    st.text(alphabet="ab\n", max_size=40),
+    st.text(alphabet="ab\n", min_size=1, max_size=4),
+    st.integers(min_value=1, max_value=4),
+)
+def test_locate_matches_the_naive_model(haystack: str, needle: str, cap: int) -> None:
+    assert text.locate(haystack, needle, cap) == _naive_locate(haystack, needle, cap)
+
+
+def test_D_STR_LINES_the_list_is_capped_and_counts_the_rest() -> None:
+    found = text.locate("a\n" * 250, "a", 100)
+    assert found.lines == list(range(1, 101)) and found.more == 150
 
 
 def test_line_of() -> None:

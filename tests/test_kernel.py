@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from refmem import Limits, MemoryHandler
-from refmem import fs
+from refmem import Limits, MemoryHandler, expiry, kernel, store
 from refmem.paths import parse_path
 
 
@@ -19,15 +18,15 @@ def test_a_closed_folder_handle_fails_instead_of_using_the_working_directory(
     (tmp_path / "cwd").mkdir()
     (tmp_path / "cwd" / "x").write_text("decoy")
     monkeypatch.chdir(tmp_path / "cwd")
-    root = fs.Root(tmp_path / "root")
-    folder = root._walk(("d",))
+    root = store.Root(tmp_path / "root")
+    folder = root.walk(("d",))
     folder.close()
     folder.close()  # twice is fine
-    assert folder.fd == fs.CLOSED_FD
-    with pytest.raises(fs.OsFailure):
-        fs._lstat(folder, "x")  # EBADF, not the decoy in the working directory
-    with pytest.raises(fs.OsFailure):
-        root.put_record(folder, "y", b"data\n", 0)
+    assert isinstance(folder, kernel.FdDir) and folder.fd == kernel.CLOSED_FD
+    with pytest.raises(kernel.OsFailure):
+        folder.lstat("x")  # EBADF, not the decoy in the working directory
+    with pytest.raises(kernel.FsProblem):
+        expiry.put_record(folder, "y", b"data\n", 0)
     assert sorted(os.listdir(tmp_path / "cwd")) == ["x"]
     root.close()
 
@@ -37,9 +36,9 @@ def test_a_closed_root_refuses_every_command_and_writes_nowhere(tmp_path: Path, 
     monkeypatch.chdir(tmp_path / "cwd")
     handler = MemoryHandler(tmp_path / "root")
     assert not handler.execute({"command": "create", "path": "/memories/a.md", "file_text": "a\n"}).is_error
-    lent = handler.root._root_dir
+    lent = handler.root.dir.top
     handler.close()
-    assert lent.fd == fs.CLOSED_FD
+    assert isinstance(lent, kernel.FdDir) and lent.fd == kernel.CLOSED_FD
     for command in (
         {"command": "view", "path": "/memories/a.md"},
         {"command": "create", "path": "/memories/b.md", "file_text": "b\n"},
@@ -47,8 +46,8 @@ def test_a_closed_root_refuses_every_command_and_writes_nowhere(tmp_path: Path, 
     ):
         result = handler.execute(command)
         assert result.is_error and result.output.startswith("Error: Could not"), result.output
-    with pytest.raises(fs.OsFailure):
-        fs._lstat(lent, "a.md")
+    with pytest.raises(kernel.OsFailure):
+        lent.lstat("a.md")
     assert list((tmp_path / "cwd").iterdir()) == []
 
 
