@@ -177,9 +177,8 @@ class FdDir:
         """Enter a subfolder: never through a link (ELOOP), never anything but a folder."""
         try:
             return FdDir(os.open(name, DIR_FLAGS, dir_fd=self.fd), self.jail)
-        except OSError as error:
-            problem = _mapped(error)
-            raise (Missing() if isinstance(problem, IsLink) else problem) from None
+        except OSError as error:  # a link is not a folder we enter: Missing, as for a file
+            raise (Missing() if error.errno == errno.ELOOP else _mapped(error)) from None
 
     def open_parent(self, expected: Identity) -> FdDir:
         """The folder holding this one, if it is still the one entered on the way down."""
