@@ -231,6 +231,11 @@ class FdDir:
     def confirm_file(self, fd: int, name: str) -> None:
         """Nothing to add: a file opened relative to a confirmed descriptor is where it was named."""
 
+    def discard(self, fd: int, name: str) -> None:
+        """Remove the file this folder created as `name` (still open as `fd`), after a failure."""
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=self.fd)
+
     def close(self) -> None:
         """Close an owned descriptor. A closed handle keeps CLOSED_FD: a late use fails (EBADF)
         instead of resolving names against the working directory."""
@@ -279,9 +284,15 @@ class PathDir:
         if info is None or not stat.S_ISDIR(info.st_mode):
             raise Missing()
         child = os.path.join(self.path, name)
-        if not _inside(os.path.realpath(child), self.jail):
+        try:
+            where = os.path.realpath(child)
+        except OSError:  # a link swapped in while it was being resolved
+            raise Escaped() from None
+        if not _inside(where, self.jail):
             raise Escaped()
-        return PathDir(child, self.jail, self.chain + ((child, identity(info)),))
+        entered = PathDir(child, self.jail, self.chain + ((child, identity(info)),))
+        entered.confirm()  # still the folder the lstat saw, and every folder above it too
+        return entered
 
     def open_parent(self, expected: Identity) -> PathDir:
         if not self.chain:
@@ -352,6 +363,15 @@ class PathDir:
         where = _fd_path(fd)
         if where is not None and not _inside(where, self.jail):
             raise Escaped()
+
+    def discard(self, fd: int, name: str) -> None:
+        """Remove the file created as `name`, wherever a swapped folder put it: by the name the
+        kernel gives the open file where it can, else by `name`, and only if it is that very file."""
+        with contextlib.suppress(OSError):
+            opened = identity(os.fstat(fd))
+            where = _fd_path(fd) or os.path.join(self.path, name)
+            if identity(os.stat(where, follow_symlinks=False)) == opened:
+                os.unlink(where)
 
     def close(self) -> None:
         """Nothing is held open."""
@@ -519,26 +539,24 @@ def write_temp(folder: Dir, data: bytes, mode: int, sync: bool = True) -> str:
     else:  # pragma: no cover - 8 collisions of 64 random bits
         raise OsFailure("os")
     try:
-        try:
-            folder.confirm_file(fd, name)
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                if written <= 0:
-                    raise OSError(errno.EIO, "short write")
-                view = view[written:]
-            if hasattr(os, "fchmod"):
-                os.fchmod(fd, mode)
-            if sync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-    except OSError as error:
-        unlink_quietly(folder, name)
-        raise os_failure(error) from None
-    except BaseException:
-        unlink_quietly(folder, name)
+        folder.confirm_file(fd, name)
+        view = memoryview(data)
+        while view:
+            written = os.write(fd, view)
+            if written <= 0:
+                raise OSError(errno.EIO, "short write")
+            view = view[written:]
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, mode)
+        if sync:
+            os.fsync(fd)
+    except BaseException as error:
+        folder.discard(fd, name)
+        os.close(fd)
+        if isinstance(error, OSError):
+            raise os_failure(error) from None
         raise
+    os.close(fd)
     return name
 
 

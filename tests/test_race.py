@@ -5,8 +5,10 @@ A thread swaps `memories/d` (a real folder) with a symlink to `outside/` in a ti
 next swap puts the folder back; elsewhere the folder is renamed away, the link made, then removed
 and the folder renamed back. Meanwhile the main thread runs view, str_replace, create, insert,
 delete and rename on paths through `d`. Afterwards nothing outside was read (no canary in any
-output), written, created or deleted. The fd walk is tested; the portable walk is documented as
-having a time-of-check/time-of-use window and is left out.
+output), written, created or deleted. Both walks are tested: the portable walk resolves host paths
+again on every call, and closes that window by checking, before any byte is returned or written and
+around every change, that each folder on the way is still the folder entered (device and inode) and
+that what it opened is inside the root (SECURITY.md gives the remaining window).
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import threading
 import time
 from pathlib import Path
 from typing import Dict, List, Tuple
+
+import pytest
 
 from refmem import MemoryHandler
 
@@ -52,7 +56,8 @@ def snapshot(top: Path) -> Dict[str, Tuple[str, bytes]]:
     return found
 
 
-def test_swap_folder_for_symlink_race(tmp_path: Path) -> None:
+@pytest.mark.parametrize("portable", [pytest.param(False, id="fd-walk"), pytest.param(True, id="portable-walk")])
+def test_swap_folder_for_symlink_race(tmp_path: Path, portable: bool) -> None:
     outside = tmp_path / "outside"
     outside.mkdir()
     for name in ("f.txt", "g.txt", "new.txt"):
@@ -66,7 +71,7 @@ def test_swap_folder_for_symlink_race(tmp_path: Path) -> None:
     outside_before = snapshot(outside)
     top_before = sorted(os.listdir(tmp_path))
 
-    handler = MemoryHandler(root)
+    handler = MemoryHandler(root, portable_walk=portable)
     exchange = _exchange_function()
     stop = threading.Event()
     swaps = [0]
