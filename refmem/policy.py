@@ -11,8 +11,11 @@ each is bounded by word boundaries so that a fragment of a longer token (a hex d
 blob, a UUID) is not mistaken for one. They are deliberately not "high entropy string" heuristics:
 a memory directory holds hashes, ids and code, and a policy that refuses those is switched off.
 
-Every pattern starts at a token boundary (a look-behind), so the regular expressions scan each
-token once and the cost stays linear in the length of the text, even for adversarial input.
+The policy never raises for any text, and its cost is linear in the length of the text, even for
+adversarial input (D-POLICY-BOUNDS): every pattern either starts at a token boundary (a look-behind)
+or with a fixed literal, and has no two ways to split a run of characters, so each token is scanned a
+bounded number of times; the loops below never scan a stretch of text again for a later match; and
+what is decoded (the parts of a JWT) is bounded in size and nesting before it is parsed.
 """
 
 from __future__ import annotations
@@ -59,10 +62,12 @@ KIND_DESCRIPTIONS: Dict[str, str] = {
 # --- helpers ----------------------------------------------------------------------------------
 
 # Characters that continue a token. A match must not be preceded or followed by one of them, so
-# that a key shape found inside a longer identifier, digest or blob does not count.
+# that a key shape found inside a longer identifier, digest or blob does not count. Five dashes
+# are a separator, not part of a token: a PEM marker (or a rule) glued to a token must not hide
+# it, or redacting the key would uncover a secret that redaction left in place.
 _WORD_CHARS = "A-Za-z0-9_\\-"
-_BEFORE = f"(?<![{_WORD_CHARS}])"
-_AFTER = f"(?![{_WORD_CHARS}])"
+_BEFORE = f"(?:(?<![{_WORD_CHARS}])|(?<=-----))"
+_AFTER = f"(?:(?![{_WORD_CHARS}])|(?=-----))"
 
 
 def _regex_detector(kind: str, pattern: str, flags: int = 0) -> Callable[[str], List[Finding]]:
@@ -88,8 +93,14 @@ def _mixed_alphanumeric(token: str) -> bool:
 _PEM_BEGIN = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)?-----")
 _PEM_END = re.compile(r"-----END ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)?-----")
 _BASE64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+_NOT_BASE64 = {ord(c): None for c in _BASE64_CHARS}  # str.translate table that deletes base64 characters
 _PEM_HEADER_LINE = re.compile(r"[A-Za-z][A-Za-z0-9-]*: ?.*")
+# What may follow the BEGIN marker on its own line: nothing but blanks, or a first base64 line
+# glued to the marker (a key pasted without its line breaks).
+_PEM_REST_BLANK = re.compile(r"[^\S\n]*(?:\n|\Z)")
+_PEM_REST_BASE64 = re.compile(r"[A-Za-z0-9+/=]+[^\S\n]*(?=\n|\Z)")
 _PEM_MIN_BODY = 40  # base64 characters; a header quoted alone in prose has none
+_PLACEHOLDER = re.compile(r"\[REDACTED:[A-Za-z0-9_.-]*\]")  # what `redact` writes for a built-in kind
 
 
 def detect_private_key(text: str) -> List[Finding]:
@@ -99,37 +110,65 @@ def detect_private_key(text: str) -> List[Finding]:
     END line (a truncated key is still a secret). The marker quoted alone, a public key or a
     certificate is not a finding. The span runs from BEGIN to the end of the END line, or, with no
     END line, to the end of the base64 lines that follow.
+
+    Linear: each stretch between a BEGIN and the next END is counted once (a later BEGIN before the
+    same END has a suffix of that stretch, so it cannot have more base64 characters), and no line
+    after a BEGIN without an END is read for two different BEGINs (no line a body accepts holds a
+    marker).
     """
     ends = [(m.start(), m.end()) for m in _PEM_END.finditer(text)]
     end_starts = [start for start, _ in ends]
     findings: List[Finding] = []
     covered = 0
+    failed_end = -1  # the END whose stretch already had too few base64 characters
     for begin in _PEM_BEGIN.finditer(text):
         if begin.start() < covered:
             continue
         index = bisect.bisect_left(end_starts, begin.end())
         if index < len(ends):
-            body = text[begin.end() : ends[index][0]]
-            stop = ends[index][1]
+            if index == failed_end:
+                continue
+            body_stop, stop = ends[index]
         else:
-            body, stop = _pem_open_body(text, begin.end())
-        if sum(1 for c in body if c in _BASE64_CHARS) >= _PEM_MIN_BODY:
+            body_stop = stop = _pem_open_body_end(text, begin.end())
+        if _base64_count(text, begin.end(), body_stop) >= _PEM_MIN_BODY:
             findings.append(Finding("private_key", begin.start(), stop))
             covered = stop
+        elif index < len(ends):
+            failed_end = index
     return findings
 
 
-def _pem_open_body(text: str, start: int) -> Tuple[str, int]:
-    """The header and base64 lines after a BEGIN line that has no END line.
+def _base64_count(text: str, start: int, stop: int) -> int:
+    """Base64 characters in ``text[start:stop]``, not counting redaction placeholders: text the
+    policy wrote itself is no evidence of a key (so redacting twice changes nothing more)."""
+    body = text[start:stop]
+    if "[REDACTED:" in body:
+        body = _PLACEHOLDER.sub("", body)
+    return len(body) - len(body.translate(_NOT_BASE64))
 
-    Encoded lines all have the first line's length except the last, which is shorter; a blank
-    line after the body, a line that is not base64, or any line after a short one ends the block.
+
+def _pem_open_body_end(text: str, start: int) -> int:
+    """Where the header and base64 lines after a BEGIN marker that has no END line stop.
+
+    The rest of the marker's line is blank or a first base64 line. Then: header lines (``Name:
+    value``, before any base64 line, never holding ``-----``), blank lines before the body, and
+    base64 lines, which all have the first one's length except the last, which is shorter; a blank
+    line after the body, a line that is neither, or any line after a short one ends the block.
     """
-    pos = start
     stop = start
+    width = previous = 0
+    rest = _PEM_REST_BLANK.match(text, start)
+    if rest is None:
+        glued = _PEM_REST_BASE64.match(text, start)
+        if glued is None:
+            return start
+        width = previous = len(glued.group().rstrip())
+        stop = start + width
+        pos = glued.end() + 1
+    else:
+        pos = rest.end()
     length = len(text)
-    width = 0
-    previous = 0
     while pos < length:
         newline = text.find("\n", pos)
         line_end = length if newline == -1 else newline
@@ -138,7 +177,7 @@ def _pem_open_body(text: str, start: int) -> Tuple[str, int]:
         if not line:
             if width:
                 break
-        elif width == 0 and _PEM_HEADER_LINE.fullmatch(line):
+        elif width == 0 and "-----" not in line and _PEM_HEADER_LINE.fullmatch(line):
             stop = pos + len(raw.rstrip())
         elif set(line) <= _BASE64_CHARS:
             if width and previous < width:
@@ -150,7 +189,7 @@ def _pem_open_body(text: str, start: int) -> Tuple[str, int]:
         else:
             break
         pos = line_end + 1
-    return text[start:stop], stop
+    return stop
 
 
 # --- cloud and SaaS credentials ---------------------------------------------------------------
@@ -201,20 +240,66 @@ detect_google_api_key = _regex_detector("google_api_key", _BEFORE + r"AIza[0-9A-
 # --- JSON Web Tokens --------------------------------------------------------------------------
 
 _JWT = re.compile(_BEFORE + r"(eyJ[A-Za-z0-9_-]{4,})\.(eyJ[A-Za-z0-9_-]{4,})\.([A-Za-z0-9_-]*)" + _AFTER)
+_JWT_MAX_PART_CHARS = 65_536
+"""Longest header or payload part decoded; a real one is a few hundred characters, rarely a few KB."""
+_JWT_MAX_NESTING = 32
+"""Deepest nesting of arrays and objects parsed in a decoded part; real claims nest two or three deep."""
+_JSON_STRUCTURE = re.compile(r'[\[\]{}"\\]')
+
+
+def _json_nesting_within(document: str, limit: int) -> bool:
+    """Whether no array or object in ``document`` (JSON or not) lies more than ``limit`` levels deep.
+
+    Brackets inside strings do not count. Checked before parsing, because the parser recurses once
+    per level and a crafted part would otherwise exhaust the stack (RecursionError).
+    """
+    if document.count("[") + document.count("{") <= limit:
+        return True
+    depth = 0
+    in_string = False
+    escaped = -1  # the position of the character a backslash escapes
+    for mark in _JSON_STRUCTURE.finditer(document):
+        at = mark.start()
+        if at == escaped:
+            continue
+        char = mark.group()
+        if in_string:
+            if char == "\\":
+                escaped = at + 1
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > limit:
+                return False
+        elif char in "]}":
+            depth -= 1
+    return True
 
 
 def _b64url_json_object(segment: str) -> Optional[Dict[str, object]]:
+    """The JSON object a base64url JWT part encodes, or None (too long, too deep, not an object)."""
+    if len(segment) > _JWT_MAX_PART_CHARS:
+        return None
     try:
-        raw = base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
-        value = json.loads(raw.decode("utf-8"))
-    except (binascii.Error, ValueError, UnicodeDecodeError):
+        document = base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4)).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    if not _json_nesting_within(document, _JWT_MAX_NESTING):
+        return None
+    try:
+        value = json.loads(document)
+    except (ValueError, RecursionError):  # not JSON; RecursionError only if the caller's stack is nearly full
         return None
     return value if isinstance(value, dict) else None
 
 
 def detect_jwt(text: str) -> List[Finding]:
     """Signed or unsigned JWTs: three dot-separated base64url parts whose first two decode to JSON
-    objects and whose header names an algorithm (``alg``)."""
+    objects and whose header names an algorithm (``alg``). Parts longer than 64 KiB characters or
+    nesting deeper than 32 levels are not decoded, so such a token is not a finding."""
     findings = []
     for m in _JWT.finditer(text):
         header = _b64url_json_object(m.group(1))

@@ -1,24 +1,40 @@
 """The adapter protocol, server side: the reference handler driven by JSON lines on stdin and stdout.
 
-One request per line in, at most one reply per line out (conformance/PROTOCOL.md). A line that cannot be
-understood gets an error reply and the server carries on; only `stop` or the end of input ends it.
-Run it as `refmem serve` or `python -m refmem.serve`. Standard library only.
+One request per line in, one reply per line out (conformance/PROTOCOL.md); the vocabulary is in
+`refmem/protocol.py`. Run it as `refmem serve` or `python -m refmem.serve`. Standard library only.
+
+No line ends the server except `stop` and the end of input. Every other non-blank line gets exactly
+one reply, an error object when the line cannot be carried out:
+
+- a line longer than `protocol.MAX_LINE_BYTES` (16 MiB, newline excluded) is read to its end without
+  being kept, and answered `line-too-long` (D-SERVE-LINE-LIMIT);
+- bytes that are not UTF-8, text that is not JSON, or JSON nested too deeply for the parser's stack:
+  `bad-json`;
+- JSON that is not an object, a `seq` that is not a positive integer, a `cmd` that is not a string, a
+  field of the wrong type: `bad-request`; an unknown `cmd`: `unknown-cmd`;
+- a failure of the server itself on one request: `internal`, naming only the exception's type.
+
+A blank line (JSON whitespace only) is not a request and gets no reply. Fields a request does not
+need are ignored, as the protocol asks. `seq` is echoed only when it is valid.
 """
 
 from __future__ import annotations
 
-import io
-import json
+import contextlib
 import os
 import pathlib
 import sys
 import traceback
-from typing import Any, Callable, Dict, Optional, TextIO
+from typing import IO, Any, Callable, Dict, Iterator, Optional, Union
 
-PROTOCOL_VERSION = 1
+from . import protocol as p
+
 HOMEPAGE = ""
-OPTIONS = ("read_only", "allow", "limits", "content_policy")
+PROTOCOL_VERSION = p.VERSION
+OPTIONS = p.OPTION_NAMES
 """Every handler option a `reset` may carry; all are listed in the `start` reply."""
+
+_READ_CHUNK = 1 << 20  # bytes read at a time while dropping the rest of an overlong line
 
 
 class _Refusal(Exception):
@@ -30,13 +46,16 @@ class _Refusal(Exception):
         self.message = message
 
 
-class _Session:
+class Session:
     """What the server remembers between lines: whether `start` was seen, and the current handler."""
 
     def __init__(self) -> None:
         self.started = False
         self.handler: Optional[Any] = None
         self.stopped = False
+
+
+_Session = Session  # the earlier name
 
 
 def _version() -> str:
@@ -50,24 +69,25 @@ def _version() -> str:
         return ""
 
 
-def _start(session: _Session, request: Dict[str, Any]) -> Dict[str, Any]:
-    version = request.get("version")
-    if version != PROTOCOL_VERSION:
+def _start(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
+    version = request.get(p.VERSION_FIELD)
+    if not (isinstance(version, int) and not isinstance(version, bool) and version == PROTOCOL_VERSION):
+        shown = repr(version) if isinstance(version, int) and not isinstance(version, bool) else p.json_type(version)
         return {
-            "ready": False,
-            "version": PROTOCOL_VERSION,
-            "error": {
-                "code": "unsupported-version",
-                "message": f"this server speaks protocol version {PROTOCOL_VERSION}, not {version!r}",
+            p.READY: False,
+            p.VERSION_FIELD: PROTOCOL_VERSION,
+            p.ERROR: {
+                p.ERROR_CODE: p.UNSUPPORTED_VERSION,
+                p.ERROR_MESSAGE: f"this server speaks protocol version {PROTOCOL_VERSION}, not {shown:.40}",
             },
         }
     session.started = True
     return {
-        "ready": True,
-        "version": PROTOCOL_VERSION,
-        "implementation": {"name": "refmem", "language": "python", "version": _version(), "homepage": HOMEPAGE},
-        "storage": "filesystem",
-        "options": list(OPTIONS),
+        p.READY: True,
+        p.VERSION_FIELD: PROTOCOL_VERSION,
+        p.IMPLEMENTATION: {"name": "refmem", "language": "python", "version": _version(), "homepage": HOMEPAGE},
+        p.STORAGE: p.STORAGE_FILESYSTEM,
+        p.OPTIONS: list(OPTIONS),
     }
 
 
@@ -76,133 +96,182 @@ def _handler_options(options: Any) -> Dict[str, Any]:
     if options is None:
         return {}
     if not isinstance(options, dict):
-        raise _Refusal("bad-request", "`options` must be an object")
+        raise _Refusal(p.BAD_REQUEST, "`options` must be an object")
     unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
-        raise _Refusal("bad-request", f"unknown option {unknown[0]!r:.80}")
+        raise _Refusal(p.BAD_REQUEST, f"unknown option {unknown[0]!r:.80}")
     from refmem.limits import Limits
     from refmem.policy import ContentPolicy
 
     kwargs: Dict[str, Any] = {}
     if "read_only" in options:
         if not isinstance(options["read_only"], bool):
-            raise _Refusal("bad-request", "option read_only must be true or false")
+            raise _Refusal(p.BAD_REQUEST, "option read_only must be true or false")
         kwargs["read_only"] = options["read_only"]
     if "allow" in options:
         allow = options["allow"]
         if not isinstance(allow, list) or not all(isinstance(pattern, str) for pattern in allow):
-            raise _Refusal("bad-request", "option allow must be a list of glob strings")
+            raise _Refusal(p.BAD_REQUEST, "option allow must be a list of glob strings")
         kwargs["allow"] = list(allow)
     if "limits" in options:
         if not isinstance(options["limits"], dict):
-            raise _Refusal("bad-request", "option limits must be an object")
+            raise _Refusal(p.BAD_REQUEST, "option limits must be an object")
         try:
             kwargs["limits"] = Limits(**options["limits"])
         except (TypeError, ValueError) as exc:
-            raise _Refusal("bad-request", f"option limits: {exc}") from None
+            raise _Refusal(p.BAD_REQUEST, f"option limits: {exc}"[:200]) from None
     if "content_policy" in options:
+        if not isinstance(options["content_policy"], str):
+            raise _Refusal(p.BAD_REQUEST, "option content_policy must be a string")
         try:
             kwargs["content_policy"] = ContentPolicy(options["content_policy"])
         except ValueError as exc:
-            raise _Refusal("bad-request", f"option content_policy: {exc}") from None
+            raise _Refusal(p.BAD_REQUEST, f"option content_policy: {exc}") from None
     return kwargs
 
 
-def _reset(session: _Session, request: Dict[str, Any]) -> Dict[str, Any]:
-    root = request.get("root")
+def _drop_handler(session: Session) -> None:
+    """Close the current handler (its descriptors and lock) and forget it."""
+    handler, session.handler = session.handler, None
+    close = getattr(handler, "close", None)
+    if close is not None:
+        with contextlib.suppress(Exception):  # a handler that fails to close is dropped all the same
+            close()
+
+
+def _reset(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
+    _drop_handler(session)  # a refused reset leaves no handler from an earlier case behind
+    root = request.get(p.ROOT)
     if not isinstance(root, str) or not os.path.isabs(root):
-        raise _Refusal("bad-request", "reset needs an absolute directory path in `root`")
-    if not os.path.isdir(root):
-        raise _Refusal("bad-root", "the root is not an existing directory")
+        raise _Refusal(p.BAD_REQUEST, "reset needs an absolute directory path in `root`")
+    if not os.path.isdir(root):  # False for a file, a FIFO, a missing path, a NUL byte, a bad encoding
+        raise _Refusal(p.BAD_ROOT, "the root is not an existing directory")
     import refmem  # late: the package imports this module's siblings, not the other way round
 
-    session.handler = None  # a refused reset leaves no handler from an earlier case behind
-    kwargs = _handler_options(request.get("options"))
+    kwargs = _handler_options(request.get(p.OPTIONS))
     try:
         session.handler = refmem.MemoryHandler(pathlib.Path(root), **kwargs)
     except Exception as exc:  # noqa: BLE001 - reported, never fatal
         session.handler = None
-        raise _Refusal("reset-failed", f"the handler could not be built: {type(exc).__name__}") from exc
-    return {"ok": True}
+        raise _Refusal(p.RESET_FAILED, f"the handler could not be built: {type(exc).__name__}") from exc
+    return {p.OK: True}
 
 
-def _execute(session: _Session, request: Dict[str, Any]) -> Dict[str, Any]:
+def _execute(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
     if session.handler is None:
-        raise _Refusal("no-root", "send reset before execute")
-    if "input" not in request:
-        raise _Refusal("bad-request", "execute needs an `input`")
+        raise _Refusal(p.NO_ROOT, "send reset before execute")
+    if p.INPUT not in request:
+        raise _Refusal(p.BAD_REQUEST, "execute needs an `input`")
     try:
-        result = session.handler.execute(request["input"])
+        result = session.handler.execute(request[p.INPUT])
+        output, is_error = result.output, result.is_error
+        if not isinstance(output, str):
+            raise TypeError("the handler's output is not a string")
     except Exception:  # noqa: BLE001 - the handler promises never to raise; a broken promise is a finding
-        return {"output": "", "is_error": True, "raised": traceback.format_exc()}
-    return {"output": result.output, "is_error": bool(result.is_error)}
+        return {p.OUTPUT: "", p.IS_ERROR: True, p.RAISED: traceback.format_exc()}
+    return {p.OUTPUT: output, p.IS_ERROR: bool(is_error)}
 
 
-def _stop(session: _Session, request: Dict[str, Any]) -> Dict[str, Any]:
+def _stop(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
+    _drop_handler(session)
     session.stopped = True
     return {}
 
 
-_COMMANDS: Dict[str, Callable[[_Session, Dict[str, Any]], Dict[str, Any]]] = {
-    "start": _start,
-    "reset": _reset,
-    "execute": _execute,
-    "stop": _stop,
+_COMMANDS: Dict[str, Callable[[Session, Dict[str, Any]], Dict[str, Any]]] = {
+    p.CMD_START: _start,
+    p.CMD_RESET: _reset,
+    p.CMD_EXECUTE: _execute,
+    p.CMD_STOP: _stop,
 }
 
-_NEEDS_START = {"reset", "execute"}
+_NEEDS_START = frozenset(p.SEQUENCED_COMMANDS)
 
 
-def _error(code: str, message: str, seq: Any = None) -> Dict[str, Any]:
-    reply: Dict[str, Any] = {} if seq is None else {"seq": seq}
-    reply["error"] = {"code": code, "message": message}
-    return reply
-
-
-def handle_line(session: _Session, line: str) -> Optional[Dict[str, Any]]:
-    """The reply to one request line, or None when nothing is to be written (a blank line, `stop`)."""
-    if not line.strip():
-        return None
-    try:
-        request = json.loads(line)
-    except ValueError:
-        return _error("bad-json", "the line is not JSON")
+def _answer(session: Session, request: Any) -> Optional[Dict[str, Any]]:
+    """The reply to one decoded request, or None after `stop`."""
     if not isinstance(request, dict):
-        return _error("bad-request", "a request must be a JSON object")
-    seq = request.get("seq")
-    if seq is not None and (not isinstance(seq, int) or isinstance(seq, bool)):
-        return _error("bad-request", "`seq` must be an integer")
-    command = _COMMANDS.get(request.get("cmd"))  # type: ignore[arg-type]
+        raise _Refusal(p.BAD_REQUEST, f"a request must be a JSON object, not {p.json_type(request)}")
+    seq = request.get(p.SEQ)
+    if seq is not None and not p.valid_seq(seq):
+        raise _Refusal(p.BAD_REQUEST, "`seq` must be a positive integer")
+    name = request.get(p.CMD)
+    if not isinstance(name, str):
+        raise _Refusal(p.BAD_REQUEST, f"`cmd` must be a string, not {p.json_type(name)}")
+    command = _COMMANDS.get(name)
     if command is None:
-        return _error("unknown-cmd", f"unknown cmd {request.get('cmd')!r:.80}", seq)
-    if request["cmd"] in _NEEDS_START and not session.started:
-        return _error("not-started", "send start first", seq)
-    try:
-        reply = command(session, request)
-    except _Refusal as refusal:
-        return _error(refusal.code, refusal.message, seq)
-    except Exception as exc:  # noqa: BLE001 - never crash on a line
-        return _error("internal", f"the server failed on this request: {type(exc).__name__}", seq)
+        raise _Refusal(p.UNKNOWN_CMD, f"unknown cmd {name!r:.80}")
+    if name in _NEEDS_START and not session.started:
+        raise _Refusal(p.NOT_STARTED, "send start first")
+    reply = command(session, request)
     if session.stopped:
         return None
-    return reply if seq is None else dict({"seq": seq}, **reply)
+    return reply if seq is None else dict({p.SEQ: seq}, **reply)
 
 
-def _encode(reply: Dict[str, Any]) -> str:
-    """One JSON line in ASCII escapes (any string, lone surrogates included, survives any pipe)."""
+def handle_line(session: Session, line: Union[str, bytes]) -> Optional[Dict[str, Any]]:
+    """The reply to one request line, or None when nothing is to be written (a blank line, `stop`).
+
+    Never raises for any line: whatever goes wrong becomes an error reply.
+    """
     try:
-        return json.dumps(reply)
-    except (TypeError, ValueError):
-        return json.dumps(_error("internal", "the reply could not be encoded as JSON", reply.get("seq")))
+        request = p.decode_line(line)
+    except p.LineError as error:
+        return p.error_reply(error.code, error.message)
+    if request is p.BLANK:
+        return None
+    seq = request.get(p.SEQ) if isinstance(request, dict) else None
+    echo = seq if p.valid_seq(seq) else None
+    try:
+        return _answer(session, request)
+    except _Refusal as refusal:
+        return p.error_reply(refusal.code, refusal.message, echo)
+    except Exception as exc:  # noqa: BLE001 - never crash on a line
+        return p.error_reply(p.INTERNAL, f"the server failed on this request: {type(exc).__name__}", echo)
 
 
-def serve(stdin: TextIO, stdout: TextIO) -> int:
-    """Answer requests from `stdin` on `stdout` until `stop` or end of input; returns the exit status."""
-    session = _Session()
-    for line in stdin:
-        reply = handle_line(session, line)
+def encode_reply(reply: Dict[str, Any]) -> str:
+    """One reply as a JSON line (no newline); a reply that cannot be encoded becomes an `internal` error."""
+    try:
+        return p.encode_message(reply)
+    except (TypeError, ValueError, RecursionError):
+        seq = reply.get(p.SEQ)
+        return p.encode_message(
+            p.error_reply(p.INTERNAL, "the reply could not be encoded as JSON", seq if p.valid_seq(seq) else None)
+        )
+
+
+_encode = encode_reply  # the earlier name
+
+
+def read_lines(stream: IO[Any], limit: int = p.MAX_LINE_BYTES) -> Iterator[Optional[Union[str, bytes]]]:
+    """The lines of `stream`, newline kept; None stands for a line longer than `limit`, which is read
+    to its end in chunks and never held whole. `limit` counts bytes on a binary stream, characters on a
+    text one."""
+    while True:
+        line = stream.readline(limit + 1)
+        if not line:
+            return
+        if len(line) <= limit or line.endswith(b"\n" if isinstance(line, bytes) else "\n"):
+            yield line
+            continue
+        while line and not line.endswith(b"\n" if isinstance(line, bytes) else "\n"):
+            line = stream.readline(_READ_CHUNK)
+        yield None
+
+
+def serve(stdin: IO[Any], stdout: IO[str], max_line_bytes: int = p.MAX_LINE_BYTES) -> int:
+    """Answer requests from `stdin` (binary, or text for tests) on `stdout` until `stop` or the end of
+    input; returns the exit status."""
+    session = Session()
+    for line in read_lines(stdin, max_line_bytes):
+        if line is None:
+            too_long = p.LineError("too_long", max_line_bytes)
+            reply: Optional[Dict[str, Any]] = p.error_reply(too_long.code, too_long.message)
+        else:
+            reply = handle_line(session, line)
         if reply is not None:
-            stdout.write(_encode(reply) + "\n")
+            stdout.write(encode_reply(reply) + "\n")
             stdout.flush()
         if session.stopped:
             break
@@ -210,8 +279,15 @@ def serve(stdin: TextIO, stdout: TextIO) -> int:
 
 
 def main() -> int:
-    stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
-    return serve(stdin, sys.stdout)
+    try:
+        return serve(sys.stdin.buffer, sys.stdout)
+    except BrokenPipeError:
+        # The runner stopped reading; nothing is left to answer. Python's own flush at exit would
+        # fail again and print a traceback, so standard output is pointed at nothing first.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 0
 
 
 if __name__ == "__main__":

@@ -38,6 +38,69 @@ def test_exec_read_only_and_bad_json(tmp_path: Path) -> None:
     assert broken.returncode == 2 and "not valid JSON" in broken.stderr and "Traceback" not in broken.stderr
 
 
+def test_exec_reports_deep_nesting_without_a_traceback(tmp_path: Path) -> None:
+    nested = run("exec", "--root", str(tmp_path), "[" * 100_000)
+    assert (nested.returncode, nested.stdout) == (2, "")
+    assert nested.stderr == "refmem: the input nests arrays or objects too deeply to read\n"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_exec_reports_an_unusable_root_without_a_traceback(tmp_path: Path) -> None:
+    regular = tmp_path / "file"
+    regular.write_text("x")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    view = json.dumps({"command": "view", "path": "/memories"})
+    for root, reason in ((regular, "it is not a directory"), (fifo, "it is not a directory"), ("", "no such file")):
+        done = run("exec", "--root", str(root), view)
+        assert done.returncode == 2 and done.stdout == "", root
+        expected = f"refmem: cannot use {str(root)!r} as the memory directory: {reason}"
+        assert done.stderr.startswith(expected), done.stderr
+        assert "Traceback" not in done.stderr
+
+
+def test_exec_argument_errors_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    view = json.dumps({"command": "view", "path": "/memories"})
+    assert main(["exec", "--root", str(tmp_path) + "/a\x00b", view]) == 2
+    assert "cannot use" in capsys.readouterr().err
+    assert main(["exec", "--root", str(tmp_path), "\udcff"]) == 2  # undecodable argv bytes
+    assert capsys.readouterr().err == "refmem: the input is not valid JSON\n"
+    for argv in (["exec", view], ["exec", "--root", str(tmp_path)], ["exec", "--root"], ["exec", "--bogus", "x"]):
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        assert exited.value.code == 2
+        assert "Traceback" not in capsys.readouterr().err
+
+
+def test_exec_survives_a_handler_that_breaks_its_promise(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from refmem import handler as handler_module
+
+    def broken(self: object, tool_input: object) -> object:
+        raise KeyError("boom")
+
+    monkeypatch.setattr(handler_module.MemoryHandler, "execute", broken)
+    assert main(["exec", "--root", str(tmp_path), "{}"]) == 2
+    assert capsys.readouterr().err == "refmem: the handler failed on this input (KeyError); please report it\n"
+
+
+def test_exec_writes_characters_stdout_cannot_encode_as_escapes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import io
+
+    from refmem import handler as handler_module
+    from refmem.messages import Result
+
+    monkeypatch.setattr(handler_module.MemoryHandler, "execute", lambda self, tool_input: Result("a\ud800b", True))
+    strict = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdout", strict)
+    assert main(["exec", "--root", str(tmp_path), "{}"]) == 1
+    strict.flush()
+    assert strict.buffer.getvalue() == b"a\\ud800b\n"
+
+
 def test_prune_dry_run_then_real(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root = tmp_path / "memories"
     (root / "old").mkdir(parents=True)

@@ -7,12 +7,16 @@ contains a string that a repository secret scanner would flag.
 from __future__ import annotations
 
 import base64
+import gc
 import json
 import random
 import string
 import time
+from typing import Callable, Dict, Tuple
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from refmem import policy
 from refmem.messages import render
@@ -295,26 +299,261 @@ def test_detector_exceptions_propagate() -> None:
         ContentPolicy(detectors=[broken]).check("x")
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "eyJ" * 120_000,
-        "eyJa." * 60_000,
-        ("-----BEGIN RSA " + "PRIVATE KEY-----\n") * 8_000,
-        "sk-" * 100_000,
-        "4111 " * 60_000,
-        "1-" * 150_000,
-        "ghp_" * 70_000,
-        "a" * 300_000,
-        "AKIA" * 70_000,
-    ],
-    ids=["eyJ", "eyJa.", "pem-begin", "sk-", "digit-groups", "digit-hyphens", "ghp_", "letters", "AKIA"],
-)
-def test_adversarial_input_stays_linear(text: str) -> None:
-    # Not a benchmark: a quadratic scan of ~300 KB takes minutes, a linear one well under a second.
-    started = time.perf_counter()
-    ContentPolicy().check(text)
-    assert time.perf_counter() - started < 10
+# --- cost: linear in the text for every detector (D-POLICY-BOUNDS) ------------------------------
+
+BEGIN = "-----BEGIN " + "PRIVATE KEY-----"
+END = "-----END " + "PRIVATE KEY-----"
+
+
+def nested_part(depth: int) -> str:
+    """A base64url JWT part (it starts with eyJ) whose JSON nests `depth` arrays deep."""
+    return b64url_raw(b'{"a":' + b"[" * depth + b"]" * depth + b"}")
+
+
+def b64url_raw(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+# Each shape repeats a piece that makes a careless detector look at the same text again (a marker
+# with no END, a prefix with no body, a run a pattern can split two ways), sized by n; n = 1000 gives
+# some 25-120 KB. detector -> shape name -> text of size ~n.
+ADVERSARIAL: Dict[str, Dict[str, Callable[[int], str]]] = {
+    "detect_private_key": {
+        "markers-on-one-line": lambda n: BEGIN * n,
+        "markers-with-glued-base64": lambda n: (BEGIN + "AAAA") * n,
+        "marker-lines": lambda n: (BEGIN + "\n") * n,
+        "markers-then-blank-lines": lambda n: (BEGIN + "\n\n\n") * n,
+        "markers-in-header-lines": lambda n: (BEGIN + "\nA: " + BEGIN + "\n") * n,
+        "short-bodies": lambda n: (BEGIN + "\nAAAA\n") * n,
+        "many-begins-one-end": lambda n: (BEGIN + "!!!!") * n + END,
+        "marker-word-run": lambda n: "-----BEGIN " + "A " * (12 * n),
+    },
+    "detect_aws_access_key_id": {"prefixes": lambda n: "AKIA" * (6 * n)},
+    "detect_aws_secret_access_key": {
+        "labels": lambda n: "aws_secret_access_key=" * n,
+        "labels-and-spaces": lambda n: ("aws_secret = " + " " * 20) * n,
+        "label-and-long-value": lambda n: "aws_secret=" + "A" * (24 * n),
+    },
+    "detect_github_token": {
+        "prefixes": lambda n: "ghp_" * (6 * n),
+        "bodies-glued-by-underscore": lambda n: ("ghp_" + "a" * 40 + "_") * n,
+        "bodies-between-dash-runs": lambda n: ("ghp_" + "a" * 36 + "------") * n,
+        "pat-prefixes": lambda n: "github_pat_" * (3 * n),
+    },
+    "detect_slack_token": {
+        "prefixes": lambda n: "xoxb-" * (5 * n),
+        "digit-groups": lambda n: "xoxb-123456-" * (2 * n),
+        "hyphen-run": lambda n: "xoxb-1234567890-" + "a-" * (12 * n) + "_",
+        "app-token-run": lambda n: "xapp-1-" + "A1-" * (8 * n),
+        "after-dash-runs": lambda n: "-----xoxb-123456-" * (2 * n),
+    },
+    "detect_slack_webhook": {
+        "prefixes": lambda n: "https://hooks.slack.com/services/" * n,
+        "long-segment": lambda n: "https://hooks.slack.com/services/" + "A" * (30 * n),
+    },
+    "detect_stripe_key": {"prefixes": lambda n: "sk_live_" * (3 * n)},
+    "detect_google_api_key": {"prefixes": lambda n: "AIza" * (6 * n)},
+    "detect_jwt": {
+        "prefix-run": lambda n: "eyJ" * (8 * n),
+        "dotted-prefixes": lambda n: "eyJa." * (5 * n),
+        "chain-of-parts": lambda n: "eyJaaaa.eyJaaaa." * (2 * n),
+        "two-parts-then-stop": lambda n: "eyJaaaa.eyJ" + "a" * (24 * n) + "!",
+        "nested-parts": lambda n: (nested_part(400) + "." + nested_part(400) + ".s ") * max(1, n // 12),
+        "escaped-quotes-and-brackets": lambda n: (
+            b64url_raw(b'{"alg":"' + b'\\"[' * 40 + b'"}') + "." + b64url({"a": 1}) + ".s "
+        ) * max(1, n // 2),
+    },
+    "detect_api_key": {
+        "prefixes": lambda n: "sk-" * (8 * n),
+        "prefix-words": lambda n: "sk-ab-" * (4 * n),
+        "long-body": lambda n: "sk-" + "a" * (24 * n) + "!",
+        "dash-runs": lambda n: "sk-" + "aZ9-----" * (3 * n) + "!",
+    },
+    "detect_card_number": {
+        "groups-of-four": lambda n: "4111 " * (5 * n),
+        "digits-and-hyphens": lambda n: "1-" * (12 * n),
+        "one-digit-run": lambda n: "4" * (24 * n),
+        "luhn-near-misses": lambda n: "4111 1111 1111 1112 " * n,
+        "single-digits": lambda n: "1 " * (12 * n),
+        "valid-numbers": lambda n: "4111 1111 1111 1111 " * n,
+    },
+}
+GROWTH_CASES = [(det, shape) for det, shapes in ADVERSARIAL.items() for shape in shapes]
+
+
+def min_seconds(run: Callable[[], object], repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def doubling_ratio(run: Callable[[str], object], make: Callable[[int], str], n: int) -> Tuple[float, float]:
+    """Best times for inputs of size n and 2n (garbage collection off, alternating, best of 5)."""
+    small, large = make(n), make(2 * n)
+    gc.collect()
+    gc.disable()
+    try:
+        t_small = t_large = float("inf")
+        for _ in range(5):
+            t_small = min(t_small, min_seconds(lambda: run(small), 1))
+            t_large = min(t_large, min_seconds(lambda: run(large), 1))
+    finally:
+        gc.enable()
+    return t_small, t_large
+
+
+def grows_linearly(run: Callable[[str], object], make: Callable[[int], str], n: int = 1000) -> Tuple[bool, str]:
+    """t(2n) < 3.5 t(n) + 2 ms: linear doubles, quadratic quadruples. A failure is measured again
+    (up to three times) so a busy machine does not fail it; a quadratic cost fails every time."""
+    seen = []
+    for _ in range(3):
+        t_small, t_large = doubling_ratio(run, make, n)
+        seen.append(f"{t_small * 1000:.2f} ms -> {t_large * 1000:.2f} ms")
+        if t_large < 3.5 * t_small + 0.002:
+            return True, ""
+    return False, "; ".join(seen)
+
+
+@pytest.mark.parametrize("detector,shape", GROWTH_CASES, ids=[f"{d[7:]}-{s}" for d, s in GROWTH_CASES])
+def test_each_detector_grows_linearly_on_adversarial_text(detector: str, shape: str) -> None:
+    detect = getattr(policy, detector)
+    linear, seen = grows_linearly(detect, ADVERSARIAL[detector][shape])
+    assert linear, f"{detector} on {shape}: doubling the text took {seen}"
+
+
+def test_every_builtin_detector_has_adversarial_shapes() -> None:
+    assert set(ADVERSARIAL) == {detector.__name__ for detector in DEFAULT_DETECTORS}
+
+
+def test_the_whole_policy_grows_linearly_with_many_findings() -> None:
+    piece = f"k {AWS_ID} c 4111 1111 1111 1111 {BEGIN}\n{PEM_BODY}\n{END} j {JWT}\n"
+    for action in ("reject", "redact"):
+        linear, seen = grows_linearly(ContentPolicy(action).check, lambda n: piece * max(1, n // 8))
+        assert linear, f"{action}: {seen}"
+
+
+def test_markers_on_one_line_from_the_audit() -> None:
+    # The shape that took 34 s at 432 KB: markers with no END, no line break. Not a key.
+    assert ContentPolicy().findings(BEGIN * 2000) == []
+    # A key pasted without line breaks and without its END line is still one.
+    glued = BEGIN + PEM_BODY.replace("\n", "")
+    assert [f.kind for f in ContentPolicy().findings(f"key: {glued}\nthanks!")] == ["private_key"]
+    assert ContentPolicy().findings(f"key: {glued}\nthanks!")[0].end == len("key: ") + len(glued)
+
+
+def test_a_token_glued_to_a_key_marker_is_redacted_with_the_key() -> None:
+    # Five dashes separate tokens: before, a Slack token glued to the END line was hidden by the
+    # dash and redact mode wrote it in clear (it only showed up once the key was replaced).
+    for text in (f"{RSA_KEY}{SLACK_BOT}", f"{GH_CLASSIC}{PKCS8_KEY}", f"rule-----{AWS_ID}-----rule"):
+        redacted = ContentPolicy("redact").check(text).text
+        assert "xox" not in redacted and "ghp_" not in redacted and "AKIA" not in redacted, redacted
+        assert ContentPolicy().findings(redacted) == []
+
+
+def test_redaction_placeholders_are_not_counted_as_key_material() -> None:
+    # 39 base64 characters between the markers: not a key; the card's placeholder adds letters
+    # that must not make the block a key on a second pass.
+    text = BEGIN + "xoxb-xoxb-5555555555554444" + BEGIN + END
+    once = ContentPolicy("redact").check(text).text
+    assert once == BEGIN + "xoxb-xoxb-[REDACTED:card_number]" + BEGIN + END
+    assert ContentPolicy("redact").check(once).text == once
+
+
+# --- never raises; bounded decoding (D-POLICY-BOUNDS) -------------------------------------------
+
+PAYLOAD = b64url({"sub": "x"})
+
+
+def jwt_with_header(header: bytes) -> str:
+    return b64url_raw(header) + "." + PAYLOAD + ".c2ln"
+
+
+def test_a_jwt_whose_header_nests_deeply_is_not_decoded_and_nothing_raises() -> None:
+    # The audit's token: the header decodes to JSON nested far deeper than the parser's stack.
+    token = jwt_with_header(b'{"a":' + b"[" * 100_000)
+    assert token.startswith("eyJ")
+    for action in ("reject", "redact"):
+        assert ContentPolicy(action).check(f"note {token} end") == (f"note {token} end", [])
+    deep_payload = b64url({"alg": "HS256"}) + "." + b64url_raw(b'{"a":' + b"{" * 50_000) + ".sig"
+    assert ContentPolicy().findings(deep_payload) == []
+
+
+def test_jwt_nesting_bound_is_32_levels_outside_strings() -> None:
+    def header(depth: int) -> bytes:
+        return b'{"alg":"HS256","x":' + b"[" * (depth - 1) + b"]" * (depth - 1) + b"}"
+
+    assert [f.kind for f in ContentPolicy().findings(jwt_with_header(header(32)))] == ["jwt"]
+    assert ContentPolicy().findings(jwt_with_header(header(33))) == []
+    # Brackets and escaped quotes inside strings are text, not nesting.
+    in_string = b'{"alg":"HS256","x":"' + b'[{\\\"' * 200 + b'"}'
+    assert json.loads(in_string)["alg"] == "HS256"
+    assert [f.kind for f in ContentPolicy().findings(jwt_with_header(in_string))] == ["jwt"]
+
+
+def test_jwt_parts_longer_than_the_bound_are_not_decoded() -> None:
+    def header(size: int) -> bytes:
+        return b'{"alg":"HS256","pad":"' + b"a" * size + b'"}'
+
+    fits = jwt_with_header(header(40_000))
+    assert len(fits.split(".")[0]) <= 65_536
+    assert [f.kind for f in ContentPolicy().findings(fits)] == ["jwt"]
+    too_long = jwt_with_header(header(50_000))
+    assert len(too_long.split(".")[0]) > 65_536
+    assert ContentPolicy().findings(too_long) == []
+
+
+def test_jwt_parts_that_are_not_json_objects_are_not_findings() -> None:
+    huge_number = b'{"alg":' + b"9" * 5000 + b"}"  # int() refuses more than 4300 digits
+    for header in (huge_number, b'{"a\xff":1}', b'{"alg": NaN', b'{"alg"]', b'{"a":"\\'):
+        token = b64url_raw(header) + "." + PAYLOAD + ".s"
+        assert token.startswith("eyJ")
+        assert ContentPolicy().findings(token) == [], header
+
+
+def test_handler_write_with_the_audit_jwt_is_not_an_internal_error(tmp_path) -> None:
+    handler_module = pytest.importorskip("refmem.handler")
+    handler = handler_module.MemoryHandler(tmp_path, content_policy=ContentPolicy())
+    token = jwt_with_header(b'{"a":' + b"[" * 100_000)
+    result = handler.execute({"command": "create", "path": "/memories/t.md", "file_text": token})
+    assert (result.is_error, result.output) == (False, "File created successfully at: /memories/t.md")
+
+
+SECRET_PIECES = [
+    BEGIN, END, "\n", " ", "-", "_", ".", ":", "=", "eyJ", b64url({"alg": "none"}), PAYLOAD + ".",
+    nested_part(3000) + ".",
+    "AKIA", "ABCDEFGHIJKLMNOP", "sk-", "proj-", mixed(40), "4111", "1111", "4111 1111 1111 1111", "5555555555554444",
+    "ghp_", "A" * 36, "xoxb-", "123456", "https://hooks.slack.com/services/", "aws_secret_access_key = ",
+    "A" * 40, "AIza", "sk_live_", "[REDACTED:jwt]", PEM_BODY[:64],
+]
+any_text = st.text(alphabet=st.characters(blacklist_categories=()))  # lone surrogates included
+secretish_text = st.lists(st.one_of(st.sampled_from(SECRET_PIECES), any_text.filter(lambda t: len(t) < 4)), max_size=40)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(any_text, secretish_text.map("".join)))
+def test_property_never_raises_and_findings_are_well_formed(text: str) -> None:
+    for detector in DEFAULT_DETECTORS:
+        for found in detector(text):
+            assert 0 <= found.start < found.end <= len(text) and found.kind in policy.KIND_DESCRIPTIONS
+    found = ContentPolicy().findings(text)
+    assert all(a.end <= b.start for a, b in zip(found, found[1:]))
+    rejected = ContentPolicy("reject").check(text)
+    assert rejected.text is text
+    assert rejected.refused_kinds == list(dict.fromkeys(f.kind for f in found))
+    returned, descriptions = ContentPolicy("reject")(text)
+    assert returned is text and len(descriptions) == len(rejected.refused_kinds)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(any_text, secretish_text.map("".join)))
+def test_property_redaction_is_idempotent_and_leaves_nothing_to_find(text: str) -> None:
+    redacted = ContentPolicy("redact").check(text)
+    assert redacted.refused_kinds == []
+    assert ContentPolicy().findings(redacted.text) == []
+    assert ContentPolicy("redact").check(redacted.text).text == redacted.text
 
 
 def test_every_builtin_kind_has_a_description() -> None:
