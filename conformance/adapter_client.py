@@ -19,7 +19,7 @@ import threading
 from typing import IO, Any, Deque, Dict, List, Optional
 
 from conformance import PROTOCOL_VERSION
-from conformance.targets import OPTION_NAMES, STORAGE_KINDS, Options, StepResult, Target, TargetError
+from conformance.target_base import OPTION_NAMES, STORAGE_KINDS, Options, StepResult, Target, TargetError
 
 START_TIMEOUT = 60.0
 """Seconds an adapter may take to answer `start` (an interpreter or a JIT may be slow to load)."""

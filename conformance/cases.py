@@ -9,6 +9,8 @@ import json
 import pathlib
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from conformance.tiers import tier_of
+
 CASES_DIR = pathlib.Path(__file__).resolve().parent / "cases"
 GENERATED_SOURCE = "conformance.security.matrix"
 MATRIX_MISSING = (
@@ -36,6 +38,24 @@ class Case:
     @property
     def level(self) -> str:
         return str(self.raw.get("level", "must"))
+
+    @property
+    def basis(self) -> str:
+        return str(self.raw.get("basis", "reference"))
+
+    @property
+    def tier(self) -> str:
+        """The class its own expectations are judged in (conformance/tiers.py)."""
+        return tier_of(self.basis)
+
+    @property
+    def decision(self) -> str:
+        return str(self.raw.get("decision", ""))
+
+    @property
+    def cite(self) -> str:
+        """The documentation sentence a `doc` case relies on (an ID of conformance/documentation.json)."""
+        return str(self.raw.get("cite", ""))
 
     @property
     def features(self) -> List[str]:

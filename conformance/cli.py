@@ -10,14 +10,15 @@ import argparse
 import json
 import pathlib
 import sys
-from typing import Callable, Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
 from conformance import PROTOCOL_VERSION, SUITE_VERSION
 from conformance import expectations as expect
 from conformance.cases import CASES_DIR, Case, CaseLoadError, Selection, load_cases
 from conformance.reports import describe_failure, summary, write_json, write_junit, write_markdown
-from conformance.runner import SKIP, CaseResult, RunResult, run_suite
+from conformance.runner import SKIP, CaseResult, RunResult, StressRunner, run_suite
 from conformance.targets import DEFAULT_STEP_TIMEOUT, TargetError
+from conformance.tiers import DEFAULT_PROFILE, PROFILES
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 SUBCOMMANDS = ("run", "baseline", "list", "validate")
@@ -45,6 +46,26 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--features", action="append", metavar="A,B", help="run only cases tagged with any of these")
     parser.add_argument("--skip-features", action="append", metavar="A,B", help="skip cases tagged with any of these")
     parser.add_argument("--level", action="append", choices=("must", "should"), help="run only cases of this level")
+    parser.add_argument(
+        "--profile",
+        choices=sorted(PROFILES),
+        default=DEFAULT_PROFILE,
+        help="which tiers decide pass or fail: standard (documented and reference, the default), hardening "
+        "(adds safe refusals not required on this platform), documented (the documentation alone); "
+        "safety, signalling and robustness always count",
+    )
+    parser.add_argument(
+        "--error-prefix",
+        metavar="TEXT",
+        help="python targets: a plain string result starting with TEXT is an error (like a module-level "
+        "SIGNALLING = {'error_prefix': TEXT})",
+    )
+    parser.add_argument(
+        "--stress", action="store_true", help="also run the stress tier (conformance/stress.py): safety and cost"
+    )
+    parser.add_argument(
+        "--stress-quick", action="store_true", help="the stress tier's quick variant (implies --stress)"
+    )
     parser.add_argument(
         "--timeout", type=float, default=DEFAULT_STEP_TIMEOUT, help="seconds per step (default %(default)s)"
     )
@@ -91,6 +112,9 @@ def _list(args: argparse.Namespace, cases: List[Case], out: TextIO) -> int:
                         "id": case.id,
                         "level": case.level,
                         "basis": case.raw.get("basis"),
+                        "tier": case.tier,
+                        "decision": case.decision,
+                        "cite": case.cite,
                         "features": case.features,
                         "requires": case.requires,
                         "description": case.description,
@@ -138,7 +162,15 @@ def _execute(
     chosen = _selection(args).apply(cases)
     to_run = [case for case in chosen if not expect.skipped_by_expectation(entries, case.id)]
     run = run_suite(
-        args.target, to_run, timeout=args.timeout, keep=args.keep, progress=_progress(args, out), workdir=args.workdir
+        args.target,
+        to_run,
+        timeout=args.timeout,
+        keep=args.keep,
+        progress=_progress(args, out),
+        workdir=args.workdir,
+        profile=args.profile,
+        error_prefix=args.error_prefix,
+        stress=_stress(args),
     )
     skipped = [
         CaseResult(case, SKIP, reason="expectations: " + (expect.find(entries, case.id).reason or "skip"))  # type: ignore[union-attr]
@@ -152,6 +184,26 @@ def _execute(
     run.stale = [entry.as_dict() for entry in expect.stale(entries, (case.id for case in cases))]
     run.warnings = warnings
     return run, entries
+
+
+class StressUnavailable(Exception):
+    """--stress was asked for, but the stress tier is not installed."""
+
+
+def _stress(args: argparse.Namespace) -> Optional[StressRunner]:
+    """The stress tier as the runner calls it, when --stress (or --stress-quick) is given."""
+    if not (args.stress or args.stress_quick):
+        return None
+    try:
+        from conformance.stress import run_stress
+    except ImportError as exc:
+        raise StressUnavailable(f"--stress: the stress tier (conformance/stress.py) cannot be loaded: {exc}") from exc
+    quick = bool(args.stress_quick)
+
+    def stress(open_fresh: Callable[[pathlib.Path], Any], workdir: pathlib.Path) -> List[Dict[str, Any]]:
+        return list(run_stress(open_fresh, workdir, quick=quick))
+
+    return stress
 
 
 def _write_reports(args: argparse.Namespace, run: RunResult) -> None:
@@ -169,7 +221,8 @@ def _write_reports(args: argparse.Namespace, run: RunResult) -> None:
 
 def _exit_status(run: RunResult, strict: bool) -> int:
     outcomes = {result.outcome for result in run.results}
-    if "fail" in outcomes or (strict and ("xpass" in outcomes or run.stale)):
+    stress_failed = any(item.get("class") in ("safety", "cost") for item in run.stress or [])
+    if "fail" in outcomes or stress_failed or (strict and ("xpass" in outcomes or run.stale)):
         return EXIT_FAILED
     return EXIT_OK
 
@@ -212,7 +265,7 @@ def main(argv: Optional[Sequence[str]] = None, out: Optional[TextIO] = None, err
         if args.command == "list":
             return _list(args, cases, out)
         return _run(args, cases, warnings, out, err)
-    except (CaseLoadError, expect.ExpectationsError, TargetError) as exc:
+    except (CaseLoadError, expect.ExpectationsError, TargetError, StressUnavailable) as exc:
         err.write(f"refmem-conformance: {exc}\n")
         return EXIT_USAGE
 

@@ -52,6 +52,28 @@ def make_case_dir(path: pathlib.Path, canary: str) -> CaseDir:
     return CaseDir(path)
 
 
+def write_files(case: CaseDir, files: Dict[str, str]) -> None:
+    """`setup.files` written into the root directly, in key order, folders made as needed (CASE-FORMAT.md)."""
+    for relative, text in files.items():
+        target = case.root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(text.encode("utf-8"))
+
+
+def tree_bytes(case: CaseDir) -> int:
+    """The bytes of every regular file in the case directory (root and canary tree), links not followed."""
+    total = 0
+    for top, _folders, names in os.walk(case.path):
+        for name in names:
+            try:
+                info = os.lstat(os.path.join(top, name))
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode):
+                total += info.st_size
+    return total
+
+
 # --- fixtures -----------------------------------------------------------------------------------
 
 

@@ -23,6 +23,7 @@ from conformance.layout import make_case_dir, remove
 from conformance.reports import describe_failure
 from conformance.runner import FAIL, SKIP, run_case
 from conformance.targets import DEFAULT_STEP_TIMEOUT, Target, open_target
+from conformance.tiers import DEFAULT_PROFILE, PROFILES
 
 
 def pytest_addoption(parser: Any) -> None:
@@ -40,6 +41,15 @@ def pytest_addoption(parser: Any) -> None:
     group.addoption("--memory-no-matrix", action="store_true", help="leave out the generated security matrix")
     group.addoption("--memory-cases-dir", metavar="DIR", help="read case files from DIR instead of the suite's own")
     group.addoption("--memory-workdir", metavar="DIR", help="make case directories under DIR (a tmpfs is fastest)")
+    group.addoption(
+        "--memory-profile",
+        choices=sorted(PROFILES),
+        default=DEFAULT_PROFILE,
+        help="which tiers fail a case: standard, hardening or documented (safety always)",
+    )
+    group.addoption(
+        "--memory-error-prefix", metavar="TEXT", help="python targets: a plain string starting with TEXT is an error"
+    )
 
 
 class CaseFailed(Exception):
@@ -49,8 +59,12 @@ class CaseFailed(Exception):
 class _Session:
     """The one target shared by every case item, opened on first use and closed at session end."""
 
-    def __init__(self, spec: str, timeout: float, workdir: Optional[str]) -> None:
+    def __init__(
+        self, spec: str, timeout: float, workdir: Optional[str], profile: str, error_prefix: Optional[str]
+    ) -> None:
         self.spec = spec
+        self.profile = profile
+        self.error_prefix = error_prefix
         self.timeout = timeout
         self.base = pathlib.Path(tempfile.mkdtemp(prefix="refmem-conformance-pytest-", dir=workdir))
         self.canary = "canary-" + secrets.token_hex(8)
@@ -59,7 +73,7 @@ class _Session:
     def open(self) -> Target:
         if self.target is None:
             start = make_case_dir(self.base / "00000-start", self.canary)
-            self.target = open_target(self.spec, start.root, self.timeout)
+            self.target = open_target(self.spec, start.root, self.timeout, error_prefix=self.error_prefix)
             remove(start.path)
         return self.target
 
@@ -77,7 +91,9 @@ class ConformanceItem(pytest.Item):
 
     def runtest(self) -> None:
         session: _Session = self.config._memory_session  # type: ignore[attr-defined]
-        result = run_case(session.open(), self.case, session.base, self.index, session.canary)
+        result = run_case(
+            session.open(), self.case, session.base, self.index, session.canary, profile=session.profile
+        )
         if result.status == SKIP:
             pytest.skip(result.reason)
         if result.status == FAIL:
@@ -134,6 +150,8 @@ def pytest_collection_modifyitems(session: Any, config: Any, items: List[Any]) -
         spec,
         config.getoption("memory_timeout"),
         config.getoption("memory_workdir"),
+        config.getoption("memory_profile"),
+        config.getoption("memory_error_prefix"),
     )
     collector = ConformanceCollector.from_parent(
         session,

@@ -1,59 +1,22 @@
 """Reports of a run: the human summary, JSON, JUnit XML and Markdown (a CI step summary or a published page).
 
-Two figures describe an implementation, whatever its expectations file says:
-  conformant  every `must` case that ran passes (behaviour: success or error, state, no leaks)
-  byte-exact  every case that ran passes (the exact wording as well)
+The figures (conformance/figures.py) come first, one per class of finding; then the failures, each finding
+with its class, each documented failure with the documentation sentence it relies on. The Markdown page is
+bounded: the generated security matrix is one row per payload family, not one per case.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import pathlib
 import xml.etree.ElementTree as ET
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional, Tuple
 
-from conformance.runner import PASS, SKIP, CaseResult, RunResult
+from conformance.documentation import quote
+from conformance.figures import figures, tier_passed
+from conformance.runner import SKIP, CaseResult, RunResult
+from conformance.tiers import CLASSES, DOCUMENTED, SAFETY
 from conformance.visible import clip, printable, redact, visible
-
-
-def _yes(flag: bool) -> str:
-    return "yes" if flag else "no"
-
-
-@dataclasses.dataclass(frozen=True)
-class Figures:
-    must_passed: int
-    must_ran: int
-    all_passed: int
-    all_ran: int
-    skipped: int
-
-    @property
-    def conformant(self) -> bool:
-        return self.must_ran > 0 and self.must_passed == self.must_ran
-
-    @property
-    def byte_exact(self) -> bool:
-        return self.all_ran > 0 and self.all_passed == self.all_ran
-
-    def lines(self) -> List[str]:
-        return [
-            f"conformant: {_yes(self.conformant)} ({self.must_passed}/{self.must_ran} must cases pass)",
-            f"byte-exact: {_yes(self.byte_exact)} ({self.all_passed}/{self.all_ran} cases pass)",
-        ]
-
-
-def figures(run: RunResult) -> Figures:
-    ran = [result for result in run.results if result.status != SKIP]
-    must = [result for result in ran if result.case.level == "must"]
-    return Figures(
-        sum(result.status == PASS for result in must),
-        len(must),
-        sum(result.status == PASS for result in ran),
-        len(ran),
-        len(run.results) - len(ran),
-    )
 
 
 def counts(run: RunResult) -> Dict[str, int]:
@@ -69,15 +32,32 @@ def _implementation(run: RunResult) -> str:
     return f"{text} ({info.get('language', '?')}, storage: {run.storage})"
 
 
+def _label(result: CaseResult) -> str:
+    case = result.case
+    return f"{case.level}, {case.tier}" + (f", {case.decision}" if case.decision else "")
+
+
+def matrix_family(case_id: str) -> Optional[str]:
+    """The payload family of a generated case (`dotdot`, `fs-link-out-file`, ...); None for a hand-written one."""
+    if not case_id.startswith("sec-"):
+        return None
+    stem = case_id[len("sec-") :].rsplit("-", 2)[0]
+    if stem.startswith("fs-"):
+        return stem
+    return stem.split("-", 1)[0]
+
+
 # --- human --------------------------------------------------------------------------------------
 
 
 def describe_failure(result: CaseResult) -> str:
     case = result.case
-    lines = [f"{(result.outcome or result.status).upper()} {case.id} [{case.level}] {printable(case.description)}"]
+    lines = [f"{(result.outcome or result.status).upper()} {case.id} [{_label(result)}] {printable(case.description)}"]
+    if case.cite and result.failed_in(DOCUMENTED):
+        lines.append(f"    documentation: {printable(quote(case.cite))}")
     for finding in result.findings:
         where = f"step {finding.step}: " if finding.step else ""
-        lines.append(f"    {where}{finding.kind}: {printable(finding.message)}")
+        lines.append(f"    {where}[{finding.cls}] {finding.kind}: {printable(finding.message)}")
         if finding.detail:
             lines.extend("      " + printable(line) for line in clip(finding.detail, 3000).split("\n"))
         elif finding.actual is not None and finding.kind != "output":
@@ -92,8 +72,10 @@ def summary(run: RunResult, stale: List[Dict[str, str]], strict: bool) -> str:
     lines.append(
         "  "
         + ", ".join(f"{count} {name}" for name, count in tally.items())
-        + f"; {run.restarts} restarts; {run.seconds:.1f}s"
+        + f" (profile {run.profile}); {run.restarts} restarts; {run.seconds:.1f}s"
     )
+    for item in run.stress or []:
+        lines.append(f"  stress [{item.get('class')}] {item.get('check')}: {printable(str(item.get('detail', '')))}")
     for entry in stale:
         lines.append(f"  {'STALE' if strict else 'stale'} expectation {entry['id']!r}: matches no case")
     lines.extend(run.warnings)
@@ -103,41 +85,61 @@ def summary(run: RunResult, stale: List[Dict[str, str]], strict: bool) -> str:
 # --- JSON ---------------------------------------------------------------------------------------
 
 
+def _finding_dicts(result: CaseResult) -> List[Dict[str, Any]]:
+    found = []
+    for finding in result.findings:
+        entry = finding.as_dict()
+        if result.case.decision and finding.cls == result.case.tier:
+            entry["decision"] = result.case.decision
+        found.append(entry)
+    loaded: List[Dict[str, Any]] = json.loads(redact(json.dumps(found)))
+    return loaded
+
+
 def _case_dict(result: CaseResult) -> Dict[str, Any]:
     case = result.case
     entry: Dict[str, Any] = {
         "id": case.id,
         "group": case.group,
         "level": case.level,
-        "basis": case.raw.get("basis", ""),
+        "basis": case.basis,
+        "tier": case.tier,
         "features": case.features,
         "description": case.description,
         "status": result.status,
         "outcome": result.outcome or result.status,
         "seconds": round(result.seconds, 4),
     }
+    if case.decision:
+        entry["decision"] = case.decision
+    if case.cite:
+        entry["cite"] = case.cite
+        entry["documentation"] = quote(case.cite)
     if result.reason:
         entry["reason"] = result.reason
     if result.expectation:
         entry["expectation"] = result.expectation
     if result.findings:
-        entry["findings"] = json.loads(redact(json.dumps([finding.as_dict() for finding in result.findings])))
+        entry["classes"] = result.classes()
+        entry["findings"] = _finding_dicts(result)
     return entry
 
 
 def as_json(run: RunResult) -> Dict[str, Any]:
-    numbers = figures(run)
     return {
         "versions": run.versions,
         "target": run.target,
         "implementation": run.implementation,
         "storage": run.storage,
-        "figures": dict(dataclasses.asdict(numbers), conformant=numbers.conformant, byte_exact=numbers.byte_exact),
+        "profile": run.profile,
+        "signalling": run.signalling,
+        "figures": figures(run).as_dict(),
         "counts": counts(run),
         "restarts": run.restarts,
         "seconds": round(run.seconds, 3),
         "stale_expectations": run.stale,
         "warnings": run.warnings,
+        "stress": run.stress,
         "cases": [_case_dict(result) for result in run.results],
     }
 
@@ -164,6 +166,16 @@ def _xml_text(text: str) -> str:
     )
 
 
+def _properties(testcase: ET.Element, result: CaseResult) -> None:
+    case = result.case
+    values = [("tier", case.tier), ("level", case.level), ("basis", case.basis)]
+    values += [("decision", case.decision), ("cite", case.cite), ("classes", ",".join(result.classes()))]
+    properties = ET.SubElement(testcase, "properties")
+    for name, value in values:
+        if value:
+            ET.SubElement(properties, "property", {"name": name, "value": _xml_text(value)})
+
+
 def write_junit(run: RunResult, path: pathlib.Path) -> None:
     tally = counts(run)
     suite = ET.Element(
@@ -186,9 +198,11 @@ def write_junit(run: RunResult, path: pathlib.Path) -> None:
                 "time": f"{result.seconds:.4f}",
             },
         )
+        _properties(testcase, result)
         outcome = result.outcome or result.status
         if outcome in ("fail", "xpass"):
-            message = result.findings[0].message if result.findings else "unexpected pass"
+            first = result.findings[0] if result.findings else None
+            message = f"[{first.cls}] {first.message}" if first else "unexpected pass"
             failure = ET.SubElement(testcase, "failure", {"message": _xml_text(message[:500])})
             failure.text = _xml_text(describe_failure(result))
         elif outcome in ("skip", "xfail"):
@@ -200,8 +214,8 @@ def write_junit(run: RunResult, path: pathlib.Path) -> None:
 # --- Markdown -----------------------------------------------------------------------------------
 
 
-def _cell(text: str) -> str:
-    return printable(clip(text, 160)).replace("|", "\\|").replace("`", "'")
+def _cell(text: str, limit: int = 160) -> str:
+    return printable(clip(text, limit)).replace("|", "\\|").replace("`", "'")
 
 
 # The Markdown report is a page to read (a CI step summary, a published report): it is bounded.
@@ -211,6 +225,97 @@ DETAIL_CASES = 30
 DETAIL_LIMIT = 1500
 
 
+def _family_titles() -> Dict[str, str]:
+    try:
+        from conformance.security.matrix import load
+    except ImportError:
+        return {}
+    data = load()
+    titles = {family["key"]: family["title"] for family in data["families"]}
+    titles.update({f"fs-{hazard['key']}": hazard["title"] for hazard in data.get("fs_hazards", [])})
+    return titles
+
+
+def _headline(run: RunResult) -> List[str]:
+    numbers = figures(run)
+
+    def pair(value: Tuple[int, int]) -> str:
+        return f"{value[0]}/{value[1]}"
+
+    safe = "**yes**: no safety finding" if numbers.safe else f"**NO**: {numbers.safety_findings} safety findings"
+    if not numbers.safe:
+        safe += f" in {numbers.unsafe_cases} cases"
+        safe += f", {numbers.stress_safety} in the stress tier" if numbers.stress_ran else ""
+    rows = [
+        f"| **safe** (nothing outside the root touched, nothing leaked, no data lost, no hang) | {safe} |",
+        f"| **documented** (`must` cases: behaviour the documentation states) | **{pair(numbers.documented)}** |",
+        f"| documented wording (`should`: the documentation's strings, which it lets you change) "
+        f"| {pair(numbers.wording)} |",
+        f"| **reference-exact** (the reference's decisions, docs/spec-notes.md) | {pair(numbers.reference)} |",
+        f"| hardening (safe refusals not required on this platform; "
+        f"{'counted' if numbers.hardening_counted else 'opt-in profile, not counted'}) | {pair(numbers.hardening)} |",
+        f"| signalling (`is_error` as the output says) | {pair(numbers.signalling)} |",
+        f"| robustness (unexpected exceptions) | {numbers.robustness_findings} in {numbers.robustness_cases} cases |",
+    ]
+    if numbers.stress_ran:
+        rows.append(f"| cost (stress tier) | {numbers.cost_findings} findings |")
+    rows.append(f"| **conformant** (safe, and every documented `must` case passes) | **{_yes(numbers.conformant)}** |")
+    return rows
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def _class_table(run: RunResult) -> List[str]:
+    tally: Dict[str, List[int]] = {name: [0, 0] for name in CLASSES}
+    for result in run.results:
+        for cls in result.classes():
+            tally[cls][1] += 1
+        for finding in result.findings:
+            tally[finding.cls][0] += 1
+    for item in run.stress or []:
+        cls = str(item.get("class", ""))
+        if cls in tally:
+            tally[cls][0] += 1
+    rows = [f"| {cls} | {found} | {cases} |" for cls, (found, cases) in tally.items() if found]
+    return ["## Findings by class", "", "| class | findings | cases |", "|---|---|---|", *rows, ""] if rows else []
+
+
+def _matrix_table(run: RunResult) -> List[str]:
+    families: Dict[str, List[CaseResult]] = {}
+    for result in run.results:
+        family = matrix_family(result.case.id)
+        if family is not None and result.status != SKIP:
+            families.setdefault(family, []).append(result)
+    if not families:
+        return []
+    titles = _family_titles()
+    lines = [
+        "## Security matrix by payload family",
+        "",
+        "Containment is checked for every payload (safety); the refusal itself is judged in the case's tier.",
+        "",
+        "| family | tiers | cases | safe | tier passes | findings by class |",
+        "|---|---|---|---|---|---|",
+    ]
+    for family, results in families.items():
+        tiers = "/".join(sorted({result.case.tier for result in results}))
+        unsafe = sum(result.failed_in(SAFETY) for result in results)
+        passes = sum(tier_passed(result) for result in results)
+        tally: Dict[str, int] = {}
+        for result in results:
+            for cls in result.classes():
+                tally[cls] = tally.get(cls, 0) + 1
+        found = ", ".join(f"{cls} {count}" for cls, count in tally.items()) or "-"
+        title = _cell(titles.get(family, family), 70)
+        lines.append(
+            f"| `{family}` {title} | {tiers} | {len(results)} | "
+            f"{'yes' if not unsafe else f'**NO ({unsafe})**'} | {passes}/{len(results)} | {found} |"
+        )
+    return lines + [""]
+
+
 def _feature_table(run: RunResult) -> List[str]:
     tally: Dict[str, List[int]] = {}
     for result in run.results:
@@ -218,14 +323,58 @@ def _feature_table(run: RunResult) -> List[str]:
             continue
         for feature in result.case.features:
             passed, ran = tally.setdefault(feature, [0, 0])
-            tally[feature] = [passed + (result.status == PASS), ran + 1]
+            tally[feature] = [passed + tier_passed(result), ran + 1]
     rows = [f"| {feature} | {passed}/{ran} |" for feature, (passed, ran) in sorted(tally.items())]
-    return ["## By feature", "", "| feature | cases passing |", "|---|---|", *rows, ""] if rows else []
+    header = ["## By feature (hand-written and generated cases meeting their own tier)", ""]
+    return header + ["| feature | cases passing |", "|---|---|", *rows, ""] if rows else []
+
+
+def _first(result: CaseResult) -> str:
+    finding = result.findings[0] if result.findings else None
+    return f"[{finding.cls}] {finding.kind}: {finding.message}" if finding else "-"
+
+
+def _failing_table(failed: List[CaseResult]) -> List[str]:
+    lines = [
+        f"## Failing hand-written cases ({len(failed)})",
+        "",
+        "| id | level, tier | description | classes | first finding | documentation |",
+        "|---|---|---|---|---|---|",
+    ]
+    for result in failed[:TABLE_LIMIT]:
+        cited = _cell(quote(result.case.cite), 200) if result.failed_in(DOCUMENTED) else ""
+        lines.append(
+            f"| `{result.case.id}` | {_label(result)} | {_cell(result.case.description)} | "
+            f"{', '.join(result.classes())} | {_cell(_first(result))} | {cited} |"
+        )
+    if len(failed) > TABLE_LIMIT:
+        lines += ["", f"{len(failed) - TABLE_LIMIT} more failing cases: see the JSON report (`--report-json`)."]
+    return lines + [""]
+
+
+def _unsafe_table(unsafe: List[CaseResult]) -> List[str]:
+    if not unsafe:
+        return []
+    lines = [f"## Cases with safety findings ({len(unsafe)})", "", "| id | first safety finding |", "|---|---|"]
+    for result in unsafe[:TABLE_LIMIT]:
+        finding = next(f for f in result.findings if f.cls == SAFETY)
+        lines.append(f"| `{result.case.id}` | {_cell(finding.kind + ': ' + finding.message, 240)} |")
+    if len(unsafe) > TABLE_LIMIT:
+        lines += ["", f"{len(unsafe) - TABLE_LIMIT} more: see the JSON report (`--report-json`)."]
+    return lines + [""]
+
+
+def _details(failed: List[CaseResult]) -> List[str]:
+    if not failed:
+        return []
+    lines = [f"<details><summary>Details of the first {min(len(failed), DETAIL_CASES)}</summary>", "", "```text"]
+    lines += [clip(describe_failure(result), DETAIL_LIMIT) for result in failed[:DETAIL_CASES]]
+    return lines + ["```", "", "</details>", ""]
 
 
 def markdown(run: RunResult, title: str = "") -> str:
-    numbers = figures(run)
     info = run.implementation
+    numbers = figures(run)
     lines = [
         f"# {title or 'Memory tool conformance: ' + info.get('name', '?')}",
         "",
@@ -236,47 +385,37 @@ def markdown(run: RunResult, title: str = "") -> str:
         f"| homepage | {_cell(info.get('homepage', '')) or '-'} |",
         f"| storage | {run.storage} |",
         f"| target | `{_cell(run.target)}` |",
+        f"| error signalling | {_cell(run.signalling)} |",
         "| suite / protocol / case format | {suite} / {protocol} / {case_format} |".format(**run.versions),
-        f"| **conformant** (all `must` cases pass) | **{_yes(numbers.conformant)}**: "
-        f"{numbers.must_passed}/{numbers.must_ran} |",
-        f"| **byte-exact** (every case passes) | **{_yes(numbers.byte_exact)}**: "
-        f"{numbers.all_passed}/{numbers.all_ran} |",
-        f"| skipped | {numbers.skipped} |",
+        f"| profile | {run.profile} |",
+        *_headline(run),
+        f"| cases run / skipped | {numbers.passed[1]} / {numbers.skipped} |",
         f"| adapter restarts | {run.restarts} |",
         "",
     ]
     lines += [f"> {warning}" for warning in run.warnings] + ([""] if run.warnings else [])
+    lines += _class_table(run)
+    if run.stress:
+        lines += ["## Stress tier", "", "| class | check | detail |", "|---|---|---|"]
+        lines += [
+            f"| {_cell(str(item.get('class')))} | {_cell(str(item.get('check')))} | {_cell(str(item.get('detail')))} |"
+            for item in run.stress
+        ] + [""]
+    lines += _matrix_table(run)
     lines += _feature_table(run)
-    failed = [result for result in run.results if result.status == "fail"]
+    lines += _unsafe_table([r for r in run.results if r.failed_in(SAFETY)])
+    failed = [r for r in run.results if r.status == "fail" and matrix_family(r.case.id) is None]
     if failed:
-        lines += [
-            f"## Failing cases ({len(failed)})",
-            "",
-            "| id | level | description | first finding |",
-            "|---|---|---|---|",
-        ]
-        lines += [
-            f"| `{result.case.id}` | {result.case.level} | {_cell(result.case.description)} | "
-            f"{_cell(result.findings[0].kind + ': ' + result.findings[0].message)} |"
-            for result in failed[:TABLE_LIMIT]
-        ]
-        if len(failed) > TABLE_LIMIT:
-            lines += ["", f"{len(failed) - TABLE_LIMIT} more failing cases: see the JSON report (`--report-json`)."]
-        lines += [
-            "",
-            f"<details><summary>Details of the first {min(len(failed), DETAIL_CASES)}</summary>",
-            "",
-            "```text",
-        ]
-        lines += [clip(describe_failure(result), DETAIL_LIMIT) for result in failed[:DETAIL_CASES]]
-        lines += ["```", "", "</details>", ""]
+        lines += _failing_table(failed)
+    everything = [r for r in run.results if r.status == "fail"]
+    lines += _details(sorted(everything, key=lambda r: (not r.failed_in(SAFETY), not r.failed_in(DOCUMENTED))))
     skipped = [result for result in run.results if result.status == SKIP]
     if skipped:
         reasons: Dict[str, int] = {}
         for result in skipped:
             reasons[result.reason] = reasons.get(result.reason, 0) + 1
         lines += ["## Skipped", ""] + [f"- {count} cases: {reason}" for reason, count in sorted(reasons.items())] + [""]
-    return "\n".join(lines)
+    return redact("\n".join(lines))
 
 
 def write_markdown(run: RunResult, path: pathlib.Path, title: str = "") -> None:

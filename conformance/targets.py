@@ -15,7 +15,6 @@ Standard library only: the fuzzer imports this module inside its harness.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
 import inspect
 import os
@@ -23,135 +22,50 @@ import pathlib
 import queue
 import sys
 import threading
-import traceback
-from typing import Any, Callable, Dict, FrozenSet, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
-DEFAULT_STEP_TIMEOUT = 10.0
-"""Seconds one command may take before the target counts as hung."""
+from conformance import signalling
+from conformance.adapter_client import AdapterTarget
+from conformance.target_base import (
+    DEFAULT_STEP_TIMEOUT,
+    OPTION_NAMES,
+    STORAGE_KINDS,
+    Options,
+    StepResult,
+    Target,
+    TargetError,
+    implementation_info,
+)
 
-STORAGE_KINDS = ("filesystem", "own")
-"""`filesystem`: the target stores under the root it is given; `own`: it keeps its own storage."""
-
-
-OPTION_NAMES = ("read_only", "allow", "limits", "content_policy")
-"""Handler options a case may set (CASE-FORMAT.md `options`); a target lists those it honours."""
-
-Options = Optional[Mapping[str, Any]]
-
-
-class TargetError(Exception):
-    """The target could not be opened, started or reset: nothing can be run against it."""
-
-
-@dataclasses.dataclass(frozen=True)
-class StepResult:
-    """What one command produced, and whether the implementation misbehaved while producing it."""
-
-    output: str
-    is_error: bool
-    crashed: bool = False
-    """The implementation's process died, or broke the adapter protocol, during the command."""
-    timed_out: bool = False
-    """The command took longer than the step timeout; an adapter process was killed."""
-    raised: bool = False
-    """The implementation raised an unexpected exception (not its designed error signal)."""
-    detail: str = ""
-    """For a crash, timeout or exception: what happened (traceback, stderr tail), for the report."""
-
-    @property
-    def misbehaved(self) -> bool:
-        return self.crashed or self.timed_out or self.raised
-
-
-class Target:
-    """Base class: one implementation, reached one way. Subclasses implement the three methods."""
-
-    spec: str = ""
-    implementation: Dict[str, str] = {}
-    storage: str = "filesystem"
-    restarts: int = 0
-    options: FrozenSet[str] = frozenset()
-    """The names of OPTION_NAMES this target can configure its implementation with."""
-
-    def execute(self, input: Any) -> StepResult:
-        raise NotImplementedError
-
-    def reset(self, root: pathlib.Path, options: Options = None) -> None:
-        """A fresh implementation on `root`, configured with `options` (names from `self.options` only)."""
-        raise NotImplementedError
-
-    def unsupported(self, options: Options) -> Optional[str]:
-        """The first option in `options` this target cannot honour, or None."""
-        for name in options or {}:
-            if name not in self.options:
-                return name
-        return None
-
-    def close(self) -> None:
-        """Release the target; the default has nothing to release."""
-
-    def __enter__(self) -> Target:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
-
-
-def implementation_info(name: str, language: str, version: str = "", homepage: str = "") -> Dict[str, str]:
-    return {"name": name, "language": language, "version": version, "homepage": homepage}
+__all__ = [
+    "DEFAULT_STEP_TIMEOUT",
+    "OPTION_NAMES",
+    "STORAGE_KINDS",
+    "InProcessTarget",
+    "Options",
+    "StepResult",
+    "Target",
+    "TargetError",
+    "implementation_info",
+    "open_target",
+    "option_converters",
+]
 
 
 # ---------------------------------------------------------------------------------------------------
 # In-process targets (the embedded reference and python:MODULE:CALLABLE)
 
 
-def _is_tool_error(exc: BaseException) -> bool:
-    """The Anthropic SDK's `ToolError` (recognised by name, so the SDK need not be installed)."""
-    return any(cls.__name__ == "ToolError" for cls in type(exc).__mro__)
-
-
-def _tool_error_text(exc: BaseException) -> str:
-    content = getattr(exc, "content", None)
-    return content if isinstance(content, str) else str(exc)
-
-
-def _content_text(value: Any) -> Optional[str]:
-    """A result's text: a string, or a list of content blocks whose text blocks are joined."""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list) and all(isinstance(block, dict) for block in value):
-        return "".join(str(block.get("text", "")) for block in value if block.get("type") == "text")
-    return None
-
-
-def _interpret(value: Any) -> StepResult:
-    """Turn what an in-process implementation returned into a StepResult."""
-    text = _content_text(value)
-    if text is not None:
-        return StepResult(text, False)
-    if hasattr(value, "output") and hasattr(value, "is_error"):
-        output = value.output
-        if isinstance(output, str) and isinstance(value.is_error, bool):
-            return StepResult(output, value.is_error)
-    return StepResult(
-        f"unsupported result {type(value).__name__}",
-        True,
-        raised=True,
-        detail=f"the implementation returned a {type(value).__name__}, not a string or a Result",
-    )
-
-
-def _call(handler: Any, input: Any) -> StepResult:
-    # `call` first: on an Anthropic SDK tool it takes the raw input, while its `execute` takes a parsed model.
-    method = getattr(handler, "call", None) or handler.execute
-    try:
-        value = method(input)
-    except Exception as exc:  # noqa: BLE001 - every exception is a finding, never a runner crash
-        if _is_tool_error(exc):
-            return StepResult(_tool_error_text(exc), True)
-        # repr(), as the Anthropic SDK's tool runner shows a tool's unexpected exception to the model.
-        return StepResult(repr(exc), True, raised=True, detail=traceback.format_exc())
-    return _interpret(value)
+def _method(handler: Any) -> Callable[[Any], Any]:
+    """The handler's entry point: `call` first (on an SDK tool it takes the raw input, while its `execute`
+    takes a parsed model), then `execute`, then the handler itself when it is a plain callable."""
+    for name in ("call", "execute"):
+        found = getattr(handler, name, None)
+        if callable(found):
+            return found  # type: ignore[no-any-return]
+    if callable(handler) and not inspect.isclass(handler):
+        return handler  # type: ignore[no-any-return]
+    raise TargetError("the handler has neither call(input) nor execute(input) and is not callable")
 
 
 class _Worker:
@@ -176,11 +90,12 @@ class _Worker:
 
 
 class InProcessTarget(Target):
-    """An object built by `factory(root)` with an `execute(dict)` or `call(dict)` method.
+    """An object built by `factory(root, **options)` whose `call`/`execute` (or itself) runs one input.
 
     With a timeout, each call runs on a worker thread; a call that overruns is abandoned (Python cannot
     kill a thread) and the next reset builds a new object. `timeout=None` calls directly on the caller's
-    thread, which is what a fuzzer wants.
+    thread, which is what a fuzzer wants. `rules` says how plain results and exceptions are read
+    (conformance/signalling.py).
     """
 
     def __init__(
@@ -191,6 +106,7 @@ class InProcessTarget(Target):
         implementation: Dict[str, str],
         timeout: Optional[float],
         converters: Optional[Mapping[str, Callable[[Any], Any]]] = None,
+        rules: Optional[signalling.Convention] = None,
     ) -> None:
         self.spec = spec
         self._factory = factory
@@ -198,10 +114,11 @@ class InProcessTarget(Target):
         self._worker: Optional[_Worker] = None
         self._converters = dict(converters or {})
         self.options = frozenset(self._converters)
+        self.rules = rules or signalling.Convention()
         self.implementation = implementation
         self.reset(root)
         self.implementation = dict(getattr(self._handler, "implementation", None) or implementation)
-        self.storage = str(getattr(self._handler, "storage", "filesystem"))
+        self.storage = str(getattr(self._handler, "storage", None) or getattr(factory, "storage", "filesystem"))
         if self.storage not in STORAGE_KINDS:
             raise TargetError(f"{spec}: storage must be one of {STORAGE_KINDS}, not {self.storage!r}")
 
@@ -211,21 +128,21 @@ class InProcessTarget(Target):
             raise TargetError(f"{self.spec}: option {missing} not supported")
         try:
             kwargs = {name: self._converters[name](value) for name, value in (options or {}).items()}
-            self._handler = self._factory(root, **kwargs)
+            self._handler = signalling.settle(self._factory(root, **kwargs))
         except Exception as exc:  # noqa: BLE001
             raise TargetError(f"{self.spec}: building the handler failed: {exc!r}") from exc
-        for name in ("call", "execute"):
-            if callable(getattr(self._handler, name, None)):
-                return
-        raise TargetError(f"{self.spec}: the handler has neither execute(dict) nor call(dict)")
+        try:
+            self._call = _method(self._handler)
+        except TargetError as exc:
+            raise TargetError(f"{self.spec}: {exc}") from None
 
     def execute(self, input: Any) -> StepResult:
-        handler = self._handler
+        call, rules = self._call, self.rules
         if self._timeout is None:
-            return _call(handler, input)
+            return signalling.call(call, input, rules)
         if self._worker is None:
             self._worker = _Worker()
-        result = self._worker.run(lambda: _call(handler, input), self._timeout)
+        result = self._worker.run(lambda: signalling.call(call, input, rules), self._timeout)
         if result is not None:
             return result
         self._worker = None  # abandoned with the hung call
@@ -259,97 +176,78 @@ def _module_info(module: Any, language: str = "python") -> Dict[str, str]:
     return implementation_info(module.__name__, language, str(getattr(module, "__version__", "")))
 
 
-def _refmem_class(module_name: str, name: str) -> Optional[Callable[..., Any]]:
-    """A class of the reference package, imported late; None when refmem is not importable."""
-    try:
-        found: Optional[Callable[..., Any]] = getattr(importlib.import_module(module_name), name, None)
-        return found
-    except ImportError:
-        return None
-
-
-def _limits(value: Any) -> Any:
-    cls = _refmem_class("refmem.limits", "Limits")
-    assert cls is not None  # only offered when importable
-    return cls(**dict(value))
-
-
-def _content_policy(value: Any) -> Any:
-    cls = _refmem_class("refmem.policy", "ContentPolicy")
-    assert cls is not None
-    return cls(str(value))
+OPTION_VALUES: Dict[str, Callable[[Any], Any]] = {
+    "read_only": bool,
+    "allow": list,
+    "limits": dict,
+    "content_policy": str,
+}
+"""How a case's option value reaches a python target: as the case format states it (CASE-FORMAT.md), plain
+data. `limits` is a dict of the limit names the case schema lists; `content_policy` is "reject" or "redact"."""
 
 
 def option_converters(factory: Callable[..., Any]) -> Dict[str, Callable[[Any], Any]]:
-    """The options `factory` accepts as keyword arguments, each with how a case's value becomes its argument.
-
-    `read_only` and `allow` are passed as they are (a bool, a list of globs); `limits` and `content_policy`
-    become the reference's `Limits` and `ContentPolicy` objects, so they are offered only when refmem is importable.
-    """
+    """The options `factory` accepts as keyword arguments, each with how a case's value becomes its argument."""
     try:
         parameters = inspect.signature(factory).parameters
     except (TypeError, ValueError):
         return {}
     keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     accepted = {name for name, parameter in parameters.items() if parameter.kind in keyword}
-    converters: Dict[str, Callable[[Any], Any]] = {}
-    if "read_only" in accepted:
-        converters["read_only"] = bool
-    if "allow" in accepted:
-        converters["allow"] = list
-    if "limits" in accepted and _refmem_class("refmem.limits", "Limits") is not None:
-        converters["limits"] = _limits
-    if "content_policy" in accepted and _refmem_class("refmem.policy", "ContentPolicy") is not None:
-        converters["content_policy"] = _content_policy
-    return converters
+    return {name: convert for name, convert in OPTION_VALUES.items() if name in accepted}
 
 
-def _python_target(spec: str, root: pathlib.Path, timeout: Optional[float]) -> Target:
+def _python_target(spec: str, root: pathlib.Path, timeout: Optional[float], error_prefix: Optional[str]) -> Target:
     module_name, _, attr_path = spec[len("python:") :].partition(":")
     if not module_name or not attr_path:
         raise TargetError(f"{spec}: expected python:MODULE:CALLABLE")
     module, factory = _import_callable(spec, module_name, attr_path)
-    return InProcessTarget(spec, factory, root, _module_info(module), timeout, option_converters(factory))
+    try:
+        rules = signalling.convention(getattr(module, signalling.DECLARATION, None), error_prefix)
+    except TargetError as exc:
+        raise TargetError(f"{spec}: {exc}") from None
+    return InProcessTarget(spec, factory, root, _module_info(module), timeout, option_converters(factory), rules)
 
 
-def _reference_target(spec: str, root: pathlib.Path, timeout: Optional[float]) -> Target:
-    module, factory = _import_callable(spec, "refmem", "MemoryHandler")
-    info = implementation_info("refmem", "python", str(getattr(module, "__version__", "")))
-    converters: Dict[str, Callable[[Any], Any]] = {
-        "read_only": bool,
-        "allow": list,
-        "limits": _limits,
-        "content_policy": _content_policy,
-    }
-    return InProcessTarget(spec, factory, root, info, timeout, converters)
+def _reference_target(spec: str, root: pathlib.Path, timeout: Optional[float], error_prefix: Optional[str]) -> Target:
+    module, factory = _import_callable(spec, "conformance.reference_target", "make")
+    info = implementation_info("refmem", "python", module.version())
+    return InProcessTarget(spec, factory, root, info, timeout, OPTION_VALUES, signalling.convention(None, error_prefix))
 
 
-def _command_target(spec: str, root: pathlib.Path, timeout: Optional[float]) -> Target:
-    from conformance.adapter_client import AdapterTarget
-
+def _command_target(spec: str, root: pathlib.Path, timeout: Optional[float], error_prefix: Optional[str]) -> Target:
     return AdapterTarget(spec, spec[len("cmd:") :], root, timeout or DEFAULT_STEP_TIMEOUT)
 
 
-_KINDS: Dict[str, Callable[[str, pathlib.Path, Optional[float]], Target]] = {
+_KINDS: Dict[str, Callable[[str, pathlib.Path, Optional[float], Optional[str]], Target]] = {
     "refmem": _reference_target,
     "python:": _python_target,
     "cmd:": _command_target,
 }
 
 
-def open_target(spec: str, root: pathlib.Path, timeout: Optional[float] = DEFAULT_STEP_TIMEOUT) -> Target:
+def open_target(
+    spec: str,
+    root: pathlib.Path,
+    timeout: Optional[float] = DEFAULT_STEP_TIMEOUT,
+    *,
+    error_prefix: Optional[str] = None,
+) -> Target:
     """Open the target named by `spec` on `root`: `refmem`, `python:MODULE:CALLABLE` or `cmd:COMMAND LINE`.
 
     The callable of a python target is called with the root directory (a `pathlib.Path`) and returns an
-    object with `call(dict)` or `execute(dict)` (tried in that order); that method returns a string (success), a list of
-    content blocks, or an object with `.output` and `.is_error`. An SDK `ToolError` is an error result;
-    any other exception is an error result whose text is the exception's repr and a `raised` finding.
-    The object (or its module, as `IMPLEMENTATION`) may describe itself with an `implementation` dict
-    and a `storage` of "filesystem" (default) or "own".
+    object with `call(input)` or `execute(input)` (tried in that order), or a callable; sync or async. How its
+    results and exceptions are read is conformance/signalling.py: an SDK `ToolError` is an error result, a
+    result may carry `is_error` in any of the usual shapes, and plain strings follow the module's
+    `SIGNALLING` declaration or `error_prefix`. Any other exception is an error result with its message as
+    text, flagged `raised` (a robustness finding).
+    The object (or its module, as `IMPLEMENTATION`) may describe itself with an `implementation` dict,
+    and the object or the factory with a `storage` of "filesystem" (default) or "own".
     A case's `options` (read_only, allow, limits, content_policy) reach a python target as keyword
-    arguments of the callable, and only those its signature names; cases using any other are skipped.
+    arguments of the callable, as plain data, and only those its signature names; cases using any other are
+    skipped. `error_prefix` applies to in-process targets; an adapter states is_error in every reply.
     """
     for prefix, opener in _KINDS.items():
         if spec == prefix or (prefix.endswith(":") and spec.startswith(prefix)):
-            return opener(spec, pathlib.Path(root), timeout)
+            return opener(spec, pathlib.Path(root), timeout, error_prefix)
     raise TargetError(f"unknown target {spec!r}: use refmem, python:MODULE:CALLABLE or cmd:COMMAND LINE")

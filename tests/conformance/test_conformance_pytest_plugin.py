@@ -64,7 +64,7 @@ def test_each_case_is_a_test(basic_cases: pathlib.Path, tmp_path: pathlib.Path) 
     )
     assert result.returncode == 1, result.stdout
     assert "1 failed, 1 passed, 1 skipped, 1 xfailed" in result.stdout
-    assert "FAIL t-002 [must]" in result.stdout  # the runner's own description of the failure
+    assert "FAIL t-002 [must, documented]" in result.stdout  # the runner's own description of the failure
 
 
 def test_strict_turns_an_unexpected_pass_into_a_failure(basic_cases: pathlib.Path, tmp_path: pathlib.Path) -> None:

@@ -31,15 +31,13 @@ def test_all_three_reports_are_written(basic_cases: pathlib.Path, tmp_path: path
     )
     assert status == 1
     report = json.loads(paths["r.json"].read_text())
-    assert report["figures"] == {
-        "must_passed": 1,
-        "must_ran": 3,
-        "all_passed": 1,
-        "all_ran": 4,
-        "skipped": 0,
-        "conformant": False,
-        "byte_exact": False,
-    }
+    figures = report["figures"]
+    assert (figures["safe"], figures["conformant"]) == (True, True)
+    assert figures["documented"] == [3, 3] and figures["wording"] == [0, 1]
+    assert figures["signalling"] == [1, 4] and figures["passed"] == [1, 4] and figures["skipped"] == 0
+    by_id = {entry["id"]: entry for entry in report["cases"]}
+    assert by_id["t-002"]["tier"] == "documented" and by_id["t-002"]["classes"] == ["signalling"]
+    assert [finding["class"] for finding in by_id["t-001"]["findings"]] == ["signalling", "documented"]
     assert report["versions"] == {
         "suite": conformance.SUITE_VERSION,
         "protocol": conformance.PROTOCOL_VERSION,
@@ -49,10 +47,14 @@ def test_all_three_reports_are_written(basic_cases: pathlib.Path, tmp_path: path
     suite = ET.parse(paths["r.xml"]).getroot()
     assert suite.get("tests") == "4" and suite.get("failures") == "3"
     assert len(suite.findall("testcase/failure")) == 3
+    properties = {
+        prop.get("name"): prop.get("value") for prop in suite.find("testcase[@name='t-002']").iter("property")
+    }
+    assert properties == {"tier": "documented", "level": "must", "basis": "doc", "classes": "signalling"}
     markdown = paths["r.md"].read_text()
     assert markdown.startswith("# Fake report")
-    assert "**conformant** (all `must` cases pass) | **no**: 1/3" in markdown
-    assert "| `t-002` | must |" in markdown
+    assert "| **documented** (`must` cases: behaviour the documentation states) | **3/3** |" in markdown
+    assert "| `t-002` | must, documented |" in markdown
 
 
 def test_junit_survives_control_characters(tmp_path: pathlib.Path) -> None:

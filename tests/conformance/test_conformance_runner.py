@@ -13,8 +13,8 @@ def test_a_correct_target_passes_with_exit_0(basic_cases: pathlib.Path) -> None:
         "--cases-dir", str(basic_cases), "--no-matrix", "--target", "python:conformance_fakes:tiny"
     )
     assert status == 0, out
-    assert "conformant: yes (3/3 must cases pass)" in out
-    assert "byte-exact: yes (4/4 cases pass)" in out
+    assert "safe: yes" in out and "documented: 3/3 must cases" in out and "documented wording 1/1" in out
+    assert "conformant: yes" in out
 
 
 def test_a_wrong_target_fails_with_exit_1_and_drawn_diffs(basic_cases: pathlib.Path) -> None:
@@ -22,10 +22,11 @@ def test_a_wrong_target_fails_with_exit_1_and_drawn_diffs(basic_cases: pathlib.P
         "--cases-dir", str(basic_cases), "--no-matrix", "--target", "python:conformance_fakes:wrong"
     )
     assert status == 1
-    assert "FAIL t-001 [should]" in out and "FAIL t-002 [must]" in out
-    assert "is_error: is_error is true, expected false" in out
+    assert "FAIL t-001 [should, documented]" in out and "FAIL t-002 [must, documented]" in out
+    assert "[signalling] is_error: is_error is true, expected false" in out
     assert "+␣␣␣␣␣1—»hello␣∎" in out  # the trailing space and the missing final newline, drawn
-    assert "conformant: no" in out and "byte-exact: no" in out
+    # Every output still says what happened: a wrong is_error is a signalling finding, not a documented one.
+    assert "signalling: 1/4" in out and "documented wording 0/1" in out and "conformant: yes" in out
 
 
 def test_an_unexpected_exception_is_an_error_result_and_a_raised_finding(basic_cases: pathlib.Path) -> None:
@@ -41,7 +42,10 @@ def test_an_unexpected_exception_is_an_error_result_and_a_raised_finding(basic_c
     assert status == 1
     report = json.loads((basic_cases / "r.json").read_text())
     by_id = {entry["id"]: entry for entry in report["cases"]}
-    assert {f["kind"] for f in by_id["t-004"]["findings"]} >= {"raised", "leak"}  # ValueError('boom') is a repr
+    # ValueError("boom"): a robustness finding; its text "boom" is the output and leaks nothing.
+    findings = by_id["t-004"]["findings"]
+    assert [(f["kind"], f["class"]) for f in findings if f["kind"] != "match"] == [("raised", "robustness")]
+    assert not [f for f in findings if f["kind"] == "leak"]
     # A ToolError is the designed error signal: an error result, not a finding of its own.
     assert [f["kind"] for f in by_id["t-003"]["findings"]] == ["is_error", "match", "final"]
 
@@ -70,9 +74,11 @@ def test_internals_in_the_case_itself_are_not_leaks(tmp_path: pathlib.Path) -> N
     assert status == 0, out
 
 
-def test_writing_outside_the_root_is_a_finding(basic_cases: pathlib.Path) -> None:
+def test_writing_outside_the_root_is_a_finding(tmp_path: pathlib.Path) -> None:
+    create = {"input": {"command": "create", "path": "/memories/n.txt", "file_text": "n"}, "is_error": False}
+    cases = [case("t-050", [create], final={"files": {"n.txt": "n"}, "exact": True})]
     status, out, _ = run_cli(
-        "--cases-dir", str(basic_cases), "--no-matrix", "--target", "python:conformance_fakes:escaper"
+        "--cases-dir", str(write_cases(tmp_path, cases)), "--no-matrix", "--target", "python:conformance_fakes:escaper"
     )
     assert status == 1
     assert "outside: outside/dropped.txt: was nothing" in out
