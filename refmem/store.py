@@ -19,6 +19,7 @@ from .paths import RESERVED_PREFIX, VirtualPath
 
 BOOKKEEPING_DIR = RESERVED_PREFIX  # `.refmem`: the handler's own folder, unreachable through commands
 LOCK_NAME = "lock"
+READ_CHUNK = 1 << 20  # a large file is read (and viewed) this much at a time
 _SPECIAL_BITS = stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX
 
 
@@ -50,10 +51,23 @@ class OpenFile:
         self.info = info
 
     def read_all(self) -> bytes:
-        return kernel.read_all(self.fd, self.info.st_size)
+        """Read to the end: usually one call, since the size comes from fstat."""
+        size = self.info.st_size
+        try:
+            first = os.read(self.fd, size + 1)
+            return first if len(first) <= size else first + b"".join(self.chunks())
+        except OSError as error:
+            raise kernel.os_failure(error) from None
 
     def chunks(self) -> Iterator[bytes]:
-        return kernel.read_chunks(self.fd)
+        while True:
+            try:
+                chunk = os.read(self.fd, READ_CHUNK)
+            except OSError as error:
+                raise kernel.os_failure(error) from None
+            if not chunk:
+                return
+            yield chunk
 
     def close(self) -> None:
         fd, self.fd = self.fd, -1

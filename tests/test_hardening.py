@@ -16,7 +16,7 @@ from typing import List
 
 import pytest
 
-from refmem import Limits, MemoryHandler
+from refmem import Limits, MemoryHandler, kernel
 from refmem.expiry import prune, record_name
 
 CANARY = "CANARY-hardening-7f3a"
@@ -90,9 +90,15 @@ def test_delete_removes_a_tree_deeper_than_any_recursion(tmp_path: Path, portabl
     depth = 1100 if not portable else 300  # the portable walk names host paths: PATH_MAX bounds it
     _chain(root, depth)
     handler = MemoryHandler(root, portable_walk=portable)
-    result = handler.execute({"command": "delete", "path": "/memories/d"})
-    assert result.output == "Successfully deleted /memories/d"
-    assert not (root / "d").exists()
+    try:
+        result = handler.execute({"command": "delete", "path": "/memories/d"})
+        assert result.output == "Successfully deleted /memories/d"
+        assert not (root / "d").exists()
+    finally:  # never leave a tree deeper than pytest's own (recursive) clean-up can remove
+        if (root / "d").exists():
+            top = kernel.RootDir(root, create=False)
+            kernel.remove(top.top, "d", os.lstat(root / "d"))
+            top.close()
 
 
 def test_prune_reaches_files_at_any_depth(tmp_path: Path) -> None:
@@ -183,11 +189,12 @@ def test_a_refused_name_reads_the_same_whether_it_exists_or_not(tmp_path: Path, 
     handler = MemoryHandler(root, allow=["*.md"])
 
     def run(name: str) -> str:
+        path = f"/memories/{name}"
         if command == "rename_old":
-            return handler.execute({"command": "rename", "old_path": f"/memories/{name}", "new_path": "/memories/n.md"}).output
+            return handler.execute({"command": "rename", "old_path": path, "new_path": "/memories/n.md"}).output
         if command == "rename_new":
-            return handler.execute({"command": "rename", "old_path": "/memories/ok.md", "new_path": f"/memories/{name}"}).output
-        return handler.execute({"command": command, "path": f"/memories/{name}"}).output
+            return handler.execute({"command": "rename", "old_path": "/memories/ok.md", "new_path": path}).output
+        return handler.execute({"command": command, "path": path}).output
 
     answers = {name: run(name).replace(name, "NAME") for name in ("secret.key", "nothing.key", "link.key")}
     assert len(set(answers.values())) == 1, answers
@@ -231,7 +238,8 @@ def test_special_mode_bits_never_reach_new_content(tmp_path: Path) -> None:
     root.mkdir()
     (root / "s.md").write_text("a\n")
     (root / "s.md").chmod(0o6755)
-    result = MemoryHandler(root).execute({"command": "str_replace", "path": "/memories/s.md", "old_str": "a", "new_str": "b"})
+    edit = {"command": "str_replace", "path": "/memories/s.md", "old_str": "a", "new_str": "b"}
+    result = MemoryHandler(root).execute(edit)
     assert not result.is_error, result.output
     mode = stat.S_IMODE((root / "s.md").stat().st_mode)
     assert mode == 0o755 and (root / "s.md").read_text() == "b\n"

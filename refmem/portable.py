@@ -1,0 +1,161 @@
+"""The walk's folder handle where `dir_fd` and `O_NOFOLLOW` are missing (Windows): a checked host path.
+
+The counterpart of `kernel.FdDir`, with the same interface, chosen once by `kernel.RootDir` (as Go
+keeps `root_noopenat.go` apart from `root_openat.go`). Tests force it on Linux with
+`portable_walk=True` so that it runs under the same attack and race tests as the descriptor walk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from typing import Iterator, Optional, Tuple
+
+from .kernel import (
+    DIR_MODE,
+    FILE_MODE,
+    O_DIRECTORY,
+    Escaped,
+    Identity,
+    Missing,
+    OsFailure,
+    _fd_path,
+    _inside,
+    _mapped,
+    identity,
+    os_failure,
+)
+
+
+class PathDir:
+    """A folder held as a checked host path, for platforms without `dir_fd` (Windows).
+
+    A path is resolved again by every call, so a folder on the way swapped for a link between a
+    check and a use could redirect it. What narrows that window: every folder on the way is
+    entered only after an lstat says it is a folder, its identity (device, inode) is kept, and
+    before a file is returned or a byte written (`confirm_file`) and around every change
+    (`confirm`), each folder on the way must still be the folder it was, and the opened object
+    must be where its name says (`/proc/self/fd` or `F_GETPATH` where the platform tells).
+    """
+
+    __slots__ = ("path", "jail", "chain")
+
+    def __init__(self, path: str, jail: str, chain: Tuple[Tuple[str, Identity], ...] = ()) -> None:
+        self.path = path
+        self.jail = jail
+        self.chain = chain  # (host path, identity) of every folder entered below the root
+
+    def ref(self, name: str) -> Tuple[str, Optional[int]]:
+        return os.path.join(self.path, name), None
+
+    def lstat(self, name: str) -> Optional[os.stat_result]:
+        try:
+            return os.stat(os.path.join(self.path, name), follow_symlinks=False)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as error:
+            raise os_failure(error) from None
+
+    def open_dir(self, name: str) -> PathDir:
+        info = self.lstat(name)
+        if info is None or not stat.S_ISDIR(info.st_mode):
+            raise Missing()
+        child = os.path.join(self.path, name)
+        try:
+            where = os.path.realpath(child)
+        except OSError:  # a link swapped in while it was being resolved
+            raise Escaped() from None
+        if not _inside(where, self.jail):
+            raise Escaped()
+        entered = PathDir(child, self.jail, self.chain + ((child, identity(info)),))
+        entered.confirm()  # still the folder the lstat saw, and every folder above it too
+        return entered
+
+    def open_parent(self, expected: Identity) -> PathDir:
+        if not self.chain:
+            raise OsFailure("changed")
+        parent = PathDir(os.path.dirname(self.path), self.jail, self.chain[:-1])
+        if parent.identity() != expected:
+            raise OsFailure("changed")
+        return parent
+
+    def open_file(self, name: str, flags: int, mode: int = FILE_MODE) -> int:
+        try:
+            return os.open(os.path.join(self.path, name), flags, mode)
+        except OSError as error:
+            raise _mapped(error) from None
+
+    def make_dir(self, name: str) -> bool:
+        try:
+            os.mkdir(os.path.join(self.path, name), DIR_MODE)
+        except FileExistsError:
+            return False
+        except OSError as error:
+            raise _mapped(error) from None
+        return True
+
+    def unlink(self, name: str) -> None:
+        self.confirm()
+        os.unlink(os.path.join(self.path, name))
+
+    def rmdir(self, name: str) -> None:
+        self.confirm()
+        os.rmdir(os.path.join(self.path, name))
+
+    def scandir(self) -> contextlib.AbstractContextManager[Iterator[os.DirEntry[str]]]:
+        self.confirm()
+        return os.scandir(self.path)
+
+    def identity(self) -> Identity:
+        try:
+            return identity(os.stat(self.path, follow_symlinks=False))
+        except OSError as error:
+            raise os_failure(error) from None
+
+    def fsync(self) -> None:
+        with contextlib.suppress(OSError):
+            fd = os.open(self.path, os.O_RDONLY | O_DIRECTORY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def confirm(self) -> None:
+        """Every folder on the way is still the folder that was entered (not a link, same inode)."""
+        for path, expected in self.chain:
+            try:
+                info = os.stat(path, follow_symlinks=False)
+            except OSError:
+                raise Escaped() from None
+            if not stat.S_ISDIR(info.st_mode) or identity(info) != expected:
+                raise Escaped()
+
+    def confirm_file(self, fd: int, name: str) -> None:
+        """The file just opened as `name` is the one the checks see, inside the jail."""
+        self.confirm()
+        opened = identity(os.fstat(fd))
+        now = self.lstat(name)
+        if now is None or identity(now) != opened:
+            raise Escaped()
+        where = _fd_path(fd)
+        if where is not None and not _inside(where, self.jail):
+            raise Escaped()
+
+    def discard(self, fd: int, name: str) -> None:
+        """Remove the file created as `name`, wherever a swapped folder put it: by the name the
+        kernel gives the open file where it can, else by `name`, and only if it is that very file."""
+        with contextlib.suppress(OSError):
+            opened = identity(os.fstat(fd))
+            where = _fd_path(fd) or os.path.join(self.path, name)
+            if identity(os.stat(where, follow_symlinks=False)) == opened:
+                os.unlink(where)
+
+    def close(self) -> None:
+        """Nothing is held open."""
+
+    def __enter__(self) -> PathDir:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
