@@ -1,12 +1,13 @@
 """The memory tool conformance suite: cases as data, a runner, and the adapter protocol.
 
-`SUITE_VERSION` names the release of the cases and runner; `PROTOCOL_VERSION` the adapter protocol
-(conformance/PROTOCOL.md); `CASE_FORMAT_VERSION` the case files (conformance/CASE-FORMAT.md). They move
-independently; conformance/VERSIONING.md says what each change means for someone who pinned the suite.
+`SUITE_VERSION` names the edition of the cases and runner (`suite-N`: a new edition whenever a verdict can
+change); `PROTOCOL_VERSION` the adapter protocol (conformance/PROTOCOL.md); `CASE_FORMAT_VERSION` the case
+files (conformance/CASE-FORMAT.md). They move independently; conformance/VERSIONING.md says what each change
+means for someone who pinned the suite.
 """
 
 from __future__ import annotations
 
-SUITE_VERSION = "0.2.0"
+SUITE_VERSION = "suite-3"
 PROTOCOL_VERSION = 1
-CASE_FORMAT_VERSION = 1
+CASE_FORMAT_VERSION = 2

@@ -82,7 +82,8 @@ ERROR_WORDS = re.compile(
     r"\berror\b|does not exist|doesn't exist|not found|no such|already exists|no replacement was performed"
     r"|\binvalid\b|not allowed|\bis not a\b|\bcannot\b|can't|could not|\brefus|\bdenied\b|not permitted"
     r"|\bmust\b|\bexceeds?\b|\bunsupported\b|\bunknown\b|\bunrecognized\b|\brequired\b|\bescape|\bforbidden\b"
-    r"|\bnot valid\b|\bfailed\b|\btoo (?:long|deep|large|many)\b|\bover the limit\b|\bnot a (?:file|directory)\b",
+    r"|\bnot valid\b|\bfailed\b|\bloop\b|too many|\btoo (?:long|deep|large|many)\b|\bover the limit\b"
+    r"|\bnot a (?:file|directory)\b",
     re.IGNORECASE,
 )
 

@@ -31,7 +31,7 @@ def _split(values: Optional[Sequence[str]]) -> List[str]:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="refmem-conformance",
-        description=f"Memory tool conformance suite {SUITE_VERSION} (adapter protocol {PROTOCOL_VERSION}).",
+        description=f"Memory tool conformance suite, edition {SUITE_VERSION} (adapter protocol {PROTOCOL_VERSION}).",
         epilog="Subcommands: run (default), baseline, list, validate. "
         "Exit 0 ok, 1 unexpected failure, 2 usage/adapter failure.",
     )

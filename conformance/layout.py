@@ -85,7 +85,7 @@ def _file(case: CaseDir, spec: Dict[str, Any]) -> None:
     target = case.root / spec["path"]
     target.parent.mkdir(parents=True, exist_ok=True)
     data = base64.b64decode(spec["base64"]) if "base64" in spec else spec["text"].encode("utf-8")
-    target.write_bytes(data)
+    target.write_bytes(data * spec.get("repeat", 1) + spec.get("tail", "").encode("utf-8"))
 
 
 def _dir(case: CaseDir, spec: Dict[str, Any]) -> None:

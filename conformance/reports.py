@@ -67,7 +67,7 @@ def describe_failure(result: CaseResult) -> str:
 
 def summary(run: RunResult, stale: List[Dict[str, str]], strict: bool) -> str:
     tally = counts(run)
-    lines = [f"refmem conformance suite {run.versions['suite']}: {_implementation(run)}, target {run.target}"]
+    lines = [f"refmem conformance {run.versions['suite']}: {_implementation(run)}, target {run.target}"]
     lines += [f"  {line}" for line in figures(run).lines()]
     lines.append(
         "  "

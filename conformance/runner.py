@@ -12,7 +12,7 @@ import pathlib
 import secrets
 import tempfile
 import time
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Set
 
 from conformance import CASE_FORMAT_VERSION, PROTOCOL_VERSION, SUITE_VERSION
 from conformance.cases import Case
@@ -29,6 +29,7 @@ from conformance.checks import (
     strings_in,
 )
 from conformance.dataloss import lost, shared_inodes, touched
+from conformance.hostwatch import HostWatch, named_paths
 from conformance.layout import (
     CaseDir,
     FixtureUnavailable,
@@ -169,6 +170,16 @@ class CaseRun:
     def run(self) -> List[Finding]:
         outside = outside_snapshot(self.directory)
         base_before = set(os.listdir(self.base))
+        host = HostWatch(named_paths((step["input"] for step in self.case.steps), str(self.directory.path)))
+        try:
+            self._run(outside, base_before)
+        finally:
+            # last, and always: what the case did to host paths it names is reported and undone
+            for path, change in host.settle():
+                self.findings.append(Finding("outside", f"host path {path}: {change} (put back)"))
+        return self.findings
+
+    def _run(self, outside: Dict[str, Any], base_before: Set[str]) -> None:
         # inside the watch: a reset must not write outside either
         self.target.reset(self.directory.root, self.case.options or None)
         if self.setup():
@@ -184,7 +195,6 @@ class CaseRun:
         self.findings.extend(check_outside(outside, outside_snapshot(self.directory)))
         new = sorted(set(os.listdir(self.base)) - base_before)
         self.findings.extend(Finding("outside", f"{name}: appeared next to the case directory") for name in new)
-        return self.findings
 
 
 def skip_reason(case: Case, target: Target) -> str:

@@ -13,6 +13,7 @@ import re
 from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from conformance.cases import CASES_DIR, GENERATED_SOURCE, generated_cases, read_case_files
+from conformance.documentation import sentences
 
 HERE = pathlib.Path(__file__).resolve().parent
 SCHEMA_PATH = HERE / "schema" / "case.schema.json"
@@ -61,8 +62,8 @@ def _minimal_case(case: Any, where: str) -> List[str]:
     unknown = set(case.get("features", [])) - set(vocab["feature"]["enum"])
     problems += [f"{where}: unknown feature {name!r}" for name in sorted(unknown)]
     for number, step in enumerate(case.get("steps", []), 1):
-        if not isinstance(step, dict) or "input" not in step or not isinstance(step.get("is_error"), bool):
-            problems.append(f"{where}: step {number} needs input and a boolean is_error")
+        if not isinstance(step, dict) or "input" not in step or not isinstance(step.get("is_error", False), bool):
+            problems.append(f"{where}: step {number} needs input, and is_error (when given) must be a boolean")
         elif "output" in step and "match" in step:
             problems.append(f"{where}: step {number} has both output and match")
     return problems
@@ -104,6 +105,11 @@ def _case_rules(case: Dict[str, Any], where: str, decisions: Optional[Set[str]])
     decision = case.get("decision")
     if decisions is not None and decision and decision not in decisions:
         problems.append(f"{where}: decision {decision} is not in docs/spec-notes.md")
+    cite = case.get("cite")
+    if cite and cite not in sentences():
+        problems.append(f"{where}: cite {cite} is not a sentence of conformance/documentation.json")
+    if case.get("level") == "must" and case.get("basis") not in ("doc", "security"):
+        problems.append(f"{where}: only the documentation makes a must; a {case.get('basis')} case is should")
     for number, step in enumerate(case.get("steps", []), 1):
         pattern = (
             step.get("match", {}).get("regex")

@@ -12,6 +12,7 @@ import copy
 import json
 import pathlib
 import re
+import urllib.parse
 from typing import Any, Dict, List, Optional, Tuple
 
 PAYLOADS_FILE = pathlib.Path(__file__).resolve().parent / "payloads.json"
@@ -38,6 +39,17 @@ SLOTS: Tuple[Tuple[str, str], ...] = (
 # refusal both end in an error (the name does not exist) can state `is_error`; create and rename's
 # new_path would succeed on an accepted name, and the case format has no "either" for is_error.
 CONTAINED_SLOTS = tuple(slot for slot in SLOTS if slot not in (("create", "path"), ("rename", "new_path")))
+
+# The documentation's "does not exist" sentence for each slot where a name that is not there is an error.
+MISSING_CITE = {
+    ("view", "path"): "doc-view-missing",
+    ("str_replace", "path"): "doc-str-missing",
+    ("insert", "path"): "doc-insert-missing",
+    ("delete", "path"): "doc-delete-missing",
+    ("rename", "old_path"): "doc-rename-missing",
+}
+EXISTS_CITE = {("create", "path"): "doc-create-exists", ("rename", "new_path"): "doc-rename-exists"}
+LEVEL = {"doc": "must", "reference": "should", "hardening": "should"}
 
 _REPEAT = re.compile(r"\{([^{}*]+)\*([0-9]+)\}")
 _KEY = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
@@ -83,21 +95,70 @@ def _check_key(kind: str, key: Any) -> str:
     return key
 
 
+def documented_refusal(payload: str) -> Optional[str]:
+    """The documentation sentence that asks for this payload to be refused, or None when it leaves it open.
+
+    Every reading of the documentation refuses a path that does not start with `/memories`, one with a `..`
+    segment (split at `/` or `\\`: "Reject paths containing sequences like ../, ..\\"), and one whose single
+    percent-decoding has such a segment ("URL-encoded traversal sequences (%2e%2e%2f)"). Anything else its own
+    `resolve()` + `relative_to()` recipe may accept as long as nothing leaves the root: a `.` segment, a
+    doubled slash, a Windows device name on POSIX, a control character.
+    """
+    if not payload.startswith("/memories"):
+        return "doc-prefix"
+    if ".." in re.split(r"[/\\]", payload):
+        return "doc-reject-dotdot"
+    decoded = urllib.parse.unquote(payload)
+    if decoded != payload and ".." in re.split(r"[/\\]", decoded):
+        return "doc-url-encoded"
+    return None
+
+
+def _judged(case: Dict[str, Any], basis: str, reason: str) -> Dict[str, Any]:
+    """`case` with its basis, level and the documentation sentence (doc) or decision (otherwise)."""
+    judged = dict(case, basis=basis, level=LEVEL[basis])
+    judged["cite" if basis == "doc" else "decision"] = reason
+    order = ("id", "description", "features", "basis", "level", "cite", "decision", "requires", "setup", "steps")
+    return {key: judged[key] for key in order + ("final",) if key in judged}
+
+
 def _payload_case(family: Dict[str, Any], entry: Dict[str, Any], command: str, argument: str) -> Dict[str, Any]:
     payload = expand(entry["path_template"])
     contained = family["expect"] == "contained"
     what = "is refused" if not contained else "is an error and changes nothing (accepted as a name or refused)"
-    return {
+    case = {
         "id": f"sec-{family['key']}-{entry['key']}-{command}-{argument}",
         "description": f"{family['title']}: {_describe(payload)} as {command} {argument} {what}",
         "features": ["security", "paths", command],
-        "basis": "security",
-        "level": "must",
         "requires": "portable",
         "setup": {"files": {VALID_NAME: VALID_TEXT}},
         "steps": [{"input": tool_input(command, argument, payload), "is_error": True}],
         "final": {"files": {VALID_NAME: VALID_TEXT}, "exact": True},
     }
+    if contained:  # not there whether accepted as a name or refused: the documented "does not exist"
+        return _judged(case, "doc", MISSING_CITE[(command, argument)])
+    cite = documented_refusal(payload)
+    if cite is not None:
+        return _judged(case, "doc", cite)
+    tier = entry.get("open_tier", family["open_tier"])
+    return _judged(case, "hardening" if tier == "hardening" else "reference", entry.get("decision", family["decision"]))
+
+
+def _hazard_judgement(hazard: Dict[str, Any], command: str, argument: str, acts_on_name: bool) -> Tuple[str, str]:
+    """(basis, cite or decision) of one hazard slot.
+
+    Documented: a name that exists refused by create and by rename's new_path ("already exists"), unless
+    it is a link to nowhere (a dangling or looping link may read as "not there"); and following a link that
+    leads outside the root ("verify they stay inside the memory directory"). The rest (acting on a link's
+    own name, reading a link or a hard link that stays inside, a FIFO) the documentation leaves open: the
+    reference's decision, while containment stays a safety check.
+    """
+    points = hazard["points"]
+    if (command, argument) in EXISTS_CITE and hazard["position"] == "last" and not hazard.get("dangling"):
+        return "doc", EXISTS_CITE[(command, argument)]
+    if points == "outside" and not acts_on_name and hazard["decision"] == "D-FS-SYMLINK":
+        return "doc", "doc-canonical"
+    return "reference", hazard["decision"]
 
 
 def _hazard_case(hazard: Dict[str, Any], command: str, argument: str) -> Dict[str, Any]:
@@ -124,18 +185,17 @@ def _hazard_case(hazard: Dict[str, Any], command: str, argument: str) -> Dict[st
         if not final["absent"]:
             del final["absent"]
         outcome = "is an error"
-    return {
+    case = {
         "id": f"sec-fs-{hazard['key']}-{command}-{argument}",
         "description": f"{hazard['title']} ({path}) as {command} {argument} {outcome}; nothing outside changes",
         "features": ["security", "paths", command]
         + [f for f in hazard.get("features", []) if f not in ("security", "paths", command)],
-        "basis": "security",
-        "level": "must",
         "requires": "fixtures",
         "setup": {"fixtures": fixtures},
         "steps": [{"input": tool_input(command, argument, path), "is_error": not acts_on_name}],
         "final": final,
     }
+    return _judged(case, *_hazard_judgement(hazard, command, argument, acts_on_name))
 
 
 def load(path: Optional[pathlib.Path] = None) -> Dict[str, Any]:

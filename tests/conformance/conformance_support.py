@@ -25,6 +25,7 @@ def case(case_id: str, steps: List[Dict[str, Any]], level: str = "must", **extra
         "features": ["view"],
         "basis": "doc",
         "level": level,
+        "cite": "doc-view",
         "requires": "portable",
         "steps": steps,
     }

@@ -50,7 +50,9 @@ def test_all_three_reports_are_written(basic_cases: pathlib.Path, tmp_path: path
     properties = {
         prop.get("name"): prop.get("value") for prop in suite.find("testcase[@name='t-002']").iter("property")
     }
-    assert properties == {"tier": "documented", "level": "must", "basis": "doc", "classes": "signalling"}
+    assert properties == {
+        "tier": "documented", "level": "must", "basis": "doc", "cite": "doc-view", "classes": "signalling"
+    }
     markdown = paths["r.md"].read_text()
     assert markdown.startswith("# Fake report")
     assert "| **documented** (`must` cases: behaviour the documentation states) | **3/3** |" in markdown
