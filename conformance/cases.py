@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import importlib
 import json
 import pathlib
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
@@ -12,9 +11,11 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 from conformance.tiers import tier_of
 
 CASES_DIR = pathlib.Path(__file__).resolve().parent / "cases"
-GENERATED_SOURCE = "conformance.security.matrix"
+GENERATED_DIR = pathlib.Path(__file__).resolve().parent / "security" / "cases"
+"""The committed expansion of the security matrix (`python -m conformance.security.matrix --write`)."""
+GENERATED_SOURCE = "conformance/security/cases"
 MATRIX_MISSING = (
-    "WARNING: the generated security matrix (conformance/security/matrix.py) is missing: "
+    "WARNING: the generated security matrix (conformance/security/cases/) is missing: "
     "the security cases are NOT being run and the figures below do not cover path traversal."
 )
 
@@ -94,20 +95,22 @@ def read_case_files(cases_dir: pathlib.Path = CASES_DIR) -> List[Tuple[pathlib.P
     return files
 
 
-def generated_cases() -> Optional[List[Dict[str, Any]]]:
-    """The security matrix's cases, or None when its generator is not there."""
-    try:
-        matrix = importlib.import_module(GENERATED_SOURCE)
-    except ModuleNotFoundError as exc:
-        if exc.name in ("conformance.security", "conformance.security.matrix"):
-            return None
-        raise CaseLoadError(f"{GENERATED_SOURCE}: {exc}") from exc
-    try:
-        cases = matrix.generate()
-    except Exception as exc:  # noqa: BLE001 - a broken generator is a load error, not a crash
-        raise CaseLoadError(f"{GENERATED_SOURCE}.generate() failed: {exc!r}") from exc
-    if not isinstance(cases, list) or not all(isinstance(case, dict) for case in cases):
-        raise CaseLoadError(f"{GENERATED_SOURCE}.generate() must return a list of case objects")
+def generated_cases(directory: pathlib.Path = GENERATED_DIR) -> Optional[List[Dict[str, Any]]]:
+    """The security matrix's cases as committed (one file per family), or None when they are not there.
+
+    The runner reads the files, never the generator: what runs is what is committed, and
+    `python -m conformance validate` checks that the generator still makes exactly these files.
+    """
+    files = read_case_files(directory)
+    if not files:
+        return None
+    cases: List[Dict[str, Any]] = []
+    for path, doc in files:
+        if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):
+            raise CaseLoadError(f'{path}: expected {{"group": ..., "cases": [...]}}')
+        if not all(isinstance(case, dict) for case in doc["cases"]):
+            raise CaseLoadError(f"{path}: every case must be an object")
+        cases.extend(doc["cases"])
     return cases
 
 

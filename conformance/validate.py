@@ -14,6 +14,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from conformance.cases import CASES_DIR, GENERATED_SOURCE, generated_cases, read_case_files
 from conformance.documentation import sentences
+from conformance.security.matrix import differences as matrix_differences
 
 HERE = pathlib.Path(__file__).resolve().parent
 SCHEMA_PATH = HERE / "schema" / "case.schema.json"
@@ -159,8 +160,10 @@ def validate(cases_dir: pathlib.Path = CASES_DIR, with_matrix: bool = True) -> T
                 problems += _case_rules(case, where, decisions)
     generated = generated_cases() if with_matrix else []
     if generated is None:
-        notes.append("the security matrix generator is missing: generated cases not checked")
+        notes.append("the committed security matrix (conformance/security/cases/) is missing: not checked")
         generated = []
+    elif with_matrix:
+        problems += [f"{GENERATED_SOURCE}/{problem}" for problem in matrix_differences()]
     for index, case in enumerate(generated):
         where = f"{GENERATED_SOURCE}[{index}]: {case.get('id', '?')}"
         problems += check_case(case, where) + _case_rules(case, where, decisions)

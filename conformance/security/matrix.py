@@ -232,6 +232,79 @@ def generate(path: Optional[pathlib.Path] = None) -> List[Dict[str, Any]]:
     return cases
 
 
-if __name__ == "__main__":  # pragma: no cover - a quick look at the figures
-    generated = generate()
-    print(f"{len(generated)} generated checks")
+# --- the committed expansion --------------------------------------------------------------------
+
+EXPANDED_DIR = pathlib.Path(__file__).resolve().parent / "cases"
+"""Where the expansion is committed: one file per family (`sec-dotdot.json`, ..., `sec-fs.json`)."""
+
+
+def family_of(case_id: str) -> str:
+    return case_id.split("-", 2)[1]
+
+
+def expanded_files(cases: Optional[List[Dict[str, Any]]] = None) -> Dict[str, str]:
+    """File name -> exact text of the committed expansion of `cases` (default: `generate()`)."""
+    groups: Dict[str, List[Dict[str, Any]]] = {}
+    for case in generate() if cases is None else cases:
+        groups.setdefault(f"sec-{family_of(case['id'])}", []).append(case)
+    return {
+        f"{group}.json": json.dumps(
+            {"group": group, "generated_by": "conformance/security/matrix.py", "cases": members},
+            indent=2,
+            ensure_ascii=True,
+        )
+        + "\n"
+        for group, members in groups.items()
+    }
+
+
+def differences(directory: Optional[pathlib.Path] = None) -> List[str]:
+    """How the committed files differ from what the generator makes now (empty when they are the same)."""
+    directory = directory or EXPANDED_DIR
+    wanted = expanded_files()
+    present = {path.name for path in directory.glob("*.json")} if directory.is_dir() else set()
+    problems = [f"{name}: missing" for name in sorted(set(wanted) - present)]
+    problems += [f"{name}: not made by the generator" for name in sorted(present - set(wanted))]
+    for name in sorted(set(wanted) & present):
+        if (directory / name).read_text(encoding="utf-8") != wanted[name]:
+            problems.append(f"{name}: differs from the generator's output")
+    return problems
+
+
+def write(directory: Optional[pathlib.Path] = None) -> List[str]:
+    """Write the expansion (and remove files it no longer makes); the names written."""
+    directory = directory or EXPANDED_DIR
+    directory.mkdir(exist_ok=True)
+    wanted = expanded_files()
+    for stale in directory.glob("*.json"):
+        if stale.name not in wanted:
+            stale.unlink()
+    for name, text in wanted.items():
+        (directory / name).write_text(text, encoding="utf-8")
+    return sorted(wanted)
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    """`python -m conformance.security.matrix [--write | --check]`: count, regenerate, or verify the files."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if args == ["--write"]:
+        names = write()
+        print(f"wrote {len(names)} files, {len(generate())} cases, to {EXPANDED_DIR}")
+        return 0
+    if args == ["--check"]:
+        problems = differences()
+        for problem in problems:
+            print(problem)
+        print("the committed matrix is the generator's output" if not problems else "run with --write to update")
+        return 1 if problems else 0
+    if args:
+        print("usage: python -m conformance.security.matrix [--write | --check]")
+        return 2
+    print(f"{len(generate())} generated checks")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

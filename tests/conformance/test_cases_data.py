@@ -161,6 +161,32 @@ def test_matrix_is_deterministic_and_fast() -> None:
     assert elapsed < 1.0, f"generate() took {elapsed:.2f}s"
 
 
+def test_the_committed_matrix_is_exactly_the_generators_output(tmp_path: pathlib.Path) -> None:
+    module = _load_matrix_module()
+    assert module.differences() == [], "run: python -m conformance.security.matrix --write"
+    # and the check notices a change: a copy with one expectation flipped differs
+    for name, text in module.expanded_files().items():
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    flipped = tmp_path / "sec-ads.json"
+    flipped.write_text(flipped.read_text(encoding="utf-8").replace('"is_error": true', '"is_error": false', 1))
+    assert module.differences(tmp_path) == ["sec-ads.json: differs from the generator's output"]
+
+
+def test_refusals_are_documented_exactly_where_the_documentation_asks() -> None:
+    module = _load_matrix_module()
+    asks = {"/memories/../x": "doc-reject-dotdot", "/memories/a\\..\\x": "doc-reject-dotdot",
+            "/memories/%2e%2e/x": "doc-url-encoded", "/etc/passwd": "doc-prefix", "memories/x": "doc-prefix"}
+    leaves_open = ["/memories/./x", "/memories//x", "/memories/NUL", "/memories/a.", "/memories/%252e%252e/x",
+                   "/memories/....//x", "/memories_evil/x", "/memories/a\u202eb"]
+    assert {payload: module.documented_refusal(payload) for payload in asks} == asks
+    assert [payload for payload in leaves_open if module.documented_refusal(payload)] == []
+    for case in module.generate():
+        if case["basis"] == "doc":
+            assert case["level"] == "must" and case["cite"], case["id"]
+        else:
+            assert case["level"] == "should" and case["decision"], case["id"]
+
+
 def test_matrix_ids_come_from_data_keys() -> None:
     module = _load_matrix_module()
     data = module.load()
