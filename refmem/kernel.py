@@ -235,6 +235,13 @@ class FdDir:
         with contextlib.suppress(OSError):
             os.unlink(name, dir_fd=self.fd)
 
+    def pin(self, name: str) -> Optional[int]:
+        """Nothing to pin: a move between confirmed descriptors lands where it was named."""
+        return None
+
+    def settle(self, pin: Optional[int], back: str) -> None:
+        """Nothing to check (see pin)."""
+
     def close(self) -> None:
         """Close an owned descriptor. A closed handle keeps CLOSED_FD: a late use fails (EBADF)
         instead of resolving names against the working directory."""
@@ -309,6 +316,8 @@ class RootDir:
         """
         if check:
             self.check_removed()
+        if parts and not create and _openat2 is not None and isinstance(self.top, FdDir):
+            return self._beneath(self.top, parts)
         current = self.top
         try:
             for index, name in enumerate(parts):
@@ -329,6 +338,28 @@ class RootDir:
             current.close()
             raise
         return current
+
+    def _beneath(self, top: FdDir, parts: Tuple[str, ...]) -> FdDir:
+        """The whole walk in one kernel call: every name a folder, no link anywhere, never outside
+        `top` (the kernel refuses a resolution that a concurrent rename would take out: EXDEV or
+        EAGAIN). What the name-by-name walk checks, and its after-the-fact confinement check (which
+        this makes unneeded), the kernel enforces while resolving."""
+        assert _openat2 is not None  # noqa: S101 - the caller checked
+        path = os.fsencode("/".join(parts))
+        for _ in range(4):
+            fd = _openat2(top.fd, path)
+            if fd >= 0:
+                return FdDir(fd, top.jail)
+            code = ctypes.get_errno()
+            if code != errno.EAGAIN:
+                break
+        if code in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+            raise Missing()  # nothing there, or a file or a link on the way
+        if code == errno.EXDEV:
+            raise Escaped()
+        if code == errno.EAGAIN:
+            raise OsFailure("tree_changed")
+        raise os_failure(OSError(code, os.strerror(code)))
 
     def close(self) -> None:
         fd, self._fd = self._fd, None
@@ -409,12 +440,17 @@ def write_temp(folder: Dir, data: bytes, mode: int, sync: bool = True) -> str:
     return name
 
 
-def replace(folder: Dir, temp: str, name: str) -> None:
-    """Rename the temp file over `name` in one step; on failure the temp file goes."""
+def replace(folder: Dir, temp: str, name: str, expected: Optional[Identity] = None) -> None:
+    """Rename the temp file over `name` in one step; on failure the temp file goes. With `expected`,
+    `name` must still be that file (device, inode) just before: what an edit read is what it replaces."""
     src, src_fd = folder.ref(temp)
     dst, dst_fd = folder.ref(name)
     try:
         folder.confirm()
+        if expected is not None:
+            current = folder.lstat(name)
+            if current is None or not stat.S_ISREG(current.st_mode) or identity(current) != expected:
+                raise OsFailure("changed")
         os.replace(src, dst, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
     except OSError as error:
         unlink_quietly(folder, temp)
@@ -424,8 +460,42 @@ def replace(folder: Dir, temp: str, name: str) -> None:
         raise
 
 
-_RENAME_NOREPLACE = 1
 _AT_FDCWD = -100
+
+
+class _OpenHow(ctypes.Structure):
+    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
+
+
+_SYS_OPENAT2 = 437  # the same number on every Linux architecture (the unified syscall table)
+# Never leave the starting folder, never follow any link (nor /proc's magic links) on the way.
+_RESOLVE_NO_MAGICLINKS, _RESOLVE_NO_SYMLINKS, _RESOLVE_BENEATH = 0x02, 0x04, 0x08
+_DIR_HOW = _OpenHow(DIR_FLAGS & ~O_NOFOLLOW, 0, _RESOLVE_BENEATH | _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS)
+
+
+def _load_openat2() -> Optional[Callable[[int, bytes], int]]:
+    """`openat2(dir, path, DIR_FLAGS, RESOLVE_BENEATH|NO_SYMLINKS|NO_MAGICLINKS)`, where the kernel has it
+    (Linux 5.6+, not blocked by a seccomp filter); None elsewhere: the walk then goes name by name."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        syscall = ctypes.CDLL(None, use_errno=True).syscall
+    except (OSError, AttributeError):
+        return None
+    syscall.restype = ctypes.c_long
+    how, size = ctypes.byref(_DIR_HOW), ctypes.c_size_t(ctypes.sizeof(_DIR_HOW))
+
+    def openat2(dir_fd: int, path: bytes) -> int:
+        return int(syscall(ctypes.c_long(_SYS_OPENAT2), ctypes.c_int(dir_fd), ctypes.c_char_p(path), how, size))
+
+    probe = openat2(_AT_FDCWD, b".")
+    if probe < 0:
+        return None
+    os.close(probe)
+    return openat2
+
+
+_RENAME_NOREPLACE = 1
 
 
 def _load_renameat2() -> Optional[Callable[..., int]]:
@@ -441,12 +511,23 @@ def _load_renameat2() -> Optional[Callable[..., int]]:
 
 
 _renameat2 = _load_renameat2()
+_openat2 = _load_openat2()
 
 
 def rename_noreplace(src: Dir, src_name: str, dst: Dir, dst_name: str, is_dir: bool) -> None:
     """Move without ever replacing: check and move are one step where the OS allows it
     (`renameat2(RENAME_NOREPLACE)`), a hard link then unlink for files elsewhere, and for folders
     a check then a rename (the caller holds the root's lock)."""
+    pin = src.pin(src_name)
+    try:
+        _move(src, src_name, dst, dst_name, is_dir)
+        dst.settle(pin, src.ref(src_name)[0])
+    finally:
+        if pin is not None:
+            os.close(pin)
+
+
+def _move(src: Dir, src_name: str, dst: Dir, dst_name: str, is_dir: bool) -> None:
     src_path, src_fd = src.ref(src_name)
     dst_path, dst_fd = dst.ref(dst_name)
     src.confirm()

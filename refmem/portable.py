@@ -15,7 +15,9 @@ from typing import Iterator, Optional, Tuple
 from .kernel import (
     DIR_MODE,
     FILE_MODE,
+    O_CLOEXEC,
     O_DIRECTORY,
+    O_NOFOLLOW,
     Escaped,
     Identity,
     Missing,
@@ -150,6 +152,28 @@ class PathDir:
             where = _fd_path(fd) or os.path.join(self.path, name)
             if identity(os.stat(where, follow_symlinks=False)) == opened:
                 os.unlink(where)
+
+    def pin(self, name: str) -> Optional[int]:
+        """A handle on the object about to be moved (O_PATH: it opens a link or a FIFO without
+        following or blocking), so that `settle` can ask the kernel where it landed."""
+        flags = getattr(os, "O_PATH", 0)
+        if not flags or os.sep != "/":  # Linux only (Windows refuses to move an open file)
+            return None
+        try:
+            return os.open(os.path.join(self.path, name), flags | O_NOFOLLOW | O_CLOEXEC)
+        except OSError:
+            return None
+
+    def settle(self, pin: Optional[int], back: str) -> None:
+        """After a move into this folder: if a folder swapped on the way took the object outside the
+        root, put it back where it came from (never over anything) and refuse."""
+        where = None if pin is None else _fd_path(pin)
+        if where is None or _inside(where, self.jail):
+            return
+        with contextlib.suppress(OSError):
+            if not os.path.lexists(back):
+                os.rename(where, back)
+        raise Escaped()
 
     def close(self) -> None:
         """Nothing is held open."""

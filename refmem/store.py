@@ -85,22 +85,20 @@ class Edit:
     """A file read for a read-modify-write: `data` as read; `replace(new)` puts new content in its
     place atomically, in the very folder it was read from (one walk, so the two cannot differ)."""
 
-    __slots__ = ("data", "_folder", "_name", "_mode")
+    __slots__ = ("data", "_folder", "_name", "_mode", "_read")
 
-    def __init__(self, folder: Dir, name: str, data: bytes, mode: int) -> None:
+    def __init__(self, folder: Dir, name: str, data: bytes, info: os.stat_result) -> None:
         self.data = data
         self._folder = folder
         self._name = name
-        self._mode = mode
+        self._mode = stat.S_IMODE(info.st_mode) & ~_SPECIAL_BITS
+        self._read = kernel.identity(info)
 
     def replace(self, new_data: bytes) -> None:
-        current = self._folder.lstat(self._name)
-        if current is None:
-            raise Missing()
-        if not stat.S_ISREG(current.st_mode):
-            raise kernel.NotRegular()  # swapped by something outside the lock since the read
+        """Put `new_data` in place of the file read, only if the name still holds that very file
+        (replaced by something outside the lock since the read, it is not clobbered)."""
         temp = kernel.write_temp(self._folder, new_data, self._mode)
-        kernel.replace(self._folder, temp, self._name)
+        kernel.replace(self._folder, temp, self._name, expected=self._read)
         self._folder.fsync()
 
 
@@ -297,8 +295,7 @@ class Root:
                 data = opened.read_all()
                 if len(data) > limit:
                     raise TooBig(len(data))
-                mode = stat.S_IMODE(opened.info.st_mode) & ~_SPECIAL_BITS
-            yield Edit(folder, path.name, data, mode)
+            yield Edit(folder, path.name, data, opened.info)
 
     def delete(self, path: VirtualPath) -> None:
         """Remove a name; a folder goes with everything in it, at any depth. Links are removed, never

@@ -27,7 +27,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import pytest
 
-from refmem import MemoryHandler, Result
+from refmem import MemoryHandler, Result, kernel
 
 CANARY = "CANARY-5e1f0c secret bytes from outside"
 INTERNAL = "Error: The command could not be completed because of an internal error."
@@ -248,10 +248,22 @@ def rel_of(raw: str) -> str:
     return "/".join(canonical(raw).split("/")[2:])
 
 
-@pytest.mark.parametrize("portable", [False, True], ids=["fd-walk", "portable-walk"])
+WALKS = {
+    "fd-walk": (False, True),  # descriptors; folders reached in one openat2 call where the kernel has it
+    "name-walk": (False, False),  # descriptors, one name at a time (kernels without openat2)
+    "portable-walk": (True, False),  # checked host paths
+}
+
+
+@pytest.mark.parametrize("walk", list(WALKS))
 @pytest.mark.parametrize("command", COMMANDS)
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
-def test_attack_table(tmp_path: Path, case: Case, command: str, portable: bool) -> None:
+def test_attack_table(
+    tmp_path: Path, case: Case, command: str, walk: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    portable, one_call = WALKS[walk]
+    if not one_call:
+        monkeypatch.setattr(kernel, "_openat2", None)
     build(tmp_path, BASE_LAYOUT + case.layout)
     handler = MemoryHandler(tmp_path / "memories", portable_walk=portable)
     outside_before = snapshot(tmp_path / "outside")
