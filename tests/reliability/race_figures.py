@@ -38,7 +38,7 @@ COMMANDS = [
 ]
 
 
-def _swapper(root: str, stop: multiprocessing.synchronize.Event, count: multiprocessing.sharedctypes.Synchronized[int]) -> None:
+def _swapper(root: str, stop: Any, count: Any) -> None:
     exchange = ctypes.CDLL(None, use_errno=True).renameat2
     exchange.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
     d, link = os.fsencode(os.path.join(root, "d")), os.fsencode(os.path.join(root, "d_link"))
