@@ -599,8 +599,8 @@ def descend(start: Dir, enter: Callable[[Tuple[str, ...], str], bool]) -> Genera
     """Every folder below `start`, then `start`, each after the folders inside it, each open.
 
     Iterative and at any depth: one descriptor is held at a time (plus `start`), and the way up is
-    through `..`, which must be the very folder (device, inode) entered on the way down; if it is
-    not (the tree was moved meanwhile), the descent stops with OsFailure("changed"). Folders that
+    through `..`, which must be the very folder (device, inode) entered on the way down and still
+    inside the root; if not (the tree was moved meanwhile), the descent stops (OsFailure or Escaped). Folders that
     `enter(parts, name)` declines, links, and folders that cannot be opened are not entered. The
     consumer may remove names in the folder it is given; it must not close it.
     """
@@ -634,6 +634,7 @@ def descend(start: Dir, enter: Callable[[Tuple[str, ...], str], bool]) -> Genera
                     stack[-1].dir = here.dir.open_parent(here._identity)
                 except OSError as error:
                     raise os_failure(error) from None
+                stack[-1].dir.confirm()  # the same folder, and still inside the root
             if here is not top:
                 here.dir.close()
     finally:
