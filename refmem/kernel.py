@@ -26,6 +26,8 @@ import stat
 import sys
 from typing import TYPE_CHECKING, Callable, Dict, Generator, Iterator, List, Optional, Tuple, Union, cast
 
+from . import syscalls
+
 O_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
 O_DIRECTORY: int = getattr(os, "O_DIRECTORY", 0)
 O_CLOEXEC: int = getattr(os, "O_CLOEXEC", 0)
@@ -68,13 +70,23 @@ class FsProblem(Exception):
 
 
 class Missing(FsProblem):
-    """Nothing at the path, or a path through something that is not a folder."""
-
-    code = "missing"
+    code = "missing"  # nothing there, or a path through something that is not a folder
 
 
 class IsLink(FsProblem):
     code = "link"
+
+
+class HardLinked(FsProblem):
+    code = "hard_linked"  # a regular file with other names: its content may live outside the root
+
+
+class Exists(FsProblem):
+    code = "exists"
+
+
+class Escaped(FsProblem):
+    code = "escaped"  # the confinement check found a location outside the root
 
 
 class NotRegular(FsProblem):
@@ -87,16 +99,6 @@ class NotRegular(FsProblem):
         self.kind = kind
 
 
-class HardLinked(FsProblem):
-    """A regular file with other names: its content may live outside the root."""
-
-    code = "hard_linked"
-
-
-class Exists(FsProblem):
-    code = "exists"
-
-
 class ParentNotDir(FsProblem):
     """Creating below a non-folder: `depth` names lead to it."""
 
@@ -107,15 +109,8 @@ class ParentNotDir(FsProblem):
         self.depth = depth
 
 
-class Escaped(FsProblem):
-    """The confinement check found a location outside the root."""
-
-    code = "escaped"
-
-
 class OsFailure(FsProblem):
-    """The operating system refused, or the tree changed under us; `code` is a key of
-    messages.IO_REASONS."""
+    """The OS refused, or the tree changed under us; `code` is a key of messages.IO_REASONS."""
 
     def __init__(self, code: str) -> None:
         super().__init__(code)
@@ -460,58 +455,10 @@ def replace(folder: Dir, temp: str, name: str, expected: Optional[Identity] = No
         raise
 
 
-_AT_FDCWD = -100
-
-
-class _OpenHow(ctypes.Structure):
-    _fields_ = [("flags", ctypes.c_uint64), ("mode", ctypes.c_uint64), ("resolve", ctypes.c_uint64)]
-
-
-_SYS_OPENAT2 = 437  # the same number on every Linux architecture (the unified syscall table)
-# Never leave the starting folder, never follow any link (nor /proc's magic links) on the way.
-_RESOLVE_NO_MAGICLINKS, _RESOLVE_NO_SYMLINKS, _RESOLVE_BENEATH = 0x02, 0x04, 0x08
-_DIR_HOW = _OpenHow(DIR_FLAGS & ~O_NOFOLLOW, 0, _RESOLVE_BENEATH | _RESOLVE_NO_SYMLINKS | _RESOLVE_NO_MAGICLINKS)
-
-
-def _load_openat2() -> Optional[Callable[[int, bytes], int]]:
-    """`openat2(dir, path, DIR_FLAGS, RESOLVE_BENEATH|NO_SYMLINKS|NO_MAGICLINKS)`, where the kernel has it
-    (Linux 5.6+, not blocked by a seccomp filter); None elsewhere: the walk then goes name by name."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        syscall = ctypes.CDLL(None, use_errno=True).syscall
-    except (OSError, AttributeError):
-        return None
-    syscall.restype = ctypes.c_long
-    how, size = ctypes.byref(_DIR_HOW), ctypes.c_size_t(ctypes.sizeof(_DIR_HOW))
-
-    def openat2(dir_fd: int, path: bytes) -> int:
-        return int(syscall(ctypes.c_long(_SYS_OPENAT2), ctypes.c_int(dir_fd), ctypes.c_char_p(path), how, size))
-
-    probe = openat2(_AT_FDCWD, b".")
-    if probe < 0:
-        return None
-    os.close(probe)
-    return openat2
-
-
-_RENAME_NOREPLACE = 1
-
-
-def _load_renameat2() -> Optional[Callable[..., int]]:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        function = ctypes.CDLL(None, use_errno=True).renameat2
-    except (OSError, AttributeError):
-        return None
-    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    function.restype = ctypes.c_int
-    return cast(Callable[..., int], function)
-
-
-_renameat2 = _load_renameat2()
-_openat2 = _load_openat2()
+_AT_FDCWD = syscalls.AT_FDCWD
+_RENAME_NOREPLACE = syscalls.RENAME_NOREPLACE
+_renameat2 = syscalls.load_renameat2()
+_openat2 = syscalls.load_openat2(DIR_FLAGS & ~O_NOFOLLOW)
 
 
 def rename_noreplace(src: Dir, src_name: str, dst: Dir, dst_name: str, is_dir: bool) -> None:
