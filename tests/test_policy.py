@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 
 from refmem import policy
 from refmem.messages import render
+from refmem.handler import MemoryHandler
 from refmem.policy import DEFAULT_DETECTORS, ContentPolicy, Finding, describe, luhn_valid
 
 RNG = random.Random(20250818)
@@ -514,8 +515,7 @@ def test_jwt_parts_that_are_not_json_objects_are_not_findings() -> None:
 
 
 def test_handler_write_with_the_audit_jwt_is_not_an_internal_error(tmp_path) -> None:
-    handler_module = pytest.importorskip("refmem.handler")
-    handler = handler_module.MemoryHandler(tmp_path, content_policy=ContentPolicy())
+    handler = MemoryHandler(tmp_path, content_policy=ContentPolicy())
     token = jwt_with_header(b'{"a":' + b"[" * 100_000)
     result = handler.execute({"command": "create", "path": "/memories/t.md", "file_text": token})
     assert (result.is_error, result.output) == (False, "File created successfully at: /memories/t.md")
@@ -569,8 +569,7 @@ def test_the_handler_hook_returns_text_and_descriptions() -> None:
 
 
 def test_handler_refuses_and_redacts_with_the_policy(tmp_path) -> None:
-    handler_module = pytest.importorskip("refmem.handler")
-    handler = handler_module.MemoryHandler(tmp_path, content_policy=ContentPolicy())
+    handler = MemoryHandler(tmp_path, content_policy=ContentPolicy())
     result = handler.execute({"command": "create", "path": "/memories/a.md", "file_text": f"k {AWS_ID}\n{RSA_KEY}\n"})
     assert result.is_error
     assert result.output == (
@@ -587,7 +586,7 @@ def test_handler_refuses_and_redacts_with_the_policy(tmp_path) -> None:
     refused = handler.execute({"command": "insert", "path": "/memories/a.md", "insert_line": 0, "insert_text": JWT})
     assert refused.is_error and "a JSON Web Token" in refused.output
     assert (tmp_path / "a.md").read_text() == "token: TBD\n"
-    redactor = handler_module.MemoryHandler(tmp_path, content_policy=ContentPolicy("redact"))
+    redactor = MemoryHandler(tmp_path, content_policy=ContentPolicy("redact"))
     done = redactor.execute(
         {"command": "str_replace", "path": "/memories/a.md", "old_str": "TBD", "new_str": STRIPE_LIVE}
     )

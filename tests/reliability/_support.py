@@ -17,8 +17,7 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-handler_module = pytest.importorskip("refmem.handler", reason="the handler is not importable yet")
-MemoryHandler = handler_module.MemoryHandler
+from refmem.handler import MemoryHandler
 
 TEMP_PREFIX = ".refmem-tmp-"
 BOOKKEEPING = ".refmem"

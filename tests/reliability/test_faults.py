@@ -172,10 +172,7 @@ def _assert_io_error(handler, tool_input: dict, result, path: str, code_name: st
     assert "Errno" not in result.output and "/tmp" not in result.output
 
 
-@pytest.mark.parametrize("command", sorted(WRITES))
-@pytest.mark.parametrize(
-    "stage,code_name",
-    [
+WRITE_STAGES = [
         ("write", "ENOSPC"),
         ("write", "EDQUOT"),
         ("write", "EIO"),
@@ -186,14 +183,19 @@ def _assert_io_error(handler, tool_input: dict, result, path: str, code_name: st
         ("open", "ENOSPC"),
         ("replace", "EIO"),
         ("replace", "EROFS"),
-    ],
-)
+    ]
+# create moves its temp file with a no-replace rename (renameat2 or link), never os.replace: no such stage
+WRITE_FAULTS = [
+    (command, stage, code) for command in sorted(WRITES) for stage, code in WRITE_STAGES
+    if not (command == "create" and stage == "replace")
+]
+
+
+@pytest.mark.parametrize("command,stage,code_name", WRITE_FAULTS)
 def test_write_faults_leave_the_old_content(root: Path, faulty: FaultyOs, command: str, stage: str,
                                             code_name: str) -> None:
     handler = _setup(root)
     tool_input = WRITES[command]
-    if command == "create" and stage == "replace":
-        pytest.skip("create moves its temp file with a no-replace rename (renameat2 or link), not os.replace")
     faulty.fail(stage, CODES[code_name])
     result = handler.execute(tool_input)
     assert faulty.fired.get(stage), f"the injected {stage} fault was never reached: the handler bypasses os.{stage}"
