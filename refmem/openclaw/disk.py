@@ -1,0 +1,178 @@
+"""The one place the OpenClaw tools touch the disk: a thin adapter over `refmem.store.Root`.
+
+Every read, scan, write and the index file go through the store's walk (`Root.walk`,
+`Root.open_regular`, `Root.open_edit`, `Root.write_new`, `Root.delete`, `Root.locked`) and the
+kernel's `descend`, so the confinement audit of `kernel.py` covers them and pointing the tools at
+another store means changing this class alone. Nothing here follows a link, opens a FIFO or a
+device, or reads a file with more than one name.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import sys
+from typing import Callable, Dict, Iterator, NamedTuple, Optional, Tuple
+
+from .. import kernel
+from ..kernel import FsProblem, Missing, OsFailure
+from ..limits import DEFAULT_LIMITS, Limits
+from ..paths import ROOT, VirtualPath, is_addressable
+from ..store import BOOKKEEPING_DIR, OpenFile, Root
+from . import paths
+
+INDEX_NAME = "openclaw-index.sqlite"
+"""The search index, in the handler's bookkeeping folder `.refmem/` (never reachable by a tool)."""
+_INDEX_PATH = VirtualPath((BOOKKEEPING_DIR, INDEX_NAME))
+_INDEX_OPEN = os.O_RDWR | os.O_CREAT | kernel.O_NOFOLLOW | kernel.O_NONBLOCK | kernel.O_CLOEXEC | kernel.O_BINARY
+
+
+class FileState(NamedTuple):
+    """What tells one version of a memory file from another without reading it."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, info: os.stat_result) -> FileState:
+        return cls(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+class IndexHandle:
+    """The index file, open and checked: a single-link regular file in `.refmem/`.
+
+    `location` is what SQLite is given: on Linux the descriptor's `/proc/self/fd` entry, so SQLite
+    opens the very file that was checked (no path is resolved again); elsewhere the host path,
+    which `confirm` checks again after SQLite has opened it (a narrow window remains, see
+    docs/openclaw.md).
+    """
+
+    def __init__(self, fd: int, host_path: str) -> None:
+        self.fd = fd
+        self.identity = kernel.identity(os.fstat(fd))
+        self._host_path = host_path
+        self.by_descriptor = sys.platform.startswith("linux") and os.path.isdir("/proc/self/fd")
+
+    def header(self, size: int) -> bytes:
+        """The file's first `size` bytes, read through the checked descriptor."""
+        os.lseek(self.fd, 0, os.SEEK_SET)
+        return os.read(self.fd, size)
+
+    @property
+    def location(self) -> str:
+        return f"/proc/self/fd/{self.fd}" if self.by_descriptor else self._host_path
+
+    def confirm(self) -> bool:
+        """Is the name still the file that was checked?"""
+        if self.by_descriptor:
+            return True
+        try:
+            info = os.stat(self._host_path, follow_symlinks=False)
+        except OSError:
+            return False
+        return stat.S_ISREG(info.st_mode) and info.st_nlink == 1 and kernel.identity(info) == self.identity
+
+
+class Disk:
+    """The workspace on disk (the memory tool's `/memories`), as the OpenClaw tools use it."""
+
+    def __init__(self, root: Root, limits: Limits = DEFAULT_LIMITS) -> None:
+        self.root = root
+        self.limits = limits
+
+    # -- reading --
+
+    def open_file(self, path: VirtualPath) -> OpenFile:
+        """The regular, single-link file at `path`, open for reading (FsProblem otherwise)."""
+        return self.root.open_regular(path)
+
+    def read_file(self, parts: Tuple[str, ...], limit: int) -> Optional[Tuple[bytes, FileState]]:
+        """The bytes and state of an indexable file; None when it is not one any more (gone, a
+        link, special, hard-linked, over `limit` bytes, unreadable)."""
+        try:
+            with self.root.open_regular(VirtualPath(parts)) as opened:
+                if opened.info.st_size > limit:
+                    return None
+                data = opened.read_all()
+                state = FileState.of(opened.info)
+        except FsProblem:
+            return None
+        return (data, state) if len(data) <= limit else None
+
+    def scan(self, cap: int) -> Dict[Tuple[str, ...], FileState]:
+        """The indexable memory files: regular, single-link, addressable by the path rules, in
+        the folders the index enters; at most `cap`, the first in path order."""
+        max_depth = self.limits.max_depth
+        found: Dict[Tuple[str, ...], FileState] = {}
+
+        def enter(parts: Tuple[str, ...], name: str) -> bool:
+            return len(parts) + 2 <= max_depth and is_addressable(name, self.limits) and paths.enters(parts, name)
+
+        with self.root.walk(()) as top:
+            for visit in kernel.descend(top, enter):
+                for name, info in visit.entries:
+                    parts = visit.parts + (name,)
+                    if (
+                        stat.S_ISREG(info.st_mode)
+                        and info.st_nlink == 1
+                        and paths.is_indexed(parts)
+                        and is_addressable(name, self.limits)
+                        and self._short_enough(parts)
+                    ):
+                        found[parts] = FileState.of(info)
+        if len(found) > cap:
+            found = {parts: found[parts] for parts in sorted(found)[:cap]}
+        return found
+
+    def _short_enough(self, parts: Tuple[str, ...]) -> bool:
+        """Could memory_get name it? (the whole virtual path within the path limit)"""
+        size = len(ROOT) + sum(len(part.encode("utf-8", "surrogatepass")) + 1 for part in parts)
+        return size <= self.limits.max_path_bytes
+
+    # -- writing --
+
+    def append(self, path: VirtualPath, extend: Callable[[bytes], bytes], limit: int) -> None:
+        """Replace the file at `path` by `extend(old bytes)` (b"" when it does not exist), atomically
+        (temp file and rename), under the root's lock. FsProblem when it cannot."""
+        with self.root.locked():
+            for _ in range(2):
+                try:
+                    with self.root.open_edit(path, limit) as edit:
+                        edit.replace(extend(edit.data))
+                    return
+                except Missing:
+                    pass
+                try:
+                    self.root.write_new(path, extend(b""))
+                    return
+                except kernel.Exists:
+                    continue  # made by a writer that does not take the lock: edit it instead
+            raise OsFailure("changed")
+
+    # -- the search index --
+
+    @contextlib.contextmanager
+    def index_handle(self) -> Iterator[IndexHandle]:
+        """The index file, made if missing, open until the block ends. FsProblem when it is not a
+        single-link regular file or cannot be opened (a link, FIFO, folder or hard link squatting
+        the name: never followed, never waited on)."""
+        with self.root.walk((BOOKKEEPING_DIR,), create=True) as folder:
+            before = folder.lstat(INDEX_NAME)
+            if before is not None and (not stat.S_ISREG(before.st_mode) or before.st_nlink != 1):
+                raise kernel.NotRegular(kernel.kind_of(before.st_mode))
+            fd = folder.open_file(INDEX_NAME, _INDEX_OPEN, kernel.FILE_MODE)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+                raise kernel.NotRegular(kernel.kind_of(info.st_mode))
+            yield IndexHandle(fd, os.path.join(self.root.real, BOOKKEEPING_DIR, INDEX_NAME))
+        finally:
+            os.close(fd)
+
+    def drop_index(self) -> None:
+        """Remove whatever holds the index's name (a link itself, never its target)."""
+        with contextlib.suppress(Missing):
+            self.root.delete(_INDEX_PATH)

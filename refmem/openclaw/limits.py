@@ -1,0 +1,104 @@
+"""Every bound and default of the OpenClaw tools, in one place.
+
+The defaults are OpenClaw's own (openclaw 2026.9.6, `memory-host-sdk` and `memory-core`), so that an
+agent written for OpenClaw meets the same windows, budgets and ranking here; the bounds OpenClaw
+does not have (query size, indexed file size, result count) are ours and are written down in
+docs/spec-notes.md (D-OPENCLAW-*).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class OpenClawLimits:
+    """Windows, budgets, chunking and ranking constants of memory_get and memory_search."""
+
+    get_default_lines: int = 120
+    """Lines memory_get returns when `lines` is not given (OpenClaw DEFAULT_MEMORY_READ_LINES)."""
+
+    get_max_chars: int = 12_000
+    """Characters of file text one memory_get returns, the notice not counted (DEFAULT_MEMORY_READ_MAX_CHARS)."""
+
+    chunk_tokens: int = 400
+    """Target chunk size in estimated tokens (D-OPENCLAW-CHUNK)."""
+
+    chunk_overlap_tokens: int = 80
+    """Estimated tokens of whole lines carried from one chunk into the next."""
+
+    snippet_max_chars: int = 700
+    """Longest snippet of one search result, in characters."""
+
+    search_max_results: int = 6
+    """Results memory_search returns when `maxResults` is not given."""
+
+    search_result_cap: int = 50
+    """Largest `maxResults` honoured; larger values are clamped (D-OPENCLAW-SEARCH-BOUNDS)."""
+
+    search_min_score_percent: int = 35
+    """Default `minScore`, in hundredths (OpenClaw's 0.35)."""
+
+    candidate_multiplier: int = 4
+    """Keyword and vector candidates fetched per wanted result."""
+
+    candidate_cap: int = 200
+    """Most candidates fetched from either retriever."""
+
+    fallback_terms: int = 6
+    """Most single keywords searched when the whole query finds too little."""
+
+    max_query_chars: int = 4_000
+    """Longest query searched; a longer one is refused (D-OPENCLAW-SEARCH-BOUNDS)."""
+
+    max_query_terms: int = 32
+    """Distinct query terms kept; later ones are ignored."""
+
+    max_index_file_bytes: int = 8_388_608
+    """Memory files larger than this are not indexed (they stay readable through memory_get)."""
+
+    max_indexed_files: int = 100_000
+    """Most memory files indexed; a workspace with more is indexed in path order up to this."""
+
+    vector_weight_percent: int = 70
+    """Hybrid weight of the vector score, in hundredths (OpenClaw's 0.7)."""
+
+    text_weight_percent: int = 30
+    """Hybrid weight of the keyword score, in hundredths (OpenClaw's 0.3)."""
+
+    mmr_lambda_percent: int = 70
+    """Maximal-marginal-relevance trade-off in hybrid mode, in hundredths (OpenClaw's 0.7)."""
+
+    half_life_days: int = 30
+    """Temporal decay of dated daily logs (`memory/.../YYYY-MM-DD.md`)."""
+
+    max_log_bytes: int = 1_048_576
+    """Largest daily log an append may produce, in UTF-8 bytes."""
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                raise ValueError(f"OpenClawLimits.{field.name} must be a non-negative integer")
+        for name in ("get_default_lines", "get_max_chars", "chunk_tokens", "snippet_max_chars", "search_max_results"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"OpenClawLimits.{name} must be positive")
+
+    @property
+    def min_score(self) -> float:
+        return self.search_min_score_percent / 100
+
+    @property
+    def vector_weight(self) -> float:
+        return self.vector_weight_percent / 100
+
+    @property
+    def text_weight(self) -> float:
+        return self.text_weight_percent / 100
+
+    @property
+    def mmr_lambda(self) -> float:
+        return self.mmr_lambda_percent / 100
+
+
+DEFAULT_OPENCLAW_LIMITS = OpenClawLimits()

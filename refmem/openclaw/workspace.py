@@ -1,0 +1,251 @@
+"""OpenClaw's workspace memory over the memory tool's directory: memory_get, memory_search, daily logs.
+
+`OpenClawMemory(root)` serves the two tools OpenClaw gives a model, over the same directory the
+memory tool calls `/memories` (so `MEMORY.md` is `/memories/MEMORY.md`), with the memory tool's
+confinement: every disk access goes through `disk.Disk` (the store's walk), links are never
+followed, special files never opened, hard-linked files never read. Like the memory tool's
+handler it never raises for anything a model can send: every outcome is a result object.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import sqlite3
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+
+from ..kernel import FsProblem, NotRegular, ParentNotDir
+from ..limits import DEFAULT_LIMITS, Limits
+from ..messages import IO_REASONS, escape, is_unsafe_char
+from ..paths import VirtualPath
+from ..store import Root, TooBig
+from ..text import is_crlf
+from . import inputs, paths, search
+from .disk import Disk
+from .index import Embed, Index, Refreshed
+from .limits import DEFAULT_OPENCLAW_LIMITS, OpenClawLimits
+from .messages import NOTICES, Refusal, error_result, problem, search_error
+from .window import read_excerpt
+
+TOOLS = ("memory_get", "memory_search")
+LOG_CONTROLS_ALLOWED = frozenset("\t\n\r")
+
+
+def _reason(error: FsProblem) -> str:
+    return IO_REASONS.get(error.code, IO_REASONS["os"])
+
+
+def render(result: Dict[str, Any]) -> Tuple[str, bool]:
+    """What a tool runner puts in the `tool_result`: the object as indented JSON (OpenClaw's
+    `jsonResult`), and whether it is an error (`status` "error")."""
+    return json.dumps(result, indent=2, ensure_ascii=False), result.get("status") == "error"
+
+
+class OpenClawMemory:
+    """memory_get and memory_search over one workspace directory (see the module docstring).
+
+    `embed` (optional) turns texts into vectors for hybrid search; it is called with batches of
+    chunk texts while indexing and with `[query]` while searching, and `embed_model` names it (a
+    change of name re-embeds every chunk). Without it search is keyword-only, as OpenClaw is
+    without an embedding provider. `index="memory"` keeps the index in memory instead of the
+    file `.refmem/openclaw-index.sqlite`. `clock` gives the time for the decay of daily logs and
+    the date of `append_daily`.
+    """
+
+    def __init__(
+        self,
+        root: Union[str, os.PathLike[str], Root],
+        limits: OpenClawLimits = DEFAULT_OPENCLAW_LIMITS,
+        path_limits: Limits = DEFAULT_LIMITS,
+        embed: Optional[Embed] = None,
+        embed_model: str = "custom",
+        index: str = "file",
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if index not in ("file", "memory"):
+            raise ValueError('index must be "file" or "memory"')
+        self.root = root if isinstance(root, Root) else Root(root)
+        self.disk = Disk(self.root, path_limits)
+        self.limits = limits
+        self.path_limits = path_limits
+        self.embed = embed
+        self.embed_model = embed_model
+        self.clock = clock
+        self._index_kind = index
+        self._index: Optional[Index] = None
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._index is not None:
+                self._index.close()
+                self._index = None
+
+    def __enter__(self) -> OpenClawMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the tools, as a runner calls them --
+
+    def execute(self, tool: str, tool_input: Any) -> Dict[str, Any]:
+        """Run `memory_get` or `memory_search` on the input the model sent."""
+        if tool == "memory_get":
+            return self.get(tool_input)
+        if tool == "memory_search":
+            return self.search(tool_input)
+        raise ValueError(f"unknown tool {tool!r}; the OpenClaw tools are {', '.join(TOOLS)}")
+
+    def memory_get(self, path: str, from_: Optional[int] = None, lines: Optional[int] = None) -> Dict[str, Any]:
+        return self.get({"path": path, "from": from_, "lines": lines})
+
+    def memory_search(
+        self, query: str, max_results: Optional[int] = None, min_score: Optional[float] = None
+    ) -> Dict[str, Any]:
+        return self.search({"query": query, "maxResults": max_results, "minScore": min_score})
+
+    # -- memory_get --
+
+    def get(self, tool_input: Any) -> Dict[str, Any]:
+        parsed = inputs.get_input(tool_input, self.limits)
+        if isinstance(parsed, Refusal):
+            raw = tool_input.get("path") if isinstance(tool_input, dict) else None
+            return error_result(parsed.key, _echo(raw), **parsed.values)
+        location = paths.parse_memory_path(parsed.path, self.path_limits)
+        if isinstance(location, Refusal):
+            return error_result(location.key, _echo(parsed.path), **location.values)
+        relative = paths.relative(location.parts)
+        try:
+            with self.disk.open_file(location) as opened:
+                excerpt = read_excerpt(opened.chunks(), parsed.start, parsed.lines, self.limits.get_max_chars)
+        except UnicodeDecodeError:
+            return error_result("not_utf8", relative)
+        except NotRegular:
+            return error_result("not_regular", relative)  # a folder too, as OpenClaw says
+        except FsProblem as error:
+            if error.code == "missing":
+                return {"status": "not_found", "text": "", "path": relative}
+            if error.code in ("link", "hard_linked"):
+                return error_result(error.code, relative)
+            return error_result("read_failed", relative, reason=_reason(error))
+        return excerpt.result(relative)
+
+    # -- memory_search --
+
+    def search(self, tool_input: Any) -> Dict[str, Any]:
+        parsed = inputs.search_input(tool_input, self.limits)
+        if isinstance(parsed, Refusal):
+            return search_error(parsed.key, **parsed.values)
+        try:
+            index = self._open_index()
+            index.refresh(self.disk, self.limits)
+        except FsProblem as error:
+            return search_error("index_failed", unavailable=True, reason=_reason(error))
+        except sqlite3.Error:
+            return search_error("index_failed", unavailable=True, reason="the index could not be read or written")
+        warnings: List[str] = []
+        if index.notice is not None:
+            warnings.append(NOTICES["index_in_memory"].format(reason=index.notice))
+        embed = self._ready_embedder(index, warnings)
+        now = self.clock()
+        try:
+            hits = search.run(index, parsed.query, parsed.max_results, parsed.min_score, self.limits, now, embed)
+        except sqlite3.Error:
+            return search_error("index_failed", unavailable=True, reason="the index could not be read")
+        except Exception:  # noqa: BLE001 - the embedding function is the application's code
+            warnings.append(problem("embedder_failed").template)
+            embed = None
+            hits = search.run(index, parsed.query, parsed.max_results, parsed.min_score, self.limits, now, None)
+        result: Dict[str, Any] = {
+            "results": [search.present(hit, embed is not None, self.limits.snippet_max_chars) for hit in hits],
+            "provider": "none" if embed is None else "custom",
+            "model": None if embed is None else self.embed_model,
+            "mode": "keyword-only" if embed is None else "hybrid",
+        }
+        if warnings:
+            result["warning"] = " ".join(warnings)
+        return result
+
+    def refresh(self) -> Refreshed:
+        """Bring the index up to date now (a search does this first anyway)."""
+        return self._open_index().refresh(self.disk, self.limits)
+
+    def counts(self) -> Tuple[int, int]:
+        """(memory files indexed, chunks) in the search index."""
+        return self._open_index().counts()
+
+    def _open_index(self) -> Index:
+        with self._lock:
+            if self._index is None:
+                settings = {
+                    "format": "refmem-openclaw-index/1",
+                    "chunking": f"{self.limits.chunk_tokens}/{self.limits.chunk_overlap_tokens}",
+                    "embedding": self.embed_model if self.embed is not None else "",
+                }
+                if self._index_kind == "memory":
+                    self._index = Index.in_memory(settings, None)
+                else:
+                    self._index = Index.open(self.disk, settings)
+            return self._index
+
+    def _ready_embedder(self, index: Index, warnings: List[str]) -> Optional[Embed]:
+        if self.embed is None:
+            return None
+        try:
+            index.embed_missing(self.embed)
+        except Exception:  # noqa: BLE001 - the embedding function is the application's code
+            warnings.append(problem("embedder_failed").template)
+            return None
+        return self.embed
+
+    # -- daily logs --
+
+    def append_daily(self, text: Any, day: Optional[datetime.date] = None) -> Dict[str, Any]:
+        """Append `text` to the day's log `memory/YYYY-MM-DD.md` (today by `clock`, local time),
+        made if missing, atomically (temp file and rename, under the root's lock). The text gets
+        a final newline; a log not ending in one gets one first; a CRLF log gets CRLF lines."""
+        when = day if day is not None else datetime.date.fromtimestamp(self.clock())
+        relative = f"{paths.MEMORY_DIR}/{when.isoformat()}.md"
+        if not isinstance(text, str) or not text.strip():
+            return error_result("log_text", relative)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return error_result("not_unicode", relative, name="the log text")
+        if any(is_unsafe_char(char) and char not in LOG_CONTROLS_ALLOWED for char in text):
+            return error_result("log_control", relative)
+        entry = text.replace("\r\n", "\n")
+        entry = entry if entry.endswith("\n") else entry + "\n"
+        limit = self.limits.max_log_bytes
+
+        def extend(old: bytes) -> bytes:
+            previous = old.decode("utf-8")  # UnicodeDecodeError: the log is not UTF-8 text
+            lines = entry.replace("\n", "\r\n") if is_crlf(previous) else entry
+            glue = "" if not previous or previous.endswith("\n") else ("\r\n" if "\r\n" in previous else "\n")
+            new = old + (glue + lines).encode("utf-8")
+            if len(new) > limit:
+                raise TooBig(len(new))
+            return new
+
+        try:
+            self.disk.append(VirtualPath((paths.MEMORY_DIR, f"{when.isoformat()}.md")), extend, limit)
+        except UnicodeDecodeError:
+            return error_result("not_utf8", relative)
+        except TooBig as error:
+            return error_result("log_too_big", relative, n=error.size, max=limit)
+        except ParentNotDir:
+            return error_result("log_folder", relative)
+        except FsProblem as error:
+            if error.code in ("link", "hard_linked", "not_regular"):
+                return error_result(error.code, relative)
+            return error_result("log_failed", relative, reason=_reason(error))
+        return {"status": "ok", "path": relative}
+
+
+def _echo(raw: Any) -> str:
+    """A path the model sent, safe to give back (no control characters, bounded)."""
+    return escape(raw, DEFAULT_LIMITS.max_echo_chars) if isinstance(raw, str) else ""

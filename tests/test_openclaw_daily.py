@@ -1,0 +1,165 @@
+"""Daily logs: `append_daily` and `refmem log` append to memory/YYYY-MM-DD.md atomically and safely."""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from refmem import openclaw_cli
+from refmem.openclaw import OpenClawLimits, OpenClawMemory
+
+DAY = datetime.date(2026, 11, 23)
+NOON = datetime.datetime(2026, 11, 23, 12).timestamp()  # local time, as the log's date is
+
+
+@pytest.fixture()
+def root(tmp_path: pathlib.Path) -> pathlib.Path:
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.md").write_text("secret\n")
+    return tmp_path / "memories"
+
+
+def log(root: pathlib.Path) -> pathlib.Path:
+    return root / "memory" / "2026-11-23.md"
+
+
+def test_first_note_makes_the_log(root: pathlib.Path) -> None:
+    memory = OpenClawMemory(root, clock=lambda: NOON)
+    assert memory.append_daily("Decided to use Postgres.") == {"status": "ok", "path": "memory/2026-11-23.md"}
+    assert log(root).read_text() == "Decided to use Postgres.\n"
+    assert oct(log(root).stat().st_mode & 0o777) == "0o600"
+
+
+def test_notes_are_appended_on_their_own_lines(root: pathlib.Path) -> None:
+    memory = OpenClawMemory(root)
+    log(root).parent.mkdir(parents=True)
+    log(root).write_text("no newline at the end")
+    memory.append_daily("second", DAY)
+    memory.append_daily("third\n", DAY)
+    assert log(root).read_text() == "no newline at the end\nsecond\nthird\n"
+
+
+def test_crlf_log_stays_crlf(root: pathlib.Path) -> None:
+    log(root).parent.mkdir(parents=True)
+    log(root).write_bytes(b"first\r\n")
+    OpenClawMemory(root).append_daily("a\nb", DAY)
+    assert log(root).read_bytes() == b"first\r\na\r\nb\r\n"
+
+
+def test_appended_note_is_found_by_search(root: pathlib.Path) -> None:
+    memory = OpenClawMemory(root, clock=lambda: NOON)
+    memory.append_daily("Met Alice about the quokka project.")
+    assert [hit["path"] for hit in memory.memory_search("quokka")["results"]] == ["memory/2026-11-23.md"]
+
+
+@pytest.mark.parametrize(
+    ("text", "code"),
+    [
+        ("", "INVALID_INPUT"),
+        ("   \n", "INVALID_INPUT"),
+        (None, "INVALID_INPUT"),
+        ("a\x00b", "INVALID_INPUT"),
+        ("a\x1b[31m", "INVALID_INPUT"),
+        ("a\u202eb", "INVALID_INPUT"),
+        ("a\ud800", "INVALID_INPUT"),
+    ],
+)
+def test_bad_text_is_refused_and_nothing_written(root: pathlib.Path, text: object, code: str) -> None:
+    result = OpenClawMemory(root).append_daily(text, DAY)
+    assert result["status"] == "error" and result["code"] == code
+    assert not log(root).exists()
+
+
+def test_size_limit(root: pathlib.Path) -> None:
+    memory = OpenClawMemory(root, limits=OpenClawLimits(max_log_bytes=20))
+    assert memory.append_daily("0123456789", DAY)["status"] == "ok"
+    result = memory.append_daily("0123456789", DAY)
+    assert (
+        result["code"] == "MEMORY_LOG_TOO_BIG"
+        and result["error"] == "the daily log would be 22 bytes, over the limit of 20"
+    )
+    assert log(root).read_text() == "0123456789\n"
+
+
+def test_a_symlinked_log_is_not_written_through(root: pathlib.Path) -> None:
+    (root / "memory").mkdir(parents=True)
+    os.symlink(root.parent / "outside" / "secret.md", log(root))
+    result = OpenClawMemory(root).append_daily("x", DAY)
+    assert result["code"] == "MEMORY_SYMLINK"
+    assert (root.parent / "outside" / "secret.md").read_text() == "secret\n"
+
+
+def test_a_hard_linked_log_is_not_written_through(root: pathlib.Path) -> None:
+    (root / "memory").mkdir(parents=True)
+    os.link(root.parent / "outside" / "secret.md", log(root))
+    assert OpenClawMemory(root).append_daily("x", DAY)["code"] == "MEMORY_HARDLINKED"
+    assert (root.parent / "outside" / "secret.md").read_text() == "secret\n"
+
+
+def test_a_symlinked_memory_folder_is_not_written_through(root: pathlib.Path) -> None:
+    root.mkdir()
+    os.symlink(root.parent / "outside", root / "memory")
+    result = OpenClawMemory(root).append_daily("x", DAY)
+    assert result["status"] == "error" and result["error"].endswith("memory is not a folder")
+    assert sorted(os.listdir(root.parent / "outside")) == ["secret.md"]
+
+
+def test_not_utf8_log_is_left_alone(root: pathlib.Path) -> None:
+    (root / "memory").mkdir(parents=True)
+    log(root).write_bytes(b"\xff\n")
+    assert OpenClawMemory(root).append_daily("x", DAY)["code"] == "MEMORY_NOT_UTF8"
+    assert log(root).read_bytes() == b"\xff\n"
+
+
+def test_command_line_log(root: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert openclaw_cli.main(["log", "--root", str(root), "--date", "2026-11-23", "hello", "world"]) == 0
+    assert capsys.readouterr().out == "memory/2026-11-23.md\n"
+    assert log(root).read_text() == "hello world\n"
+    assert openclaw_cli.main(["log", "--root", str(root), "--date", "23/11/2026", "x"]) == 2
+    assert openclaw_cli.main(["log", "--root", str(root), "--date", "2026-11-23", "a\x00"]) == 1
+
+
+def test_command_line_get_and_search(root: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    openclaw_cli.main(["log", "--root", str(root), "--date", "2026-11-23", "quokka sighting"])
+    capsys.readouterr()
+    assert openclaw_cli.main(["memory-get", "--root", str(root), "memory/2026-11-23.md"]) == 0
+    assert json.loads(capsys.readouterr().out)["text"] == "quokka sighting"
+    assert openclaw_cli.main(["memory-get", "--root", str(root), "../x.md"]) == 1
+    capsys.readouterr()
+    assert openclaw_cli.main(["memory-search", "--root", str(root), "quokka"]) == 0
+    assert json.loads(capsys.readouterr().out)["results"][0]["path"] == "memory/2026-11-23.md"
+    assert openclaw_cli.main(["memory-index", "--root", str(root), "--rebuild"]) == 0
+    assert capsys.readouterr().out.startswith("1 files, 1 chunks (1 added")
+
+
+def test_concurrent_appends_from_threads_lose_nothing(root: pathlib.Path) -> None:
+    def writer(name: str) -> None:
+        memory = OpenClawMemory(root)  # a handler each: the lock must hold across handlers
+        for i in range(60):
+            memory.append_daily(f"{name} {i}", DAY)
+
+    threads = [threading.Thread(target=writer, args=(name,)) for name in "abcd"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    lines = log(root).read_text().splitlines()
+    assert sorted(lines) == sorted(f"{name} {i}" for name in "abcd" for i in range(60))
+
+
+def test_concurrent_appends_lose_nothing(root: pathlib.Path) -> None:
+    script = (
+        "import sys, datetime; from refmem.openclaw import OpenClawMemory; m = OpenClawMemory(sys.argv[1]);"
+        "[m.append_daily(f'{sys.argv[2]} {i}', datetime.date(2026, 11, 23)) for i in range(40)]"
+    )
+    workers = [subprocess.Popen([sys.executable, "-c", script, str(root), name]) for name in ("a", "b", "c")]
+    assert all(worker.wait(120) == 0 for worker in workers)
+    lines = log(root).read_text().splitlines()
+    assert sorted(lines) == sorted(f"{name} {i}" for name in "abc" for i in range(40))
