@@ -12,6 +12,11 @@ oracle fails and returns quietly otherwise:
 - `exec`    bytes -> an argument vector for `refmem exec` (roots confined to a scratch folder); it
             never raises but SystemExit(0 or 2) from argument parsing, returns 0, 1 or 2, prints no
             traceback, and says what went wrong on one line when it returns 2.
+- `prune`   bytes -> a hostile tree (old and new files, links in and out, FIFOs, hard links to the
+            outside, deep chains, forged records and squatters in `.refmem/`) and a prune (dry or
+            real); it never raises (but for a root that is not a directory), removes no file newer
+            than the cut-off, nothing that is not a regular file, nothing outside the root, and a dry
+            run removes nothing at all.
 
 Run without atheris (`--engine random`, a seeded random-bytes driver) or with it:
 
@@ -31,6 +36,7 @@ import os
 import pathlib
 import random
 import shutil
+import stat
 import sys
 import tempfile
 import time
@@ -408,10 +414,124 @@ def check_exec(argv: List[str]) -> None:
         _check(printed.endswith("\n") and said == "", "a result is one printed text", (argv, printed, said))
 
 
+# --- prune --------------------------------------------------------------------------------------
+
+_DAY = 86400.0
+_NOW = 2_000_000_000.0
+_PRUNE_NAMES = ("a.md", "b", "c.txt", "d", ".hidden", ".refmem", ".refmem-tmp-1", "x")
+
+
+def _prune_tree(reader: ByteReader, top: pathlib.Path, outside: pathlib.Path) -> None:
+    """Build a hostile tree below `top` from the input, every entry dated old or new."""
+    folders = [top]
+    for _ in range(reader.below(24)):
+        here = reader.pick(folders)
+        name = reader.pick(_PRUNE_NAMES) + str(reader.below(3) or "")
+        path = here / name
+        if os.path.lexists(path):
+            continue
+        kind = reader.below(9)
+        with contextlib.suppress(OSError):
+            if kind <= 2:
+                path.write_text("memory")
+            elif kind <= 4:
+                path.mkdir()
+                folders.append(path)
+            elif kind == 5:
+                path.symlink_to(reader.pick([str(outside), str(outside / "secret.txt"), str(top), "missing"]))
+            elif kind == 6 and hasattr(os, "mkfifo"):
+                os.mkfifo(path)
+            elif kind == 7:
+                os.link(outside / "secret.txt", path)
+            else:  # a chain deeper than a path may name
+                deep = path
+                for _ in range(reader.below(40)):
+                    deep = deep / "n"
+                deep.mkdir(parents=True)
+                (deep / "leaf.md").write_text("deep")
+            age = _NOW - (reader.below(60) * _DAY)
+            os.utime(path, (age, age), follow_symlinks=False)
+    if reader.chance(1, 4):  # forged or squatting bookkeeping
+        records = top / ".refmem" / "access"
+        with contextlib.suppress(OSError):
+            records.mkdir(parents=True)
+            (records / ("0" * 64)).write_bytes(reader.raw(80))
+            (records / ("f" * 64)).symlink_to(outside / "secret.txt")
+
+
+def _snapshot(top: pathlib.Path) -> Dict[str, Tuple[str, bytes, float]]:
+    found: Dict[str, Tuple[str, bytes, float]] = {}
+    for folder, dirs, files in os.walk(top):
+        for name in dirs + files:
+            path = os.path.join(folder, name)
+            info = os.lstat(path)
+            mode = info.st_mode
+            kinds = {stat.S_IFLNK: "link", stat.S_IFDIR: "dir", stat.S_IFREG: "file"}
+            kind = kinds.get(stat.S_IFMT(mode), "special")
+            data = pathlib.Path(path).read_bytes() if kind == "file" else b""
+            found[os.path.relpath(path, top)] = (kind, data, info.st_mtime)
+    return found
+
+
+def prune_one_input(data: bytes) -> None:
+    reader = ByteReader(data)
+    base = pathlib.Path(tempfile.mkdtemp(prefix="refmem-prune-"))
+    try:
+        outside, top = base / "outside", base / "memories"
+        outside.mkdir()
+        (outside / "secret.txt").write_text("CANARY")
+        top.mkdir()
+        _prune_tree(reader, top, outside)
+        check_prune(top, outside, older_than=reader.pick([1.0, 7 * _DAY, 30 * _DAY]), dry_run=reader.chance(1, 3))
+    finally:
+        _remove_tree(base)
+
+
+def check_prune(top: pathlib.Path, outside: pathlib.Path, older_than: float, dry_run: bool) -> None:
+    from refmem import expiry, kernel
+
+    before, outside_before = _snapshot(top), _snapshot(outside)
+    try:
+        report = expiry.prune(top, older_than, dry_run=dry_run, now=_NOW)
+    except kernel.FsProblem:  # a damaged bookkeeping folder: refused as a whole, nothing touched
+        _check(_snapshot(top) == before, "a refused prune changed the tree", sorted(before))
+        return
+    except Exception as error:  # noqa: BLE001 - the oracle: nothing else may escape prune
+        raise Broken(f"prune raised {type(error).__name__}: {error}") from None
+    after = _snapshot(top)
+    _check(_snapshot(outside) == outside_before, "prune changed something outside the root", report)
+    gone = set(before) - set(after)
+    if dry_run:
+        _check(not gone, "a dry run removed something", sorted(gone))
+    removed_dirs = {name for name in gone if before[name][0] == "dir"}
+    for name in gone:
+        if any(name.startswith(folder + os.sep) for folder in removed_dirs):
+            continue  # went with a folder the prune emptied
+        if name.startswith(".refmem" + os.sep) or os.path.basename(name).startswith(".refmem-tmp-"):
+            continue  # bookkeeping: stale records and old temp files are the prune's to clear
+        kind, _, mtime = before[name]
+        _check(kind in ("file", "dir"), f"prune removed a {kind}", name)
+        if kind == "file":
+            _check(mtime < _NOW - older_than, "prune removed a file newer than the cut-off", name)
+
+
+def _remove_tree(base: pathlib.Path) -> None:
+    """Remove a scratch tree of any depth (shutil.rmtree recurses)."""
+    from refmem import kernel
+
+    with contextlib.suppress(Exception):
+        root = kernel.RootDir(base.parent, create=False)
+        try:
+            kernel.remove(root.top, base.name, os.lstat(base))
+        finally:
+            root.close()
+
+
 HARNESSES: Dict[str, Callable[[bytes], None]] = {
     "policy": policy_one_input,
     "serve": serve_one_input,
     "exec": exec_one_input,
+    "prune": prune_one_input,
 }
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import os
 import pathlib
 from typing import Any, Dict, Iterator
 
@@ -23,7 +24,7 @@ def _scratch() -> Iterator[None]:
     robustness.close_scratch()
 
 
-@pytest.mark.parametrize("name, runs", [("policy", 3000), ("serve", 1500), ("exec", 1200)])
+@pytest.mark.parametrize("name, runs", [("policy", 3000), ("serve", 1500), ("exec", 1200), ("prune", 150)])
 def test_a_seeded_random_run_finds_nothing(name: str, runs: int) -> None:
     assert robustness.run_random(name, runs=runs, seed=20250818) == runs
 
@@ -149,3 +150,48 @@ def test_exec_arguments_never_name_a_root_outside_the_scratch_folder() -> None:
             break
     assert not robustness._confined(["exec", "--root", "/elsewhere", "{}"], str(place.base))
     assert not robustness._confined(["exec", "--root=relative", "{}"], str(place.base))
+
+
+def _hostile_tree(tmp_path: pathlib.Path) -> pathlib.Path:
+    top, outside = tmp_path / "memories", tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("CANARY")
+    (top / "d").mkdir(parents=True)
+    (top / "d" / "old.md").write_text("old")
+    (top / "link").symlink_to(outside / "secret.txt")
+    for path in (top / "d" / "old.md", top / "link"):
+        os.utime(path, (1.0, 1.0), follow_symlinks=False)
+    return top
+
+
+def test_prune_oracle_passes_the_real_prune(tmp_path: pathlib.Path) -> None:
+    top = _hostile_tree(tmp_path)
+    robustness.check_prune(top, tmp_path / "outside", older_than=86400.0, dry_run=False)
+    assert not (top / "d").exists() and (top / "link").is_symlink()
+
+
+def test_prune_oracle_catches_a_prune_that_removes_links(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    from refmem import expiry
+
+    top = _hostile_tree(tmp_path)
+    real = expiry.prune
+
+    def careless(root: Any, older_than: float, dry_run: bool = False, now: Any = None) -> Any:
+        (top / "link").unlink()
+        return real(root, older_than, dry_run=dry_run, now=now)
+
+    monkeypatch.setattr(expiry, "prune", careless)
+    with pytest.raises(robustness.Broken, match="removed a link"):
+        robustness.check_prune(top, tmp_path / "outside", older_than=86400.0, dry_run=False)
+
+
+def test_prune_oracle_catches_a_dry_run_that_removes(monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path) -> None:
+    from refmem import expiry
+
+    top = _hostile_tree(tmp_path)
+    real = expiry.prune
+    monkeypatch.setattr(expiry, "prune", lambda root, older, dry_run=False, now=None: real(root, older, now=now))
+    with pytest.raises(robustness.Broken, match="dry run removed"):
+        robustness.check_prune(top, tmp_path / "outside", older_than=86400.0, dry_run=True)
