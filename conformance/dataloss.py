@@ -62,7 +62,8 @@ def readings(path: Any) -> Set[str]:
         if not prefix:
             continue
         rest = text[prefix.end() :]
-        for candidate in (rest, "/".join(part.rstrip(". ") for part in rest.split("/"))):
+        windows = "/".join(part if part in (".", "..") else part.rstrip(". ") for part in rest.split("/"))
+        for candidate in (rest, windows):
             resolved = _inside(candidate)
             if resolved is not None:
                 found.add(resolved)

@@ -15,6 +15,7 @@ view and a directory listing, and accept every reading the documentation leaves 
 from __future__ import annotations
 
 import re
+from fractions import Fraction
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from conformance.visible import inline
@@ -23,14 +24,17 @@ HUMAN_SIZE = re.compile(r"(\d+(?:\.\d+)?) ?([BKMGTPE])(?:i?B)?")
 UNITS = {"B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50, "E": 1 << 60}
 
 
-def parse_size(text: str) -> Optional[Tuple[float, float]]:
-    """(bytes shown, one step of the last digit in bytes) for a human-readable size; None otherwise."""
+def parse_size(text: str) -> Optional[Tuple[Fraction, Fraction]]:
+    """(bytes shown, one step of the last digit in bytes) for a human-readable size; None otherwise.
+
+    Exact fractions: `5.4K` is one step of 102.4 bytes from 5632, which a float would put just inside it.
+    """
     found = HUMAN_SIZE.fullmatch(text)
     if not found:
         return None
     number, unit = found.group(1), UNITS[found.group(2)]
     decimals = len(number.partition(".")[2])
-    return float(number) * unit, unit / (10**decimals)
+    return Fraction(number) * unit, Fraction(unit, 10**decimals)
 
 
 def size_fits(shown: str, actual: Optional[int]) -> bool:

@@ -1,0 +1,132 @@
+"""The verdict model's acceptance test: a safety finding for exactly each backend's bug, whatever its error convention.
+
+`buggy_backends` (errors raised as BackendError, declared with SIGNALLING["error_exceptions"]) and
+`buggy_backends_plain` (errors as "Error: ..." strings, declared with SIGNALLING["error_prefix"]) hold one
+careful backend and the same backend with one classic bug switched on. The clean backend runs the whole suite
+and gets no safety finding in either convention; each buggy one runs a slice of the suite that reaches every
+bug, and gets safety findings of its bug's kind, in the cases its bug explains, and nothing else. How an error
+is signalled changes none of it. Also here: the stress tier's findings reach the headline and the exit status.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import pathlib
+import re
+from typing import Any, Dict, List, Set, Tuple
+
+import pytest
+
+from conformance.cli import main
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="the buggy backends are POSIX only")
+
+MODULES = {"raising": "buggy_backends", "plain": "buggy_backends_plain"}
+
+# Every bug's trigger is in this slice; the rest of the suite only repeats them.
+SLICE = ["sec-dotdot-*", "sec-prefix-*", "sec-pct1-*", "sec-backslash-*", "sec-mixed-*", "sec-lookalike-*",
+         "sec-fs-*", "fixtures-*", "delete-*", "rename-*", "view-file-02*", "paths-06*"]
+
+# bug -> (the safety finding kinds it may cause, the case IDs it explains)
+SIGNATURES: Dict[str, Tuple[Set[str], str]] = {
+    "prefix_no_separator": ({"leak", "outside"}, r"sec-(dotdot-sibling|prefix-dotdot-evil)-.*"),
+    "decode_after_dotdot_check": ({"leak", "outside"}, r"sec-pct1-.*|paths-06[0-9]"),
+    "backslash_after_check": ({"leak", "outside"}, r"sec-(backslash|mixed)-.*|paths-06[0-9]"),
+    "nfkc_after_check": ({"leak", "outside"}, r"sec-lookalike-.*|paths-06[0-9]"),
+    "follows_symlink": ({"leak", "outside", "data_loss"}, r"sec-fs-(through-)?link-.*|fixtures-symlink-.*"),
+    "fifo_blocking_open": ({"timed_out"}, r"sec-fs-fifo-.*|fixtures-special-00[1-4]"),
+    "host_path_in_errors": ({"leak"}, r".*"),
+    "rename_overwrites": ({"data_loss"}, r"rename-.*|sec-fs-.*-rename-new_path|fixtures-symlink-03[78]"),
+    "delete_root_wipes": ({"data_loss"}, r"delete-00[789]|sec-[a-z]+-[a-z-]+-delete-path"),
+}
+
+
+def _report(tmp_path: pathlib.Path, target: str, *options: str) -> Dict[str, Any]:
+    path = tmp_path / f"{target.replace(':', '_')}.json"
+    argv = ["--target", target, "--report-json", str(path), "--timeout", "2", "--skip", "big-*", "-q", *options]
+    if pathlib.Path("/dev/shm").is_dir():
+        argv += ["--workdir", "/dev/shm"]
+    main(argv, out=io.StringIO(), err=io.StringIO())
+    report: Dict[str, Any] = json.loads(path.read_text())
+    return report
+
+
+def _safety(report: Dict[str, Any]) -> List[Tuple[str, str, str]]:
+    return [
+        (case["id"], finding["kind"], finding["message"])
+        for case in report["cases"]
+        for finding in case.get("findings", [])
+        if finding["class"] == "safety"
+    ]
+
+
+@pytest.mark.parametrize("convention", sorted(MODULES))
+def test_the_clean_backend_is_safe_and_its_errors_are_read_in_either_convention(
+    convention: str, tmp_path: pathlib.Path
+) -> None:
+    report = _report(tmp_path, f"python:{MODULES[convention]}:make_clean")
+    assert _safety(report) == []
+    figures = report["figures"]
+    assert figures["safe"] and figures["robustness_findings"] == 0
+    assert figures["signalling"][0] == figures["signalling"][1]  # every error is read as an error
+    assert figures["documented"][0] > 0.9 * figures["documented"][1]
+
+
+@pytest.mark.parametrize("convention", sorted(MODULES))
+@pytest.mark.parametrize("bug", sorted(SIGNATURES))
+def test_each_bug_is_a_safety_finding_where_the_bug_shows(bug: str, convention: str, tmp_path: pathlib.Path) -> None:
+    options = [option for glob in SLICE for option in ("--run", glob)]
+    found = _safety(_report(tmp_path, f"python:{MODULES[convention]}:make_{bug}", *options))
+    kinds, explained = SIGNATURES[bug]
+    assert found, f"{bug} ({convention}): no safety finding"
+    assert {kind for _, kind, _ in found} <= kinds, found[:5]
+    assert [case_id for case_id, _, _ in found if not re.fullmatch(explained, case_id)] == [], found[:5]
+    if bug == "host_path_in_errors":
+        assert all(message == "the output holds the host path" for _, _, message in found)
+
+
+def test_the_convention_changes_no_safety_verdict(tmp_path: pathlib.Path) -> None:
+    options = [option for glob in ("sec-pct1-*", "rename-*") for option in ("--run", glob)]
+    by_convention = {
+        convention: sorted({case_id for case_id, _, _ in _safety(_report(tmp_path / convention, target, *options))})
+        for convention, target in (
+            ("raising", "python:buggy_backends:make_decode_after_dotdot_check"),
+            ("plain", "python:buggy_backends_plain:make_decode_after_dotdot_check"),
+        )
+        if (tmp_path / convention).mkdir() is None
+    }
+    assert by_convention["raising"] == by_convention["plain"] != []
+
+
+# --- the stress tier in the headline --------------------------------------------------------------
+
+
+def test_stress_findings_count_in_the_headline_and_the_exit_status(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import conformance.stress
+
+    calls: List[Any] = []
+
+    def fake_stress(open_target: Any, workdir: pathlib.Path, *, quick: bool) -> List[Dict[str, Any]]:
+        target = open_target(workdir / "memories")
+        calls.append((quick, target.execute({"command": "view", "path": "/memories"}).is_error))
+        target.close()
+        return [
+            {"class": "cost", "check": "growth-listing", "detail": "time grows 4x per doubling"},
+            {"class": "safety", "check": "race-symlink-swap", "detail": "canary text in a result"},
+        ]
+
+    monkeypatch.setattr(conformance.stress, "run_stress", fake_stress)
+    out, path = io.StringIO(), tmp_path / "r.json"
+    argv = ["--target", "refmem", "--run", "view-file-001", "--stress-quick", "--report-json", str(path)]
+    status = main(argv, out=out, err=io.StringIO())
+    assert status == 1 and calls == [(True, False)]
+    text = out.getvalue()
+    assert "safe: NO (0 safety findings in 0 cases, 1 in the stress tier)" in text
+    assert "cost (stress): 1 findings" in text and "stress [safety] race-symlink-swap" in text
+    report = json.loads(path.read_text())
+    assert report["figures"]["stress_safety"] == 1 and report["figures"]["cost_findings"] == 1
+    assert [item["check"] for item in report["stress"]] == ["growth-listing", "race-symlink-swap"]
