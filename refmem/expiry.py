@@ -62,6 +62,7 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tu
 
 from . import kernel
 from .kernel import Dir, FsProblem, OsFailure
+from .messages import DURATION_FORMAT, DURATION_NOT_POSITIVE
 from .paths import RESERVED_PREFIX
 from .store import BOOKKEEPING_DIR, Root
 
@@ -128,9 +129,9 @@ def parse_duration(text: str) -> float:
         total += float(match.group(1)) * _UNITS[match.group(2)]
         pos = match.end()
     if pos != len(cleaned):
-        raise ValueError(f"invalid duration {text!r}: use a number and a unit (s, m, h, d, w), e.g. 30d or 1w2d")
+        raise ValueError(DURATION_FORMAT.format(text=text))
     if total <= 0:
-        raise ValueError(f"invalid duration {text!r}: it must be longer than zero")
+        raise ValueError(DURATION_NOT_POSITIVE.format(text=text))
     return total
 
 

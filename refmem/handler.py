@@ -18,7 +18,18 @@ from . import kernel, text, view
 from .expiry import AccessTracker
 from .kernel import DIR, FsProblem, Missing
 from .limits import DEFAULT_LIMITS, Limits
-from .messages import IO_REASONS, Result, clip, escape, line_list, render
+from .messages import (
+    IO_REASONS,
+    KIND_INTEGER,
+    KIND_RANGE,
+    KIND_STRING,
+    RULE_FILE_SLASH,
+    Result,
+    clip,
+    escape,
+    line_list,
+    render,
+)
 from .paths import PathError, VirtualPath, is_addressable, parse_path
 from .store import Root, TooBig
 from .viewcache import ViewCache
@@ -27,10 +38,9 @@ SMALL_FILE_BYTES = 1024 * 1024  # views of files up to this size read them whole
 PARSE_CACHE_SIZE = 4096  # parsed paths remembered per handler (each at most max_path_bytes)
 ADDRESSABLE_CACHE_SIZE = 16384  # names found on disk whose addressability a handler remembers
 VIEW_CACHE_BYTES = 4 * 1024 * 1024  # remembered views per handler, file bytes and results together
-RULE_FILE_SLASH = 'a file path must not end with "/"'
 
 # Parameter kinds: how to name the expected type in the message, and the check values must pass.
-STR, INT, RANGE = "a string", "an integer", "a list of two integers"
+STR, INT, RANGE = KIND_STRING, KIND_INTEGER, KIND_RANGE
 OPTIONAL, REQUIRED = False, True
 Parameter = Tuple[str, str, bool]  # (name, kind, required), checked in order
 

@@ -181,6 +181,44 @@ MESSAGES: Dict[str, Message] = {
 }
 
 
+# The rule a refused path broke (`path_invalid`'s `{rule}`), as paths.parse_path names them (D-PATH-*).
+RULE_PREFIX = "it must be /memories or start with /memories/"
+RULE_EMPTY = 'empty segments ("//") are not allowed'
+RULE_DOTS = '"." and ".." segments are not allowed'
+RULE_BACKSLASH = "backslashes are not allowed"
+RULE_CONTROL = "control characters are not allowed"
+RULE_PERCENT = "percent-encoded separators, dots and control characters are not allowed"
+RULE_NFKC = (
+    'names that Unicode normalisation (NFKC) turns into "." or ".." or that contain a '
+    "look-alike separator are not allowed"
+)
+RULE_TRAILING = "names must not end with a dot or a space"
+RULE_WINDOWS_CHARS = 'names must not contain any of < > : " | ? *'
+RULE_DEVICE = "Windows device names (CON, PRN, AUX, NUL, COM1-COM9, LPT1-LPT9) are not allowed"
+RULE_RESERVED = 'names starting with ".refmem" are reserved for the handler\'s own files'
+RULE_FILE_SLASH = 'a file path must not end with "/"'
+
+
+def rule_name_too_long(max_bytes: int) -> str:
+    return f"a name may be at most {max_bytes} bytes"
+
+
+def rule_too_long(max_bytes: int) -> str:
+    return f"a path may be at most {max_bytes} bytes"
+
+
+def rule_too_deep(max_depth: int) -> str:
+    return f"a path may be at most {max_depth} levels deep"
+
+
+# How `param_type` names the type a parameter must have.
+KIND_STRING, KIND_INTEGER, KIND_RANGE = "a string", "an integer", "a list of two integers"
+
+# Why a duration given to `refmem prune --older-than` was refused.
+DURATION_FORMAT = "invalid duration {text!r}: use a number and a unit (s, m, h, d, w), e.g. 30d or 1w2d"
+DURATION_NOT_POSITIVE = "invalid duration {text!r}: it must be longer than zero"
+
+
 # What `{reason}` says in `io_error` for each code a filesystem problem carries (kernel.OsFailure.code).
 IO_REASONS: Dict[str, str] = {
     "no_space": "no space left on device",

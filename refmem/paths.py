@@ -8,13 +8,28 @@ plain names, never separators, dots or escapes.
 
 from __future__ import annotations
 
-import functools
 import re
 import unicodedata
 from typing import Callable, List, NamedTuple, Tuple
 
 from .limits import DEFAULT_LIMITS, Limits
-from .messages import is_unsafe_char
+from .messages import (  # the rule sentences a refused path names: every phrase lives in messages.py
+    RULE_BACKSLASH,
+    RULE_CONTROL,
+    RULE_DEVICE,
+    RULE_DOTS,
+    RULE_EMPTY,
+    RULE_NFKC,
+    RULE_PERCENT,
+    RULE_PREFIX,
+    RULE_RESERVED,
+    RULE_TRAILING,
+    RULE_WINDOWS_CHARS,
+    is_unsafe_char,
+    rule_name_too_long,
+    rule_too_deep,
+    rule_too_long,
+)
 
 ROOT = "/memories"
 RESERVED_PREFIX = ".refmem"
@@ -53,20 +68,6 @@ class VirtualPath(NamedTuple):
         return self.parts[: len(other.parts)] == other.parts
 
 
-RULE_PREFIX = "it must be /memories or start with /memories/"
-RULE_EMPTY = 'empty segments ("//") are not allowed'
-RULE_DOTS = '"." and ".." segments are not allowed'
-RULE_BACKSLASH = "backslashes are not allowed"
-RULE_CONTROL = "control characters are not allowed"
-RULE_PERCENT = "percent-encoded separators, dots and control characters are not allowed"
-RULE_NFKC = (
-    'names that Unicode normalisation (NFKC) turns into "." or ".." or that contain a '
-    "look-alike separator are not allowed"
-)
-RULE_TRAILING = "names must not end with a dot or a space"
-RULE_WINDOWS_CHARS = 'names must not contain any of < > : " | ? *'
-RULE_DEVICE = "Windows device names (CON, PRN, AUX, NUL, COM1-COM9, LPT1-LPT9) are not allowed"
-RULE_RESERVED = f'names starting with "{RESERVED_PREFIX}" are reserved for the handler\'s own files'
 
 _PERCENT_BYTE = re.compile(r"%([0-9A-Fa-f]{2})")
 _PERCENT_U = re.compile(r"%[uU]([0-9A-Fa-f]{4})")
@@ -188,11 +189,10 @@ def _first_broken_rule(name: str, limits: Limits) -> int:
 NAME_RULE_ORDER: List[str] = [RULE_EMPTY] + [rule for rule, _ in NAME_RULES] + ["name length"]
 
 
-@functools.lru_cache(maxsize=16384)
 def is_addressable(name: str, limits: Limits = DEFAULT_LIMITS) -> bool:
     """Could a path ending in this name (as found on disk) be parsed? Listings show only these.
 
-    Cached: a listing asks about the same names again and again, and the answer is pure.
+    Pure; a handler remembers the answers per name (its limits are fixed), so nothing is cached here.
     """
     return _first_broken_rule(name, limits) == len(NAME_RULE_ORDER)
 
@@ -212,9 +212,9 @@ def parse_path(raw: str, limits: Limits = DEFAULT_LIMITS) -> VirtualPath:
     if first < len(NAME_RULE_ORDER) - 1:
         raise PathError(NAME_RULE_ORDER[first])
     if first == len(NAME_RULE_ORDER) - 1:
-        raise PathError(f"a name may be at most {limits.max_name_bytes} bytes")
+        raise PathError(rule_name_too_long(limits.max_name_bytes))
     if len(raw.encode("utf-8")) > limits.max_path_bytes:
-        raise PathError(f"a path may be at most {limits.max_path_bytes} bytes")
+        raise PathError(rule_too_long(limits.max_path_bytes))
     if len(names) > limits.max_depth:
-        raise PathError(f"a path may be at most {limits.max_depth} levels deep")
+        raise PathError(rule_too_deep(limits.max_depth))
     return VirtualPath(tuple(names), trailing_slash)
