@@ -15,7 +15,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from conformance.documentation import quote
 from conformance.figures import figures, tier_passed
 from conformance.runner import SKIP, CaseResult, RunResult
-from conformance.tiers import CLASSES, DOCUMENTED, SAFETY
+from conformance.tiers import CLASSES, DOCUMENTED, SAFETY, TIERS
 from conformance.visible import clip, printable, redact, visible
 
 
@@ -296,8 +296,8 @@ def _matrix_table(run: RunResult) -> List[str]:
         "",
         "Containment is checked for every payload (safety); the refusal itself is judged in the case's tier.",
         "",
-        "| family | tiers | cases | safe | tier passes | findings by class |",
-        "|---|---|---|---|---|---|",
+        "| family | tiers | cases | safe | tier passes | findings by class | sentence behind documented failures |",
+        "|---|---|---|---|---|---|---|",
     ]
     for family, results in families.items():
         tiers = "/".join(sorted({result.case.tier for result in results}))
@@ -309,9 +309,11 @@ def _matrix_table(run: RunResult) -> List[str]:
                 tally[cls] = tally.get(cls, 0) + 1
         found = ", ".join(f"{cls} {count}" for cls, count in tally.items()) or "-"
         title = _cell(titles.get(family, family), 70)
+        cites = sorted({r.case.cite for r in results if r.case.cite and r.failed_in(DOCUMENTED)})
+        cited = "<br>".join(_cell(quote(cite), 200) for cite in cites) or "-"
         lines.append(
             f"| `{family}` {title} | {tiers} | {len(results)} | "
-            f"{'yes' if not unsafe else f'**NO ({unsafe})**'} | {passes}/{len(results)} | {found} |"
+            f"{'yes' if not unsafe else f'**NO ({unsafe})**'} | {passes}/{len(results)} | {found} | {cited} |"
         )
     return lines + [""]
 
@@ -405,6 +407,7 @@ def markdown(run: RunResult, title: str = "") -> str:
     lines += _feature_table(run)
     lines += _unsafe_table([r for r in run.results if r.failed_in(SAFETY)])
     failed = [r for r in run.results if r.status == "fail" and matrix_family(r.case.id) is None]
+    failed.sort(key=lambda r: (not r.failed_in(SAFETY), not r.failed_in(DOCUMENTED), TIERS.index(r.case.tier)))
     if failed:
         lines += _failing_table(failed)
     everything = [r for r in run.results if r.status == "fail"]
