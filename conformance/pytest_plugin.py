@@ -48,6 +48,11 @@ def pytest_addoption(parser: Any) -> None:
         help="which tiers fail a case: standard, hardening or documented (safety always)",
     )
     group.addoption(
+        "--memory-stress",
+        choices=("quick", "full"),
+        help="also run the stress tier (conformance/stress.py) as one test: any safety or cost finding fails it",
+    )
+    group.addoption(
         "--memory-error-prefix", metavar="TEXT", help="python targets: a plain string starting with TEXT is an error"
     )
 
@@ -109,6 +114,39 @@ class ConformanceItem(pytest.Item):
         return self.path, 0, f"memory conformance {self.case.id}"
 
 
+class StressItem(pytest.Item):
+    """The stress tier as one test: its findings, each with its class, are the failure."""
+
+    def __init__(self, *, quick: bool, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.quick = quick
+
+    def runtest(self) -> None:
+        from conformance.stress import run_stress
+
+        session: _Session = self.config._memory_session  # type: ignore[attr-defined]
+        workdir = session.base / "stress"
+        workdir.mkdir(exist_ok=True)
+
+        def open_fresh(root: pathlib.Path) -> Target:
+            return open_target(session.spec, root, session.timeout, error_prefix=session.error_prefix)
+
+        found = run_stress(open_fresh, workdir, quick=self.quick)
+        findings = [item for item in found if item.get("class") in ("safety", "cost")]
+        if findings:
+            raise CaseFailed(
+                "\n".join(f"[{item['class']}] {item.get('check')}: {item.get('detail')}" for item in findings)
+            )
+
+    def repr_failure(self, excinfo: Any, style: Any = None) -> str:
+        if isinstance(excinfo.value, CaseFailed):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> Tuple[Any, Optional[int], str]:
+        return self.path, 0, "memory conformance stress tier"
+
+
 class ConformanceCollector(pytest.Collector):
     def __init__(self, *, cases: List[Case], entries: List[expect.Expectation], strict: bool, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -161,6 +199,9 @@ def pytest_collection_modifyitems(session: Any, config: Any, items: List[Any]) -
         strict=config.getoption("memory_strict"),
     )
     items.extend(collector.collect())
+    stress = config.getoption("memory_stress")
+    if stress:
+        items.append(StressItem.from_parent(collector, name="stress", quick=stress == "quick"))
 
 
 def pytest_sessionfinish(session: Any) -> None:

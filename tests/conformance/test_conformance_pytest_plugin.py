@@ -86,3 +86,19 @@ def test_strict_turns_an_unexpected_pass_into_a_failure(basic_cases: pathlib.Pat
 def test_without_a_target_the_plugin_adds_nothing(basic_cases: pathlib.Path, tmp_path: pathlib.Path) -> None:
     result = _pytest(tmp_path, basic_cases)
     assert result.returncode == 5  # no tests collected
+
+
+def test_the_stress_tier_is_one_more_test(basic_cases: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    result = _pytest(
+        tmp_path,
+        basic_cases,
+        "--memory-target",
+        "refmem",
+        "--memory-run",
+        "t-002",
+        "--memory-stress",
+        "quick",
+        "-rA",
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "2 passed" in result.stdout and "memory-conformance::stress" in result.stdout
