@@ -4,14 +4,41 @@
 could not run: bad JSON, an unusable root), so a shell script can drive the reference. `serve` speaks
 the conformance adapter protocol on stdin/stdout, so a program in any language can. `prune` removes
 memories nobody touched for a while.
+
+The help texts are plain text (no Markdown): they are read in a terminal.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from typing import List, Optional, TextIO
+from typing import List, Optional, TextIO, Union
+
+from . import __version__
+from .protocol import MAX_LINE_BYTES
+from .protocol import VERSION as PROTOCOL_VERSION
+
+STDIN_INPUT = "-"
+"""The `exec` input argument that means "read the tool input from standard input"."""
+
+MAX_STDIN_BYTES = MAX_LINE_BYTES
+"""The longest tool input `exec` reads from standard input: the bound `serve` puts on one request
+(D-SERVE-LINE-LIMIT), for the same reason (a write carries up to 1 MiB, escaped up to six times)."""
+
+STATUS_READER_GONE = 141
+"""Exit status when standard output was closed by its reader (`refmem ... | head`): what a shell
+reports for a program ended by SIGPIPE, and distinct from exec's 0, 1 and 2."""
+
+DESCRIPTION = "The reference handler of the memory_20250818 tool, from a shell or from another program."
+EPILOG = """examples:
+  refmem exec --root ./memories '{"command": "view", "path": "/memories"}'
+  refmem exec --root ./memories - < input.json
+  refmem-conformance --target "cmd:refmem serve"
+  refmem prune --root ./memories --older-than 30d --dry-run
+
+'refmem COMMAND --help' says more about each command."""
 
 
 def _exec(args: argparse.Namespace) -> int:
@@ -19,11 +46,19 @@ def _exec(args: argparse.Namespace) -> int:
     could not be run at all (the input is not JSON or nests too deeply, the root is unusable)."""
     from .handler import MemoryHandler
 
+    raw: Union[str, bytes] = args.input
+    if raw == STDIN_INPUT:
+        try:
+            raw = _read_stdin(MAX_STDIN_BYTES)
+        except OSError:
+            return _fail("cannot read the tool input from standard input")
+        if len(raw) > MAX_STDIN_BYTES:
+            return _fail(f"the input on standard input is longer than {MAX_STDIN_BYTES} bytes")
     try:
-        tool_input = json.loads(args.input)
+        tool_input = json.loads(raw)
     except RecursionError:
         return _fail("the input nests arrays or objects too deeply to read")
-    except ValueError:
+    except ValueError:  # UnicodeDecodeError included: bytes on stdin that are not UTF-8
         return _fail("the input is not valid JSON")
     try:
         handler = MemoryHandler(args.root, read_only=args.read_only)
@@ -35,6 +70,17 @@ def _exec(args: argparse.Namespace) -> int:
         return _fail(f"the handler failed on this input ({type(error).__name__}); please report it")
     _write_text(sys.stdout, result.output + "\n")
     return 1 if result.is_error else 0
+
+
+def _read_stdin(limit: int) -> Union[str, bytes]:
+    """At most `limit + 1` bytes of standard input (characters, when stdin has no byte buffer), so
+    that an overlong input is noticed without being held whole. Raises OSError when there is none."""
+    stream = sys.stdin
+    if stream is None:
+        raise OSError("no standard input")
+    buffer = getattr(stream, "buffer", None)
+    data: Union[str, bytes] = buffer.read(limit + 1) if buffer is not None else stream.read(limit + 1)
+    return data
 
 
 def _fail(reason: str) -> int:
@@ -100,30 +146,101 @@ def _failure_reason(error: Exception) -> str:
     return getattr(error, "strerror", None) or "operating system error"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="refmem", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="action", required=True)
+_ROOT_HELP = "the real directory that /memories stands for (created if missing)"
 
-    run = commands.add_parser("exec", help="run one tool input given as JSON")
-    run.add_argument("--root", required=True, help="the real directory that /memories maps to")
-    run.add_argument("--read-only", action="store_true", help="refuse every mutating command")
-    run.add_argument("input", help='the tool input, e.g. \'{"command": "view", "path": "/memories"}\'')
+_EXEC_DESCRIPTION = """Run one tool input (the JSON object the model sent) and print the result's text.
+
+Exit status: 0 for a success result, 1 for an error result, 2 when the command
+could not run (the input is not JSON, the directory cannot be used)."""
+
+_SERVE_DESCRIPTION = f"""Answer the conformance adapter protocol on standard input and output: JSON lines,
+one reply per request line, protocol version {PROTOCOL_VERSION} (conformance/PROTOCOL.md).
+The memory directory comes with each reset request. The conformance runner
+drives it with: refmem-conformance --target 'cmd:refmem serve'"""
+
+_PRUNE_DESCRIPTION = """Remove the files under /memories that nobody viewed or changed for a while (a
+file's last use is the later of its recorded last view and its modification
+time), then the folders left empty."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="refmem", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"refmem {__version__} (adapter protocol {PROTOCOL_VERSION})"
+    )
+    commands = parser.add_subparsers(dest="action", required=True, metavar="{exec,serve,prune}")
+
+    raw = argparse.RawDescriptionHelpFormatter
+    run = commands.add_parser(
+        "exec", help="run one tool input given as JSON", description=_EXEC_DESCRIPTION, formatter_class=raw
+    )
+    run.add_argument("--root", required=True, help=_ROOT_HELP)
+    run.add_argument("--read-only", action="store_true", help="refuse every command that would change something")
+    run.add_argument(
+        "input",
+        help=f"the tool input as JSON; {STDIN_INPUT} reads it from standard input (for inputs longer than a command "
+        f"line may be, up to {MAX_STDIN_BYTES // (1024 * 1024)} MiB)",
+    )
     run.set_defaults(func=_exec)
 
-    serve = commands.add_parser("serve", help="speak the conformance adapter protocol on stdin/stdout")
+    serve = commands.add_parser(
+        "serve",
+        help=f"answer the conformance adapter protocol (version {PROTOCOL_VERSION}) on stdin and stdout",
+        description=_SERVE_DESCRIPTION,
+        formatter_class=raw,
+    )
     serve.set_defaults(func=_serve)
 
-    prune = commands.add_parser("prune", help="remove memories not accessed or changed for a while")
-    prune.add_argument("--root", required=True)
-    prune.add_argument("--older-than", required=True, help="e.g. 30d, 12h, 90m, 2w")
+    prune = commands.add_parser(
+        "prune",
+        help="remove memories nobody viewed or changed for a while",
+        description=_PRUNE_DESCRIPTION,
+        formatter_class=raw,
+    )
+    prune.add_argument("--root", required=True, help="the real directory that /memories stands for (it must exist)")
+    prune.add_argument(
+        "--older-than",
+        required=True,
+        metavar="DURATION",
+        help="how long unused: a number and a unit (s, m, h, d, w), e.g. 30d, 12h, 90m, 1w2d",
+    )
     prune.add_argument("--dry-run", action="store_true", help="list what would go, remove nothing")
     prune.set_defaults(func=_prune)
     return parser
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    args = build_parser().parse_args(argv)
-    return int(args.func(args))
+    """Run one command; also the `refmem` console script.
+
+    A reader that closes standard output early (`refmem exec ... | head -c1`) ends the command
+    quietly with STATUS_READER_GONE: the rest of the output has nowhere to go, and Python would
+    otherwise print a BrokenPipeError traceback, or an "Exception ignored" note at exit.
+    """
+    try:
+        try:
+            args = build_parser().parse_args(argv)
+            return int(args.func(args))
+        finally:
+            sys.stdout.flush()  # inside the try: a closed pipe is noticed here, not at exit
+    except BrokenPipeError:
+        _stdout_to_devnull()
+        return STATUS_READER_GONE
+
+
+def _stdout_to_devnull() -> None:
+    """Point file descriptor 1 at /dev/null so that the interpreter's last flush finds somewhere to
+    write (the unsent text is dropped). Nothing to do when stdout is not a real file."""
+    try:
+        fileno = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError and a ValueError
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fileno)
+    finally:
+        os.close(devnull)
 
 
 if __name__ == "__main__":  # pragma: no cover

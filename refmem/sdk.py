@@ -3,7 +3,7 @@
 `RefmemMemoryTool(root)` plugs into the SDK's tool runner like its own memory tools do, but every
 command goes through `MemoryHandler`: error results are raised as the SDK's `ToolError`, which the
 runner sends back with `is_error` set. Importing this module imports `anthropic`; nothing else in
-`refmem` does.
+`refmem` does, and without it the import fails with an ImportError that says what to install.
 """
 
 from __future__ import annotations
@@ -11,10 +11,15 @@ from __future__ import annotations
 import os
 from typing import Any, Union
 
-from anthropic.lib.tools import BetaAbstractMemoryTool, ToolError
-
 from .handler import MemoryHandler
 from .messages import Result
+
+INSTALL_HINT = 'refmem.sdk needs the Anthropic Python SDK (anthropic>=0.69): pip install "refmem[anthropic]"'
+
+try:
+    from anthropic.lib.tools import BetaAbstractMemoryTool, ToolError
+except ImportError as missing:  # not installed, or too old to have the memory tool base class
+    raise ImportError(INSTALL_HINT, name=missing.name) from missing
 
 __all__ = ["RefmemMemoryTool"]
 

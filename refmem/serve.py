@@ -29,7 +29,7 @@ from typing import IO, Any, Callable, Dict, Iterator, Optional, Union
 
 from . import protocol as p
 
-HOMEPAGE = ""
+HOMEPAGE = "https://github.com/refmem/refmem"
 PROTOCOL_VERSION = p.VERSION
 OPTIONS = p.OPTION_NAMES
 """Every handler option a `reset` may carry; all are listed in the `start` reply."""
@@ -59,14 +59,11 @@ _Session = Session  # the earlier name
 
 
 def _version() -> str:
-    try:
-        from importlib.metadata import PackageNotFoundError, version
-    except ImportError:  # pragma: no cover - Python < 3.8
-        return ""
-    try:
-        return version("refmem")
-    except PackageNotFoundError:
-        return ""
+    """This copy's version, as `refmem --version` prints it: a vendored copy reports its own, not that
+    of whatever refmem the interpreter has installed."""
+    from . import __version__
+
+    return __version__
 
 
 def _start(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
