@@ -207,14 +207,16 @@ class LeakGuard:
                     break
         return findings
 
-    def check(self, output: str, number: int) -> List[Finding]:
+    def check(self, output: str, number: int, raised: bool = False) -> List[Finding]:
+        """Safety leaks always; error internals only when the step did not raise (a raise is its own finding,
+        and its text is the exception's repr by design)."""
         findings = [
             Finding("leak", f"the output holds {name}", number, actual=clip(output))
             for name, secret in self.secrets
             if secret in output
         ][:1]
         findings += self._patterns(output, number, SAFETY_PATTERNS, SAFETY)
-        if not findings:  # internals beside a safety leak add nothing
+        if not findings and not raised:  # internals beside a safety leak add nothing
             findings += self._patterns(output, number, INTERNALS_PATTERNS, ROBUSTNESS)
         return findings
 

@@ -115,7 +115,7 @@ class CaseRun:
         """Run one input; record leaks, its bound and misbehaviour. None when the case cannot go on."""
         self.sent += sum(len(text) for text in strings_in(input))
         result = self.target.execute(input)
-        self.findings.extend(self.guard.check(result.output, number))
+        self.findings.extend(self.guard.check(result.output, number, result.raised))
         bound = limit if limit is not None else OUTPUT_BOUND_BASE + OUTPUT_BOUND_FACTOR * (self.size + self.sent)
         self.findings.extend(output_bound(result, bound, number))
         self.findings.extend(misbehaviour(result, number))

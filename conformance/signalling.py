@@ -14,8 +14,9 @@ Implementations signal errors in many ways, and the suite judges what they do, n
   an error result; an exception whose class (or a base) is named in `error_exceptions` is an error result
   like a `ToolError`, not a robustness finding.
 
-Any other exception is an error result whose text is the exception's message (what an application would show)
-and is marked `raised`: a robustness finding, and a leak only when that text leaks something.
+Any other exception is an error result whose text is the exception's repr, as the SDKs' tool runners show an
+unexpected exception to the model, and is marked `raised`: a robustness finding, and a safety finding only when
+that text leaks something (the canary, the host path).
 A coroutine or other awaitable result is awaited first. Standard library only.
 """
 
@@ -162,7 +163,7 @@ def call(method: Callable[[Any], Any], input: Any, rules: Convention) -> StepRes
     except Exception as exc:  # noqa: BLE001 - every exception is read, never a runner crash
         if rules.designed(exc):
             return StepResult(_exception_text(exc), True)
-        return StepResult(_exception_text(exc), True, raised=True, detail=traceback.format_exc())
+        return StepResult(repr(exc), True, raised=True, detail=traceback.format_exc())
     except SystemExit as exc:  # an implementation that exits is a crash, not the end of the run
         return StepResult("", True, crashed=True, detail=f"the implementation called exit({exc.code!r})")
     return interpret(value, rules)

@@ -42,7 +42,7 @@ def test_an_unexpected_exception_is_an_error_result_and_a_raised_finding(basic_c
     assert status == 1
     report = json.loads((basic_cases / "r.json").read_text())
     by_id = {entry["id"]: entry for entry in report["cases"]}
-    # ValueError("boom"): a robustness finding; its text "boom" is the output and leaks nothing.
+    # ValueError("boom"): a robustness finding; its repr, the output, leaks nothing (no host detail).
     findings = by_id["t-004"]["findings"]
     assert [(f["kind"], f["class"]) for f in findings if f["kind"] != "match"] == [("raised", "robustness")]
     assert not [f for f in findings if f["kind"] == "leak"]
