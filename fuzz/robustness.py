@@ -393,11 +393,15 @@ def check_exec(argv: List[str]) -> None:
     out = io.TextIOWrapper(out_bytes, encoding="utf-8")  # strict, like a real UTF-8 stdout
     err = io.TextIOWrapper(err_bytes, encoding="utf-8", errors="backslashreplace")
     code: Any
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = cli.main(argv)
-        except SystemExit as exit_:
-            code = ("exit", exit_.code)
+    stdin, sys.stdin = sys.stdin, io.TextIOWrapper(io.BytesIO(b'{"command": "view", "path": "/memories"}'))
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):  # `-` reads this stdin, never ours
+            try:
+                code = cli.main(argv)
+            except SystemExit as exit_:
+                code = ("exit", exit_.code)
+    finally:
+        sys.stdin = stdin
     out.flush()
     err.flush()
     printed = out_bytes.getvalue().decode("utf-8")

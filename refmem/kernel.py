@@ -311,8 +311,9 @@ class RootDir:
         """
         if check:
             self.check_removed()
-        if parts and not create and _openat2 is not None and isinstance(self.top, FdDir):
-            return self._beneath(self.top, parts)
+        openat2 = _openat2
+        if parts and not create and openat2 is not None and isinstance(self.top, FdDir):
+            return _beneath(openat2, self.top, parts)
         current = self.top
         try:
             for index, name in enumerate(parts):
@@ -334,34 +335,34 @@ class RootDir:
             raise
         return current
 
-    def _beneath(self, top: FdDir, parts: Tuple[str, ...]) -> FdDir:
-        """The whole walk in one kernel call: every name a folder, no link anywhere, never outside
-        `top` (the kernel refuses a resolution that a concurrent rename would take out: EXDEV or
-        EAGAIN). What the name-by-name walk checks, and its after-the-fact confinement check (which
-        this makes unneeded), the kernel enforces while resolving."""
-        assert _openat2 is not None  # noqa: S101 - the caller checked
-        path = os.fsencode("/".join(parts))
-        for _ in range(4):
-            fd = _openat2(top.fd, path)
-            if fd >= 0:
-                return FdDir(fd, top.jail)
-            code = ctypes.get_errno()
-            if code != errno.EAGAIN:
-                break
-        if code in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
-            raise Missing()  # nothing there, or a file or a link on the way
-        if code == errno.EXDEV:
-            raise Escaped()
-        if code == errno.EAGAIN:
-            raise OsFailure("tree_changed")
-        raise os_failure(OSError(code, os.strerror(code)))
-
     def close(self) -> None:
         fd, self._fd = self._fd, None
         if isinstance(self.top, FdDir):
             self.top.fd = CLOSED_FD  # a walk after close() fails, never wanders
         if fd is not None:
             self._close(fd)
+
+
+def _beneath(openat2: Callable[[int, bytes], int], top: FdDir, parts: Tuple[str, ...]) -> FdDir:
+    """The whole walk in one kernel call: every name a folder, no link anywhere, never outside
+    `top` (the kernel refuses a resolution that a concurrent rename would take out: EXDEV or
+    EAGAIN). What the name-by-name walk checks, and its after-the-fact confinement check (which
+    this makes unneeded), the kernel enforces while resolving."""
+    path = os.fsencode("/".join(parts))
+    for _ in range(4):
+        fd = openat2(top.fd, path)
+        if fd >= 0:
+            return FdDir(fd, top.jail)
+        code = ctypes.get_errno()
+        if code != errno.EAGAIN:
+            break
+    if code in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+        raise Missing()  # nothing there, or a file or a link on the way
+    if code == errno.EXDEV:
+        raise Escaped()
+    if code == errno.EAGAIN:
+        raise OsFailure("tree_changed")
+    raise os_failure(OSError(code, os.strerror(code)))
 
 
 # --- primitives on (folder, name) --------------------------------------------------------------
