@@ -8,6 +8,8 @@ means for someone who pinned the suite.
 
 from __future__ import annotations
 
+from refmem import protocol as _protocol
+
 SUITE_VERSION = "suite-3"
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = _protocol.VERSION
 CASE_FORMAT_VERSION = 2

@@ -18,13 +18,13 @@ import subprocess
 import threading
 from typing import IO, Any, Deque, Dict, List, Optional
 
-from conformance import PROTOCOL_VERSION
-from conformance.target_base import OPTION_NAMES, STORAGE_KINDS, Options, StepResult, Target, TargetError
+from conformance.target_base import Options, StepResult, Target, TargetError
+from refmem import protocol as P  # the protocol's vocabulary, defined once and shared with `refmem serve`
 
-START_TIMEOUT = 60.0
+START_TIMEOUT = P.START_TIMEOUT_SECONDS
 """Seconds an adapter may take to answer `start` (an interpreter or a JIT may be slow to load)."""
 
-STOP_GRACE = 2.0
+STOP_GRACE = P.STOP_GRACE_SECONDS
 """Seconds an adapter has to exit after `stop` before it is killed."""
 
 STDERR_KEPT = 200
@@ -105,25 +105,25 @@ class _Child:
 
 
 def _check_ready(reply: Dict[str, Any]) -> None:
-    if reply.get("ready") is not True:
-        error = reply.get("error") or {}
-        raise ProtocolViolation(f"the adapter is not ready: {error.get('message', reply)}")
-    if reply.get("version") != PROTOCOL_VERSION:
+    if reply.get(P.READY) is not True:
+        error = reply.get(P.ERROR) or {}
+        raise ProtocolViolation(f"the adapter is not ready: {error.get(P.ERROR_MESSAGE, reply)}")
+    if reply.get(P.VERSION_FIELD) != P.VERSION:
         raise ProtocolViolation(
-            f"the adapter speaks protocol version {reply.get('version')!r}; this runner speaks {PROTOCOL_VERSION}"
+            f"the adapter speaks protocol version {reply.get(P.VERSION_FIELD)!r}; this runner speaks {P.VERSION}"
         )
-    info = reply.get("implementation")
+    info = reply.get(P.IMPLEMENTATION)
     if not isinstance(info, dict) or not isinstance(info.get("name"), str):
         raise ProtocolViolation("the start reply has no implementation.name")
-    if reply.get("storage", "filesystem") not in STORAGE_KINDS:
-        raise ProtocolViolation(f"storage must be one of {STORAGE_KINDS}")
-    options = reply.get("options", [])
+    if reply.get(P.STORAGE, P.STORAGE_FILESYSTEM) not in P.STORAGE_KINDS:
+        raise ProtocolViolation(f"storage must be one of {P.STORAGE_KINDS}")
+    options = reply.get(P.OPTIONS, [])
     if not isinstance(options, list) or not all(isinstance(name, str) for name in options):
         raise ProtocolViolation("options in the start reply must be a list of option names")
 
 
 def _check_reply(reply: Dict[str, Any], seq: int) -> None:
-    if reply.get("seq") != seq:
+    if reply.get(P.SEQ) != seq:
         raise ProtocolViolation(f"expected a reply to seq {seq}, got {reply!r:.200}")
 
 
@@ -149,7 +149,7 @@ class AdapterTarget(Target):
         except OSError as exc:
             raise TargetError(f"{self.spec}: cannot start the adapter: {exc}") from exc
         try:
-            child.send({"cmd": "start", "version": PROTOCOL_VERSION})
+            child.send({P.CMD: P.CMD_START, P.VERSION_FIELD: P.VERSION})
             reply = child.receive(START_TIMEOUT)
             _check_ready(reply)
         except (OSError, EOFError, queue.Empty, ProtocolViolation) as exc:
@@ -157,24 +157,24 @@ class AdapterTarget(Target):
             raise TargetError(
                 f"{self.spec}: the adapter did not start: {exc or type(exc).__name__}\n{child.tail()}"
             ) from exc
-        info = reply["implementation"]
-        self.implementation = {key: str(info.get(key, "")) for key in ("name", "language", "version", "homepage")}
-        self.storage = reply.get("storage", "filesystem")
-        self.options = frozenset(name for name in reply.get("options", []) if name in OPTION_NAMES)
+        info = reply[P.IMPLEMENTATION]
+        self.implementation = {key: str(info.get(key, "")) for key in P.IMPLEMENTATION_FIELDS}
+        self.storage = reply.get(P.STORAGE, P.STORAGE_FILESYSTEM)
+        self.options = frozenset(name for name in reply.get(P.OPTIONS, []) if name in P.OPTION_NAMES)
         self.restarts += 1
         return child
 
     def _request(self, child: _Child, message: Dict[str, Any], timeout: float) -> Dict[str, Any]:
         self._seq += 1
-        child.send(dict(message, seq=self._seq))
+        child.send(dict(message, **{P.SEQ: self._seq}))
         reply = child.receive(timeout)
         _check_reply(reply, self._seq)
         return reply
 
     def reset(self, root: pathlib.Path, options: Options = None) -> None:
-        request: Dict[str, Any] = {"cmd": "reset", "root": str(root)}
+        request: Dict[str, Any] = {P.CMD: P.CMD_RESET, P.ROOT: str(root)}
         if options:
-            request["options"] = dict(options)  # sent only when set: an adapter that lists none never sees it
+            request[P.OPTIONS] = dict(options)  # sent only when set: an adapter that lists none never sees it
         for _attempt in (1, 2):
             if self._child is None or self._child.process.poll() is not None:
                 self._discard()
@@ -184,9 +184,9 @@ class AdapterTarget(Target):
                 raise TargetError(f"{self.spec}: option {missing} not supported")
             try:
                 reply = self._request(self._child, request, self._step_timeout)
-                if reply.get("ok") is True:
+                if reply.get(P.OK) is True:
                     return
-                problem = f"reset refused: {reply.get('error', reply)}"
+                problem = f"reset refused: {reply.get(P.ERROR, reply)}"
             except (OSError, EOFError, queue.Empty, ProtocolViolation) as exc:
                 problem = f"reset failed: {exc or type(exc).__name__}"
             self._discard()
@@ -202,7 +202,7 @@ class AdapterTarget(Target):
         if child is None:
             return
         try:
-            child.send({"cmd": "stop"})
+            child.send({P.CMD: P.CMD_STOP})
             child.process.wait(timeout=STOP_GRACE)
         except (OSError, subprocess.TimeoutExpired):
             pass
@@ -215,7 +215,7 @@ class AdapterTarget(Target):
         if child is None:
             return StepResult("", True, crashed=True, detail="the adapter is not running (it crashed earlier)")
         try:
-            reply = self._request(child, {"cmd": "execute", "input": input}, self._step_timeout)
+            reply = self._request(child, {P.CMD: P.CMD_EXECUTE, P.INPUT: input}, self._step_timeout)
             return _step_from_reply(reply)
         except queue.Empty:
             self._discard()
@@ -230,13 +230,13 @@ class AdapterTarget(Target):
 
 
 def _step_from_reply(reply: Dict[str, Any]) -> StepResult:
-    if "error" in reply:
-        error = reply["error"] if isinstance(reply["error"], dict) else {"message": str(reply["error"])}
-        return StepResult("", True, crashed=True, detail=f"adapter error: {error.get('message', error)}")
-    output, is_error = reply.get("output"), reply.get("is_error")
+    if P.ERROR in reply:
+        error = reply[P.ERROR] if isinstance(reply[P.ERROR], dict) else {P.ERROR_MESSAGE: str(reply[P.ERROR])}
+        return StepResult("", True, crashed=True, detail=f"adapter error: {error.get(P.ERROR_MESSAGE, error)}")
+    output, is_error = reply.get(P.OUTPUT), reply.get(P.IS_ERROR)
     if not isinstance(output, str) or not isinstance(is_error, bool):
         raise ProtocolViolation(f"an execute reply needs a string output and a boolean is_error: {reply!r:.200}")
-    raised = reply.get("raised")
+    raised = reply.get(P.RAISED)
     if raised is not None:
         return StepResult(output, is_error, raised=True, detail=str(raised))
     return StepResult(output, is_error)

@@ -10,13 +10,15 @@ import dataclasses
 import pathlib
 from typing import Any, Dict, FrozenSet, Mapping, Optional
 
-DEFAULT_STEP_TIMEOUT = 10.0
+from refmem import protocol
+
+DEFAULT_STEP_TIMEOUT = protocol.STEP_TIMEOUT_SECONDS
 """Seconds one command may take before the target counts as hung."""
 
-STORAGE_KINDS = ("filesystem", "own")
+STORAGE_KINDS = protocol.STORAGE_KINDS
 """`filesystem`: the target stores under the root it is given; `own`: it keeps its own storage."""
 
-OPTION_NAMES = ("read_only", "allow", "limits", "content_policy")
+OPTION_NAMES = protocol.OPTION_NAMES
 """Handler options a case may set (CASE-FORMAT.md `options`); a target lists those it honours."""
 
 Options = Optional[Mapping[str, Any]]
