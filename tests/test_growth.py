@@ -1,0 +1,163 @@
+"""No command's cost grows faster than its input: the CPU time at 4n is compared with the time at n.
+
+Linear work takes about 4 times as long on an input 4 times as large; quadratic work 16 times. The
+bound, 8, sits between the two and far from both, and no absolute time is ever compared, so the test
+holds on a slow or loaded machine. CPU time (`time.process_time`) leaves out waiting (fsync, other
+programs), and the least of a few repeats leaves out the interruptions that only ever add time.
+Sizes are chosen so that the size-dependent work dominates each command's fixed cost at n.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import time
+from typing import Any, Callable, Dict, Tuple
+
+import pytest
+
+from refmem import MemoryHandler
+
+FACTOR = 4
+BOUND = 8.0
+REPEATS = 5
+
+Setup = Callable[[pathlib.Path, int], Callable[[int], Dict[str, Any]]]
+"""(root, n) -> a function of the repeat number giving the command to time (it may prepare files first)."""
+
+
+def _write(path: pathlib.Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _lines(size: int) -> str:
+    """About `size` characters of short numbered lines, a unique marker in the middle."""
+    count = size // 8
+    rows = [f"r{i:06d}" for i in range(count)]
+    rows[count // 2] = "MARKER!"
+    return "\n".join(rows) + "\n"
+
+
+def _tree(folder: pathlib.Path, files: int) -> None:
+    for i in range(files):
+        _write(folder / f"d{i // 16:03d}" / f"f{i:05d}.md", "x\n")
+
+
+def view_whole(root: pathlib.Path, n: int) -> Callable[[int], Dict[str, Any]]:
+    _write(root / "f.md", _lines(n))
+    return lambda _: {"command": "view", "path": "/memories/f.md"}
+
+
+def view_range(root: pathlib.Path, n: int) -> Callable[[int], Dict[str, Any]]:
+    _write(root / "f.md", _lines(n))
+    middle = n // 16
+    return lambda _: {"command": "view", "path": "/memories/f.md", "view_range": [middle, middle + 9]}
+
+
+def listing(root: pathlib.Path, n: int) -> Callable[[int], Dict[str, Any]]:
+    _tree(root / "t", n)
+    return lambda _: {"command": "view", "path": "/memories/t"}
+
+
+def create(root: pathlib.Path, n: int) -> Callable[[int], Dict[str, Any]]:
+    text = _lines(n)
+    return lambda i: {"command": "create", "path": f"/memories/new{i}.md", "file_text": text}
+
+
+def str_replace_once(root: pathlib.Path, n: int) -> Callable[[int], Dict[str, Any]]:
+    _write(root / "f.md", _lines(n))
+    pair = ("MARKER!", "CHANGED")
+    return lambda i: {"command": "str_replace", "path": "/memories/f.md",
+                      "old_str": pair[i % 2], "new_str": pair[1 - i % 2]}
+
+
+def str_replace_many(root: pathlib.Path, n: int) -> Callable[[int], Dict[str, Any]]:
+    """n occurrences of old_str, one per line: the error path lists line numbers."""
+    _write(root / "f.md", "a\n" * n)
+    return lambda _: {"command": "str_replace", "path": "/memories/f.md", "old_str": "a", "new_str": "b"}
+
+
+def insert(root: pathlib.Path, n: int) -> Callable[[int], Dict[str, Any]]:
+    _write(root / "f.md", _lines(n))
+    return lambda i: {"command": "insert", "path": "/memories/f.md", "insert_line": 1, "insert_text": f"x{i}"}
+
+
+def delete_tree(root: pathlib.Path, n: int) -> Callable[[int], Dict[str, Any]]:
+    def make(i: int) -> Dict[str, Any]:
+        _tree(root / f"t{i}", n)
+        return {"command": "delete", "path": f"/memories/t{i}"}
+
+    return make
+
+
+def rename_tree(root: pathlib.Path, n: int) -> Callable[[int], Dict[str, Any]]:
+    _tree(root / "a", n)
+    names = ("/memories/a", "/memories/b/a")
+    return lambda i: {"command": "rename", "old_path": names[i % 2], "new_path": names[1 - i % 2]}
+
+
+# command -> (how its input grows, n, setup)
+CASES: Dict[str, Tuple[str, int, Setup]] = {
+    "view of a whole file": ("file characters", 64 << 10, view_whole),
+    "view_range of 10 lines": ("file characters", 128 << 10, view_range),
+    "listing": ("files in the folder", 100, listing),
+    "create": ("file_text characters", 128 << 10, create),
+    "str_replace, one occurrence": ("file characters", 128 << 10, str_replace_once),
+    "str_replace, many occurrences": ("occurrences", 16 << 10, str_replace_many),
+    "insert": ("file characters", 128 << 10, insert),
+    "delete of a folder tree": ("files in the tree", 64, delete_tree),
+    "rename of a folder tree": ("files in the tree", 64, rename_tree),
+}
+
+
+def cpu_time(root: pathlib.Path, n: int, setup: Setup) -> float:
+    """The least CPU time of REPEATS runs of the command on an input of size n (set-up not counted)."""
+    root.mkdir(parents=True)
+    make_input = setup(root, n)
+    handler = MemoryHandler(root, view_cache_bytes=0)
+    best = float("inf")
+    for attempt in range(REPEATS + 1):
+        command = make_input(attempt)
+        started = time.process_time()
+        result = handler.execute(command)
+        spent = time.process_time() - started
+        assert result.output  # a result, error or not (the many-occurrences case is an error)
+        if attempt:  # the first call warms caches and imports
+            best = min(best, spent)
+    return max(best, 1e-6)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_cost_grows_no_faster_than_the_input(tmp_path: pathlib.Path, name: str) -> None:
+    grows_with, n, setup = CASES[name]
+    small = cpu_time(tmp_path / "n", n, setup)
+    large = cpu_time(tmp_path / "4n", FACTOR * n, setup)
+    ratio = large / small
+    assert ratio < BOUND, (
+        f"{name}: {FACTOR}x the {grows_with} ({n:,} -> {FACTOR * n:,}) took {ratio:.1f}x the CPU time "
+        f"({small * 1e3:.2f} ms -> {large * 1e3:.2f} ms); linear work takes about {FACTOR}x"
+    )
+
+
+def test_the_sizes_make_the_size_dependent_work_visible(tmp_path: pathlib.Path) -> None:
+    """The test above means something only if a quadratic would show: recounting the line of every
+    occurrence from the start (the old str_replace error path) at these sizes is caught."""
+
+    def recount(text: str) -> int:
+        total, position = 0, text.find("a")
+        while position != -1:
+            total += text.count("\n", 0, position)
+            position = text.find("a", position + 1)
+        return total
+
+    n = CASES["str_replace, many occurrences"][1]
+    times = []
+    for size in (n, FACTOR * n):
+        text = "a\n" * size
+        best = float("inf")
+        for _ in range(2):
+            started = time.process_time()
+            recount(text)
+            best = min(best, time.process_time() - started)
+        times.append(best)
+    assert times[1] / times[0] > BOUND
