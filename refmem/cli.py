@@ -170,7 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--version", action="version", version=f"refmem {__version__} (adapter protocol {PROTOCOL_VERSION})"
     )
-    commands = parser.add_subparsers(dest="action", required=True, metavar="{exec,serve,prune}")
+    commands = parser.add_subparsers(
+        dest="action", required=True, metavar="{exec,serve,prune,log,memory-get,memory-search,memory-index}"
+    )
 
     raw = argparse.RawDescriptionHelpFormatter
     run = commands.add_parser(
@@ -208,6 +210,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     prune.add_argument("--dry-run", action="store_true", help="list what would go, remove nothing")
     prune.set_defaults(func=_prune)
+
+    from .openclaw_cli import register as register_openclaw  # log, memory-get, memory-search, memory-index
+
+    register_openclaw(commands)
     return parser
 
 

@@ -40,6 +40,9 @@ VERSION_FIELD = "version"  # in `start` and its reply
 ROOT = "root"  # reset
 OPTIONS = "options"  # reset (an object), start reply (a list of names)
 INPUT = "input"  # execute
+TOOL = "tool"  # execute: which tool runs the input (default TOOL_MEMORY); the start reply lists them in TOOLS
+TOOLS = "tools"
+RESULT = "result"  # execute reply for an OpenClaw tool: its result object as well as the rendered output
 
 # --- reply fields -----------------------------------------------------------------------------
 
@@ -58,6 +61,9 @@ ERROR_MESSAGE = "message"
 STORAGE_FILESYSTEM = "filesystem"
 STORAGE_OWN = "own"
 STORAGE_KINDS = (STORAGE_FILESYSTEM, STORAGE_OWN)
+
+TOOL_MEMORY = "memory"  # the memory_20250818 tool: view, create, str_replace, insert, delete, rename
+TOOL_NAMES = (TOOL_MEMORY, "memory_get", "memory_search")  # what `refmem serve` runs over one root
 """`storage` in the start reply; absent means `filesystem`."""
 
 OPTION_NAMES = ("read_only", "allow", "limits", "content_policy")
@@ -75,6 +81,7 @@ RESET_FAILED = "reset-failed"
 UNSUPPORTED_VERSION = "unsupported-version"
 INTERNAL = "internal"
 LINE_TOO_LONG = "line-too-long"
+UNKNOWN_TOOL = "unknown-tool"
 ERROR_CODES = (
     BAD_JSON,
     BAD_REQUEST,
@@ -86,6 +93,7 @@ ERROR_CODES = (
     UNSUPPORTED_VERSION,
     INTERNAL,
     LINE_TOO_LONG,
+    UNKNOWN_TOOL,
 )
 
 # --- the runner's documented waits ------------------------------------------------------------

@@ -52,6 +52,8 @@ class Session:
     def __init__(self) -> None:
         self.started = False
         self.handler: Optional[Any] = None
+        self.root: Optional[str] = None
+        self.workspace: Optional[Any] = None  # refmem.openclaw's tools over the same root, made on first use
         self.stopped = False
 
 
@@ -85,6 +87,7 @@ def _start(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
         p.IMPLEMENTATION: {"name": "refmem", "language": "python", "version": _version(), "homepage": HOMEPAGE},
         p.STORAGE: p.STORAGE_FILESYSTEM,
         p.OPTIONS: list(OPTIONS),
+        p.TOOLS: list(p.TOOL_NAMES),
     }
 
 
@@ -128,12 +131,15 @@ def _handler_options(options: Any) -> Dict[str, Any]:
 
 
 def _drop_handler(session: Session) -> None:
-    """Close the current handler (its descriptors and lock) and forget it."""
+    """Close the current handler and workspace (their descriptors and locks) and forget them."""
     handler, session.handler = session.handler, None
-    close = getattr(handler, "close", None)
-    if close is not None:
-        with contextlib.suppress(Exception):  # a handler that fails to close is dropped all the same
-            close()
+    workspace, session.workspace = session.workspace, None
+    session.root = None
+    for held in (handler, workspace):
+        close = getattr(held, "close", None)
+        if close is not None:
+            with contextlib.suppress(Exception):  # one that fails to close is dropped all the same
+                close()
 
 
 def _reset(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
@@ -151,6 +157,7 @@ def _reset(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - reported, never fatal
         session.handler = None
         raise _Refusal(p.RESET_FAILED, f"the handler could not be built: {type(exc).__name__}") from exc
+    session.root = root
     return {p.OK: True}
 
 
@@ -159,6 +166,9 @@ def _execute(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
         raise _Refusal(p.NO_ROOT, "send reset before execute")
     if p.INPUT not in request:
         raise _Refusal(p.BAD_REQUEST, "execute needs an `input`")
+    tool = request.get(p.TOOL, p.TOOL_MEMORY)
+    if tool != p.TOOL_MEMORY:
+        return _execute_openclaw(session, tool, request[p.INPUT])
     try:
         result = session.handler.execute(request[p.INPUT])
         output, is_error = result.output, result.is_error
@@ -167,6 +177,23 @@ def _execute(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
     except Exception:  # noqa: BLE001 - the handler promises never to raise; a broken promise is a finding
         return {p.OUTPUT: "", p.IS_ERROR: True, p.RAISED: traceback.format_exc()}
     return {p.OUTPUT: output, p.IS_ERROR: bool(is_error)}
+
+
+def _execute_openclaw(session: Session, tool: Any, tool_input: Any) -> Dict[str, Any]:
+    """`memory_get` or `memory_search` over the root of the last reset (the same files, the same walk)."""
+    if tool not in p.TOOL_NAMES:
+        raise _Refusal(p.UNKNOWN_TOOL, f"this server runs the tools {', '.join(p.TOOL_NAMES)}")
+    from refmem.openclaw import OpenClawMemory
+    from refmem.openclaw.tools import reply
+
+    if session.root is None:
+        raise _Refusal(p.NO_ROOT, "send reset before execute")
+    if session.workspace is None:
+        try:
+            session.workspace = OpenClawMemory(session.root)
+        except Exception as exc:  # noqa: BLE001 - reported, never fatal
+            raise _Refusal(p.RESET_FAILED, f"the workspace could not be opened: {type(exc).__name__}") from exc
+    return reply(session.workspace, tool, tool_input)
 
 
 def _stop(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:

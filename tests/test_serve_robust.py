@@ -387,3 +387,37 @@ def test_protocol_helpers() -> None:
     assert protocol.error_reply("x", "y", 3) == {"seq": 3, "error": {"code": "x", "message": "y"}}
     assert set(protocol.ERROR_CODES) >= {"bad-json", "bad-request", "internal", "line-too-long"}
     assert protocol.OPTION_NAMES == ("read_only", "allow", "limits", "content_policy")
+
+
+# --- the OpenClaw tools over the same root -----------------------------------------------------------
+
+
+def test_serve_runs_the_openclaw_tools_over_the_root_of_the_last_reset(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "MEMORY.md").write_text("The billing migration waits for the audit.\n")
+    replies = exchange(
+        lines(
+            START,
+            reset_line(str(tmp_path)),
+            json.dumps({"cmd": "execute", "seq": 2, "tool": "memory_get", "input": {"path": "MEMORY.md"}}).encode(),
+            json.dumps({"cmd": "execute", "seq": 3, "tool": "memory_search", "input": {"query": "billing"}}).encode(),
+            json.dumps({"cmd": "execute", "seq": 4, "input": {"command": "view", "path": "/memories/MEMORY.md"}})
+            .encode(),
+            json.dumps({"cmd": "execute", "seq": 5, "tool": "shell", "input": {}}).encode(),
+        )
+    )
+    start, _reset, get, search, view, unknown = replies
+    assert start["tools"] == ["memory", "memory_get", "memory_search"]
+    schema_valid(start, "start-reply")
+    assert get["result"]["status"] == "ok" and get["result"]["text"].startswith("The billing migration")
+    assert [hit["path"] for hit in search["result"]["results"]] == ["MEMORY.md"]
+    for reply in (get, search, view):
+        schema_valid(reply, "execute-reply")
+        assert reply["is_error"] is False
+    assert view["output"].endswith("1\tThe billing migration waits for the audit.")
+    assert unknown["seq"] == 5 and error_code(unknown) == protocol.UNKNOWN_TOOL
+
+
+def test_an_openclaw_tool_before_reset_is_no_root() -> None:
+    request = json.dumps({"cmd": "execute", "seq": 1, "tool": "memory_get", "input": {"path": "MEMORY.md"}})
+    (_start, reply) = exchange(lines(START, request.encode()))
+    assert error_code(reply) == protocol.NO_ROOT
