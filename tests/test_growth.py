@@ -77,6 +77,13 @@ def str_replace_many(root: pathlib.Path, n: int) -> Callable[[int], Dict[str, An
     return lambda _: {"command": "str_replace", "path": "/memories/f.md", "old_str": "a", "new_str": "b"}
 
 
+def str_replace_long_overlapping(root: pathlib.Path, n: int) -> Callable[[int], Dict[str, Any]]:
+    """n lines of `a`, old_str half of them: n/2 overlapping occurrences, each n characters long."""
+    _write(root / "f.md", "a\n" * n)
+    old = "a\n" * (n // 2)
+    return lambda _: {"command": "str_replace", "path": "/memories/f.md", "old_str": old, "new_str": "b"}
+
+
 def insert(root: pathlib.Path, n: int) -> Callable[[int], Dict[str, Any]]:
     _write(root / "f.md", _lines(n))
     return lambda i: {"command": "insert", "path": "/memories/f.md", "insert_line": 1, "insert_text": f"x{i}"}
@@ -127,9 +134,20 @@ def cpu_time(root: pathlib.Path, n: int, setup: Setup) -> float:
     return max(best, 1e-6)
 
 
-@pytest.mark.parametrize("name", list(CASES))
+KNOWN_QUADRATIC = {
+    "str_replace, old_str overlapping itself": ("lines of the file", 8 << 10, str_replace_long_overlapping),
+}
+"""Found by the fuzzer's cost oracle and not fixed yet: strict, so the fix turns this into a failure
+that asks for the case to move into CASES."""
+
+
+@pytest.mark.parametrize("name", list(CASES) + [
+    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason="each overlapping occurrence of a long "
+                                               "old_str is compared in full: n/2 occurrences x n characters"))
+    for name in KNOWN_QUADRATIC
+])
 def test_cost_grows_no_faster_than_the_input(tmp_path: pathlib.Path, name: str) -> None:
-    grows_with, n, setup = CASES[name]
+    grows_with, n, setup = {**CASES, **KNOWN_QUADRATIC}[name]
     small = cpu_time(tmp_path / "n", n, setup)
     large = cpu_time(tmp_path / "4n", FACTOR * n, setup)
     ratio = large / small
