@@ -11,6 +11,7 @@ Nothing here follows a symbolic link: snapshots and tree reads use lstat and rea
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import os
 import pathlib
@@ -158,25 +159,30 @@ def _entry(path: pathlib.Path) -> Entry:
 
 
 def read_tree(top: pathlib.Path, skip: Callable[[str], bool] = lambda name: False) -> Dict[str, Entry]:
-    """Every entry below `top` by POSIX relative path; directories are entered, links are not."""
-    tree: Dict[str, Entry] = {}
+    """Every entry below `top` by POSIX relative path; directories are entered, links are not.
 
-    def walk(directory: pathlib.Path, prefix: str) -> None:
+    Iterative: a backend under test may have built a tree far deeper than Python's recursion allows.
+    """
+    tree: Dict[str, Entry] = {}
+    pending = [(top, "")]
+    while pending:
+        directory, prefix = pending.pop()
         try:
             names = sorted(os.listdir(directory))
         except OSError:
-            return
+            continue
         for name in names:
             if skip(name):
                 continue
             relative = prefix + name
-            entry = _entry(directory / name)
+            try:
+                entry = _entry(directory / name)
+            except OSError:
+                continue  # gone meanwhile, or a path too long to name
             tree[relative] = entry
             if entry[0] == "dir":
-                walk(directory / name, relative + "/")
-
-    walk(top, "")
-    return tree
+                pending.append((directory / name, relative + "/"))
+    return dict(sorted(tree.items()))
 
 
 def memory_tree(case: CaseDir) -> Dict[str, Entry]:
@@ -194,18 +200,34 @@ def outside_snapshot(case: CaseDir) -> Dict[str, Entry]:
 
 
 def _unlock(directory: str) -> None:
-    try:
-        os.chmod(directory, 0o700)
-        names = os.listdir(directory)
-    except OSError:
-        return
-    for name in names:
-        child = os.path.join(directory, name)
-        if stat.S_ISDIR(os.lstat(child).st_mode):
-            _unlock(child)
+    """Give back the permissions mode fixtures took away, in every folder (iteratively: any depth)."""
+    pending = [directory]
+    while pending:
+        here = pending.pop()
+        try:
+            os.chmod(here, 0o700)
+            names = os.listdir(here)
+        except OSError:
+            continue
+        for name in names:
+            child = os.path.join(here, name)
+            with contextlib.suppress(OSError):
+                if stat.S_ISDIR(os.lstat(child).st_mode):
+                    pending.append(child)
 
 
 def remove(path: pathlib.Path) -> None:
-    """Delete a case directory, first giving back the permissions that mode fixtures took away."""
+    """Delete a case directory, first giving back the permissions that mode fixtures took away. The
+    removal is the reference kernel's iterative one (any depth, no link followed); shutil's recursion
+    would fail on a tree a deep-nesting backend built."""
     _unlock(str(path))
-    shutil.rmtree(path, ignore_errors=True)
+    from refmem import kernel
+
+    try:
+        parent = kernel.RootDir(path.parent, create=False)
+        try:
+            kernel.remove(parent.top, path.name, os.lstat(path))
+        finally:
+            parent.close()
+    except (OSError, kernel.FsProblem):
+        shutil.rmtree(path, ignore_errors=True)
