@@ -141,6 +141,12 @@ class AdapterTarget(Target):
         self.restarts = -1  # the first start is not a restart
         self.reset(root)
 
+    @property
+    def pid(self) -> Optional[int]:
+        """The running adapter's process ID (the stress tier reads its memory and CPU time), or None."""
+        child = self._child
+        return None if child is None or child.process.poll() is not None else child.process.pid
+
     # --- lifecycle ----------------------------------------------------------------------------
 
     def _start(self) -> _Child:

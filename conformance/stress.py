@@ -263,8 +263,7 @@ def _traced_peak(call: Callable[[], StepResult]) -> Tuple[StepResult, int]:
 
 def _adapter_pid(target: Target) -> Optional[int]:
     """The adapter process of a `cmd:` target (it leads its own session), if it can be seen."""
-    process = getattr(getattr(target, "_child", None), "process", None)
-    pid = getattr(process, "pid", None)
+    pid = getattr(target, "pid", None)  # AdapterTarget.pid; in-process targets have none
     return pid if isinstance(pid, int) else None
 
 
