@@ -265,29 +265,61 @@ def locate(text: str, needle: str, max_lines: int) -> Occurrences:
     """Find `needle` (occurrences counted overlapping, D-STR-COUNT) in one pass over `text`.
 
     Linear whatever the input: the line count is carried forward from one occurrence to the next,
-    never recounted from the start, and after an occurrence the search resumes at the next line,
-    since later occurrences starting on the same line add no line number.
+    never recounted from the start; after an occurrence the search resumes at the next line, since
+    later occurrences starting on the same line add no line number; and a needle that overlaps
+    itself (smallest period p shorter than it) is never compared again inside a stretch of text
+    with that period, where its occurrences are exactly p apart (`_periodic_end`).
     """
     first = text.find(needle)
     if first == -1:
         return Occurrences(-1, False, [], 0)
     if text.find(needle, first + 1) == -1:
         return Occurrences(first, True, [], 0)
+    size = len(needle)
+    period = (needle + needle).find(needle, 1)  # the smallest period: size when it never overlaps itself
     lines: List[int] = []
     more = 0
     line, counted_to, position = 1, 0, first
     while position != -1:
-        line += text.count("\n", counted_to, position)
-        counted_to = position
-        if len(lines) < max_lines:
-            lines.append(line)
-        else:
-            more += 1
-        end = text.find("\n", position)
-        if end == -1:
-            break
-        position = text.find(needle, end + 1)
+        # `position` starts an occurrence; with a periodic needle, so does every `position + k * period`
+        # up to `last` (the text keeps the period that far), which need no comparing.
+        last = position
+        if period < size:
+            last += (_periodic_end(text, position + size, period) - size - position) // period * period
+        while True:
+            line += text.count("\n", counted_to, position)
+            counted_to = position
+            if len(lines) < max_lines:
+                lines.append(line)
+            else:
+                more += 1
+            end = text.find("\n", position)
+            if end == -1:
+                return Occurrences(first, False, lines, more)
+            if end + 1 > last:
+                break
+            position += -(-(end + 1 - position) // period) * period  # the first start past this line
+            if position > last:
+                break
+        position = text.find(needle, max(end, last) + 1)
     return Occurrences(first, False, lines, more)
+
+
+def _periodic_end(text: str, start: int, period: int) -> int:
+    """The first index at or after `start` where `text` breaks the period (text[i] != text[i - period]),
+    or len(text). Slice comparisons of doubling length, then halving: O(L log L) for a stretch of L."""
+    limit = len(text) - start
+    span = 1
+    while span <= limit and text[start : start + span] == text[start - period : start - period + span]:
+        span *= 2
+    good, bad = span // 2, min(span, limit + 1)  # text[start:start+good] keeps the period
+    while bad - good > 1:
+        middle = (good + bad) // 2
+        if text[start : start + middle] == text[start - period : start - period + middle]:
+            good = middle
+        else:
+            bad = middle
+    return start + good
 
 
 def line_of(text: str, offset: int) -> int:

@@ -111,6 +111,7 @@ CASES: Dict[str, Tuple[str, int, Setup]] = {
     "create": ("file_text characters", 128 << 10, create),
     "str_replace, one occurrence": ("file characters", 128 << 10, str_replace_once),
     "str_replace, many occurrences": ("occurrences", 16 << 10, str_replace_many),
+    "str_replace, old_str overlapping itself": ("lines of the file", 8 << 10, str_replace_long_overlapping),
     "insert": ("file characters", 128 << 10, insert),
     "delete of a folder tree": ("files in the tree", 64, delete_tree),
     "rename of a folder tree": ("files in the tree", 64, rename_tree),
@@ -134,20 +135,9 @@ def cpu_time(root: pathlib.Path, n: int, setup: Setup) -> float:
     return max(best, 1e-6)
 
 
-KNOWN_QUADRATIC = {
-    "str_replace, old_str overlapping itself": ("lines of the file", 8 << 10, str_replace_long_overlapping),
-}
-"""Found by the fuzzer's cost oracle and not fixed yet: strict, so the fix turns this into a failure
-that asks for the case to move into CASES."""
-
-
-@pytest.mark.parametrize("name", list(CASES) + [
-    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason="each overlapping occurrence of a long "
-                                               "old_str is compared in full: n/2 occurrences x n characters"))
-    for name in KNOWN_QUADRATIC
-])
+@pytest.mark.parametrize("name", list(CASES))
 def test_cost_grows_no_faster_than_the_input(tmp_path: pathlib.Path, name: str) -> None:
-    grows_with, n, setup = {**CASES, **KNOWN_QUADRATIC}[name]
+    grows_with, n, setup = CASES[name]
     small = cpu_time(tmp_path / "n", n, setup)
     large = cpu_time(tmp_path / "4n", FACTOR * n, setup)
     ratio = large / small

@@ -472,3 +472,24 @@ def test_number_whole_is_the_general_page_when_everything_fits(content: str, bud
 def test_number_whole_declines_past_the_prefix_table() -> None:
     assert text.number_whole("x\n" * 4096, 10**9) is None
     assert text.number_whole("x\n" * 4095, 10**9) is not None
+
+
+@given(
+    st.text(alphabet="ab\n", min_size=1, max_size=5),
+    st.integers(min_value=1, max_value=40),
+    st.lists(st.tuples(st.integers(min_value=0, max_value=400), st.sampled_from("ab\n")), max_size=3),
+    st.integers(min_value=0, max_value=400),
+    st.integers(min_value=1, max_value=60),
+    st.integers(min_value=1, max_value=5),
+)
+def test_locate_on_periodic_text_matches_the_naive_model(
+    base: str, repeat: int, edits: List[Tuple[int, str]], start: int, length: int, cap: int
+) -> None:
+    """Long needles that overlap themselves inside runs of one period: the fast path that skips compares."""
+    chars = list(base * repeat)
+    for index, char in edits:
+        chars[index % len(chars)] = char
+    haystack = "".join(chars)
+    start %= len(haystack)
+    needle = haystack[start : start + length]
+    assert text.locate(haystack, needle, cap) == _naive_locate(haystack, needle, cap)
