@@ -5,10 +5,14 @@ One concept per module:
 - `byte_reader`  bytes -> small, bounded decisions
 - `tokens`       the dictionary of path names, texts and hostile payload seeds
 - `decode`       bytes -> a list of tool inputs (the structured input)
+- `grow`         growth forms: large repetitive texts, deep trees, many files, nested and huge values
+- `seeds`        one short input per growth form, for both engines' starting corpus
 - `model`        a pure in-memory model of the reference semantics (differential oracle)
 - `layout`       the case directory: root, hostile fixtures, canary tree, snapshots
 - `observe`      the root's tree as the model sees it
 - `oracles`      what must hold after every step and every sequence
+- `meter`        what one command cost: CPU (or wall) seconds, output characters, peak memory
+- `cost`         the cost oracle: budgets linear in the input, calibrated on this machine
 - `reach`        how a target is reached (the conformance runner's `open_target`, plus aliases)
 - `sdk_target`   a fallback factory for the Anthropic SDK's local memory tool
 - `session`      one command sequence against one target in one fresh layout

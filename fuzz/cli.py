@@ -66,6 +66,11 @@ def _parser() -> argparse.ArgumentParser:
                       help="compare with the model of the reference (default: only for the reference)")
     diff.add_argument("--no-differential", dest="differential", action="store_false")
     run.add_argument("--step-timeout", type=float, default=5.0, help="seconds before a command counts as a hang")
+    run.add_argument("--no-cost", dest="cost", action="store_false",
+                     help="no cost oracle (time, output and memory budgets linear in the input)")
+    run.add_argument("--no-cost-memory", dest="cost_memory", action="store_false",
+                     help="cost oracle without memory (tracemalloc slows allocation-heavy code)")
+    run.add_argument("--cost-factor", type=float, default=1.0, help="multiply every cost budget by this")
     run.add_argument("--stop-on-first", action="store_true")
     run.add_argument("--libfuzzer-arg", action="append", default=[], help="passed to libFuzzer as is")
     run.add_argument("--instrument", action="append", default=None,
@@ -128,6 +133,9 @@ def cmd_run(ns: argparse.Namespace) -> int:
         engine=engine,
         seed=ns.seed,
         on_finding=on_finding,
+        cost=ns.cost and ns.harness == "sequence",
+        cost_memory=ns.cost_memory,
+        cost_factor=ns.cost_factor,
     )
     started = time.monotonic()
 
@@ -135,6 +143,12 @@ def cmd_run(ns: argparse.Namespace) -> int:
         nonlocal started
         harness = HARNESSES[ns.harness](options, work)
         harness.seen |= known
+        budget = getattr(getattr(harness, "settings", None), "budget", None)
+        if budget is not None:
+            base, per_char = budget.seconds(0, "cpu"), budget.seconds(1, "cpu") - budget.seconds(0, "cpu")
+            _say(ns, f"refmem-fuzz: cost oracle on, calibrated at {budget.unit_seconds * 1e9:.0f} ns per character"
+                     f"{'' if options.cost_memory else ' (memory not measured)'}; a command of n input characters "
+                     f"may take {base:.2f} s + n x {per_char:.2g} s")
         started = time.monotonic()  # the rate counts fuzzing, not imports and instrumentation
         return harness
 
@@ -181,7 +195,11 @@ def _run_jobs(ns: argparse.Namespace, engine: str, findings_dir: pathlib.Path) -
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH", "")]))
     base = [sys.executable, "-m", "fuzz.cli", "run", "--target", ns.target, "--max-time", str(ns.max_time),
             "--engine", engine, "--harness", ns.harness, "--findings", str(findings_dir),
-            "--step-timeout", str(ns.step_timeout)]
+            "--step-timeout", str(ns.step_timeout), "--cost-factor", str(ns.cost_factor)]
+    if not ns.cost:
+        base.append("--no-cost")
+    if not ns.cost_memory:
+        base.append("--no-cost-memory")
     if ns.runs is not None:
         base += ["--runs", str(ns.runs)]
     if ns.plain_layout:
@@ -239,6 +257,13 @@ def cmd_replay(ns: argparse.Namespace) -> int:
         flags = [flag for flag in ("crashed", "timed_out", "raised") if getattr(step, flag, False)]
         print(f"[{index}] {json.dumps(command, ensure_ascii=True)}")
         print(f"    is_error={step.is_error}{' ' + ','.join(flags) if flags else ''}: {_preview(step.output)}")
+    for record in result.costs:
+        if found.oracle.startswith("cost:") and record["step"] == found.step:
+            measured, budget = record["measured"], record["budget"]
+            print(f"    cost of step {record['step']} ({record['input_chars']:,} input characters): "
+                  f"{measured['seconds']:.3f} s (budget {budget['seconds']:.3f} s), "
+                  f"{measured['output_chars']:,} output characters (budget {budget['output_chars']:,}), "
+                  f"memory {measured['memory_bytes']} (budget {budget['memory_bytes']})")
     oracles = sorted({v.oracle for v in result.violations})
     reproduced = found.oracle in oracles if found.oracle else bool(oracles)
     print(f"oracles broken now: {', '.join(oracles) if oracles else 'none'}")

@@ -3,6 +3,8 @@
 The implementation under test is imported inside `atheris.instrument_imports`, so libFuzzer sees its
 code coverage: the reference (`refmem`), or the top-level package of a `python:` target. A `cmd:`
 target runs in another process, so only the fuzzer's own decoding is visible to libFuzzer there.
+With the cost oracle on, how close each run came to its time budget is fed back as coverage too
+(`cost.cost_ladder`), so inputs that make the target work harder are kept and mutated further.
 
 libFuzzer ends the process when the run is over; findings are written as they are found.
 """
@@ -10,11 +12,16 @@ libFuzzer ends the process when the run is over; findings are written as they ar
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 import time
 from typing import Callable, List, Optional
 
+from .cost import cost_ladder
 from .harness import Harness
+from .layout import scratch_dir_base
+from .seeds import growth_seeds
 
 LABEL = "atheris (libFuzzer, coverage-guided)"
 
@@ -59,8 +66,15 @@ def fuzz(
         harness = make_harness()
 
     started = time.monotonic()
+    ladder = atheris.instrument_func(cost_ladder)
+
+    corpus = tempfile.mkdtemp(prefix="refmem-fuzz-corpus-", dir=scratch_dir_base())
+    for index, data in enumerate(growth_seeds()):
+        with open(os.path.join(corpus, f"growth-{index}"), "wb") as out:
+            out.write(data)
 
     def finish() -> None:
+        shutil.rmtree(corpus, ignore_errors=True)
         on_exit(harness)
         sys.stdout.flush()
         sys.stderr.flush()
@@ -68,6 +82,7 @@ def fuzz(
 
     def test_one_input(data: bytes) -> None:
         found = harness.one_input(data)
+        ladder(harness.last_cost_bucket)  # the measured cost as coverage (fuzz/cost.py)
         if found is not None and stop_on_first:
             finish()
         if max_runs is not None and harness.runs >= max_runs:
@@ -81,6 +96,7 @@ def fuzz(
     if max_time is not None:
         argv.append(f"-max_total_time={int(max_time) + 30}")
     argv.extend(libfuzzer_args)
+    argv.append(corpus)  # libFuzzer starts from the growth seeds and keeps its new inputs there
     atheris.Setup(argv, test_one_input)
     atheris.Fuzz()
     finish()

@@ -1,8 +1,9 @@
 """The fallback engine: a plain random mutator, for Pythons where atheris cannot be installed.
 
 It has no code coverage. Its only feedback is behavioural: an input whose run shows an outcome not
-seen before (a new command/result-kind pair) joins the corpus and is mutated further. Deterministic
-for a given seed, which is what the tests rely on.
+seen before (a new command/result-kind pair, or a new size class of input or output) joins the
+corpus and is mutated further. It starts from a few fixed inputs and one per growth form
+(`seeds.py`). Deterministic for a given seed, which is what the tests rely on.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 from typing import List, Optional, Set
 
 from .harness import Harness
+from .seeds import growth_seeds
 
 LABEL = "random (plain random mutator, no coverage guidance)"
 MAX_INPUT = 512
@@ -34,7 +36,8 @@ def fuzz(
     harness: Harness, max_time: Optional[float], max_runs: Optional[int], seed: int, stop_on_first: bool = False
 ) -> Stats:
     rng = random.Random(seed)
-    corpus: List[bytes] = list(SEEDS)
+    seeds = SEEDS + growth_seeds()
+    corpus: List[bytes] = list(seeds)
     seen: Set[object] = set()
     start = time.monotonic()
     runs = 0
@@ -43,7 +46,7 @@ def fuzz(
             break
         if max_time is not None and time.monotonic() - start >= max_time:
             break
-        data = SEEDS[runs] if runs < len(SEEDS) else _next_input(rng, corpus)
+        data = seeds[runs] if runs < len(seeds) else _next_input(rng, corpus)
         found = harness.one_input(data)
         runs += 1
         fresh = harness.last_features - seen

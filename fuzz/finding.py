@@ -2,6 +2,10 @@
 
 A finding file is plain JSON a reviewer can read and attach to a bug report. It never holds a host
 path or the run's canary value: both are replaced by placeholders (`<CASE>`, `<WORK>`, `<CANARY>`).
+
+Cost findings need large inputs (a megabyte of `a\n`); a long parameter that repeats a short unit is
+stored as `{"$repeat": UNIT, "times": N, "then": REST}` and expanded again on loading, and long
+outputs and file contents are cut (they are what was observed, not what is replayed).
 """
 
 from __future__ import annotations
@@ -16,7 +20,14 @@ from .layout import Layout
 from .model import render_tree
 from .session import Report
 
-FORMAT = "refmem-fuzz-finding/1"
+FORMAT = "refmem-fuzz-finding/2"
+READABLE = ("refmem-fuzz-finding/1", FORMAT)
+"""/2 added packed repeated parameters and the `cost` record; /1 files read the same."""
+PACK_MIN_CHARS = 1024
+PACK_MAX_UNIT = 64
+KEPT_CHARS = 4096
+"""Observed outputs and file contents longer than this are cut in the file."""
+REPEAT = "$repeat"
 
 
 @dataclasses.dataclass
@@ -35,6 +46,8 @@ class Finding:
     seed: Optional[int] = None
     runs: Optional[int] = None
     other_oracles: List[str] = dataclasses.field(default_factory=list)
+    cost: Optional[Dict[str, Any]] = None
+    """For a cost finding: the step's input size, what it cost, the budget, and the confirming runs."""
 
     @property
     def signature(self) -> str:
@@ -49,16 +62,27 @@ class Finding:
         return f"{safe}-{self.key()}.json"
 
     def to_json(self) -> Dict[str, Any]:
-        data = {"format": FORMAT}
+        data: Dict[str, Any] = {"format": FORMAT}
         data.update(dataclasses.asdict(self))
+        data["commands"] = [pack_command(command) for command in self.commands]
+        data["observed"] = [
+            dict(entry, input=pack_command(entry.get("input")), output=cut(entry.get("output")))
+            for entry in self.observed
+        ]
+        if self.tree_after is not None:
+            data["tree_after"] = {key: cut(value) for key, value in self.tree_after.items()}
+        if data["cost"] is None:
+            del data["cost"]
         return data
 
     @classmethod
     def from_json(cls, data: Dict[str, Any]) -> Finding:
-        if data.get("format") != FORMAT:
+        if data.get("format") not in READABLE:
             raise ValueError(f"not a finding file (format {data.get('format')!r})")
         fields = {field.name for field in dataclasses.fields(cls)}
-        return cls(**{key: value for key, value in data.items() if key in fields})
+        found = cls(**{key: value for key, value in data.items() if key in fields})
+        found.commands = [unpack_command(command) for command in found.commands]
+        return found
 
 
 def from_report(
@@ -92,7 +116,47 @@ def from_report(
         if report.tree_after is not None
         else None,
         other_oracles=sorted({v.oracle for v in report.violations} - {primary.oracle}),
+        cost=next((dict(record) for record in report.costs if record["step"] == primary.step), None)
+        if primary.family == "cost"
+        else None,
     )
+
+
+def cut(text: Any) -> Any:
+    if not isinstance(text, str) or len(text) <= KEPT_CHARS:
+        return text
+    return text[:KEPT_CHARS] + f"...[{len(text) - KEPT_CHARS} more characters cut in this file]"
+
+
+def pack(text: str) -> Any:
+    """A long string that repeats a short unit as a `$repeat` object; anything else as it is."""
+    if len(text) < PACK_MIN_CHARS:
+        return text
+    for period in range(1, PACK_MAX_UNIT + 1):
+        if text[period:] == text[:-period]:
+            times = len(text) // period
+            return {REPEAT: text[:period], "times": times, "then": text[times * period :]}
+    return text
+
+
+def unpack(value: Any) -> Any:
+    if isinstance(value, dict) and set(value) == {REPEAT, "times", "then"}:
+        unit, times, then = value[REPEAT], value["times"], value["then"]
+        if isinstance(unit, str) and isinstance(then, str) and isinstance(times, int) and 0 <= times <= 1 << 24:
+            return unit * times + then
+    return value
+
+
+def pack_command(command: Any) -> Any:
+    if not isinstance(command, dict):
+        return command
+    return {key: pack(value) if isinstance(value, str) else value for key, value in command.items()}
+
+
+def unpack_command(command: Any) -> Any:
+    if not isinstance(command, dict):
+        return command
+    return {key: unpack(value) for key, value in command.items()}
 
 
 def scrub(text: str, layout: Layout) -> str:

@@ -5,7 +5,8 @@ findings (minimised, deduplicated by oracle class, written as finding files).
               layout: for any bytes, no exception, no location outside the root, no leak.
 - `sequence`  a command list decoded from the bytes, against any target (the reference by
               default), in a fresh layout with a canary tree around the root; optionally
-              differential against the model of the reference.
+              differential against the model of the reference; every step measured against a
+              cost budget (fuzz/cost.py) unless that is turned off.
 """
 
 from __future__ import annotations
@@ -17,12 +18,13 @@ import unicodedata
 import urllib.parse
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set
 
+from . import cost, reach
 from . import finding as finding_files
-from . import reach
 from .byte_reader import ByteReader
 from .decode import decode
 from .finding import Finding
 from .layout import Layout
+from .meter import Meter
 from .minimise import minimise
 from .oracles import Violation, check_outside, check_step
 from .session import Report, Settings, run_sequence
@@ -39,6 +41,13 @@ class Options:
     step_timeout: Optional[float] = 5.0
     findings_dir: Optional[pathlib.Path] = None
     minimise_budget: int = 200
+    cost: bool = True
+    """Measure every step of a sequence against a budget linear in the input (fuzz/cost.py)."""
+    cost_memory: bool = True
+    """Also measure peak memory (tracemalloc in process, which slows allocation-heavy code)."""
+    cost_factor: float = 1.0
+    cost_minimise_budget: int = 12
+    """Runs a cost finding's minimisation may take: each one may be slow by definition."""
     engine: str = ""
     seed: Optional[int] = None
     on_finding: Optional[Callable[[Finding, Optional[pathlib.Path]], None]] = None
@@ -58,6 +67,8 @@ class Harness:
         self.findings: List[Finding] = []
         self.seen: Set[str] = set()
         self.last_features: FrozenSet[Any] = frozenset()
+        self.last_cost_bucket = 0
+        """How close the last run's costliest step came to its budget (cost.bucket), for engines."""
 
     def one_input(self, data: bytes) -> Optional[Finding]:
         raise NotImplementedError
@@ -95,6 +106,9 @@ class SequenceHarness(Harness):
 
             parse = parse_path
         self.settings = Settings(strict=strict, differential=differential, parse=parse)
+        if options.cost:
+            self.settings.meter = Meter(self.target, memory=options.cost_memory)
+            self.settings.budget = cost.make_budget(options.cost_memory, options.cost_factor)
 
     def run(self, commands: List[Any]) -> Report:
         return run_sequence(commands, self.target, self.layout, self.settings)
@@ -104,19 +118,54 @@ class SequenceHarness(Harness):
         commands = decode(data)
         report = self.run(commands)
         self.last_features = _features(report)
+        self.last_cost_bucket = max((record["bucket"] for record in report.costs), default=0)
+        fresh_cost = sorted({v.oracle for v in report.violations if v.family == "cost" and v.oracle not in self.seen})
+        fresh_other = any(v.family != "cost" and v.oracle not in self.seen for v in report.violations)
+        confirmed = self.confirm(report.commands, fresh_cost[0], report) if fresh_cost and not fresh_other else None
+        if confirmed is not None:
+            report = confirmed
+        else:  # an unconfirmed cost figure is noise until shown otherwise
+            report.violations = [v for v in report.violations if v.family != "cost"]
         primary = report.primary
         if primary is None or primary.oracle in self.seen:
             return None
         return self._record(self.shrink(report))
 
+    def confirm(self, commands: List[Any], oracle: str, first: Optional[Report] = None) -> Optional[Report]:
+        """A cost finding stands only if re-runs break the same budget again; noise rarely does twice.
+
+        Returns the run that cost least (so the finding shows the smallest figure), or None.
+        """
+        runs: List[Report] = [first] if first is not None else []
+        for _ in range(cost.CONFIRM_RUNS + (first is None)):
+            again = self.run(commands)
+            if not again.has(oracle):
+                return None
+            runs.append(again)
+        kept = min(runs, key=lambda run: _step_cost(run, oracle))
+        kept.violations = [v for v in kept.violations if v.family != "cost" or v.oracle == oracle]
+        kept.confirmed = [_step_cost(run, oracle) for run in runs]
+        return kept
+
     def shrink(self, report: Report) -> Finding:
         oracle = report.primary.oracle  # type: ignore[union-attr]
-        smallest = minimise(report.commands, lambda cmds: self.run(cmds).has(oracle), self.options.minimise_budget)
-        final = self.run(smallest)
-        if not final.has(oracle):  # flaky: keep the original sequence
-            final = self.run(report.commands)
+        if oracle.startswith("cost:"):
+            smallest = minimise(report.commands, lambda cmds: self.run(cmds).has(oracle),
+                                self.options.cost_minimise_budget)
+            final = self.confirm(smallest, oracle) if smallest != report.commands else None
+            final = final or report  # too small to break the budget every time: keep the confirmed sequence
+        else:
+            smallest = minimise(report.commands, lambda cmds: self.run(cmds).has(oracle), self.options.minimise_budget)
+            final = self.run(smallest)
+            if not final.has(oracle):  # flaky (a hang near the timeout): keep the original run
+                final = report
+        final.violations = [v for v in final.violations if v.family != "cost" or v.oracle == oracle]
         differential = self.settings.differential
-        return finding_files.from_report(final, self.layout, self.options.target, self.name, differential, oracle)
+        found = finding_files.from_report(final, self.layout, self.options.target, self.name, differential, oracle)
+        if found.cost is not None and self.settings.budget is not None:
+            found.cost["runs_over_budget"] = final.confirmed
+            found.cost["budget_formula"] = self.settings.budget.to_json()
+        return found
 
     def close(self) -> None:
         self.target.close()
@@ -222,12 +271,31 @@ def path_from_bytes(data: bytes) -> str:
 
 
 def _features(report: Report) -> FrozenSet[Any]:
-    """A cheap picture of what a run did, for engines without code coverage."""
-    feats = set()
+    """A cheap picture of what a run did, for engines without code coverage.
+
+    Besides the outcome of each command, the sizes it was given and gave back (in powers of two) are
+    part of the picture, so inputs that make commands handle more are kept and grown: the
+    deterministic half of PerfFuzz's idea (the measured cost is not used here, so that a seed still
+    replays the same run; the atheris engine gets the measured cost as coverage, `cost_ladder`).
+    """
+    feats: Set[Any] = set()
     for command, step in zip(report.commands, report.steps):
-        name = command.get("command") if isinstance(command, dict) else type(command).__name__
-        feats.add((str(name)[:12], step.is_error, step.output.split(" /", 1)[0][:40]))
+        name = str(command.get("command") if isinstance(command, dict) else type(command).__name__)[:12]
+        feats.add((name, step.is_error, step.output.split(" /", 1)[0][:40]))
+        feats.add(("in", name, cost.input_chars(command).bit_length() // 2))
+        feats.add(("out", name, len(step.output).bit_length() // 2))
     return frozenset(feats)
+
+
+def _step_cost(report: Report, oracle: str) -> float:
+    """The measured figure a cost oracle is about, for the step that broke it."""
+    step = next((v.step for v in report.violations if v.oracle == oracle), None)
+    record = next((r for r in report.costs if r["step"] == step), None)
+    if record is None:
+        return 0.0
+    kind = oracle.split(":")[1]
+    key = {"time": "seconds", "output": "output_chars", "memory": "memory_bytes"}[kind]
+    return float(record["measured"][key] or 0)
 
 
 HARNESSES: Dict[str, Callable[[Options, pathlib.Path], Harness]] = {

@@ -19,9 +19,10 @@ from __future__ import annotations
 import base64
 import os
 import secrets
+import stat
 import tempfile
 from pathlib import Path
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 from conformance.layout import Entry, apply_fixtures, make_case_dir, read_tree, remove
 
@@ -44,6 +45,7 @@ HOSTILE_FIXTURES: List[Fixture] = [
 """Names the decoder's dictionary also knows (see tokens.py)."""
 
 Snapshot = Dict[str, Entry]
+Fingerprint = Dict[str, Tuple[object, ...]]
 
 
 class Layout:
@@ -56,40 +58,47 @@ class Layout:
         self.hostile = hostile
         self.canary = canary or f"CANARY-{secrets.token_hex(12)}"
         self.baseline: Snapshot = {}
-        self.baseline_all: Snapshot = {}
+        self.baseline_print: Fingerprint = {}
+        self._host_paths: List[str] = []
 
     @property
     def fixtures(self) -> List[Fixture]:
         return HOSTILE_FIXTURES if self.hostile else []
 
     def host_paths(self) -> List[str]:
-        """Spellings of the case directory that must never appear in an output."""
-        spellings = {str(self.work), str(self.case), os.path.realpath(self.case)}
-        return sorted(spellings, key=len, reverse=True)
+        """Spellings of the case directory that must never appear in an output (worked out once:
+        they are checked after every step, and the case directory does not move)."""
+        if not self._host_paths:
+            spellings = {str(self.work), str(self.case), os.path.realpath(self.work), os.path.realpath(self.case)}
+            self._host_paths = sorted(spellings, key=len, reverse=True)
+        return self._host_paths
 
     def reset(self) -> None:
-        """Lay the case out afresh; skipped when the last sequence left every byte as it was."""
-        if self.baseline and self.work.exists() and self.snapshot_all() == self.baseline_all:
+        """Lay the case out afresh; skipped when the last sequence left everything as it was.
+
+        "As it was" is judged by metadata (inode, size, modification time, mode, link text) of every
+        entry: a write that keeps all of those is not something a handler can do by accident, and
+        reading every byte of a megabyte file after each sequence would halve the fuzzer's speed.
+        """
+        if self.baseline_print and self.work.exists() and fingerprint(self.work) == self.baseline_print:
             return
         if self.work.exists():
             remove(self.work)
         # The same case directory, canary tree and fixtures as the conformance runner lays out.
         self.work.mkdir(parents=True)
         apply_fixtures(make_case_dir(self.case, self.canary), [dict(fixture) for fixture in self.fixtures])
-        self.baseline_all = self.snapshot_all()
-        self.baseline = self._outside_part(self.baseline_all)
+        self.baseline = self.snapshot_outside()
+        self.baseline_print = fingerprint(self.work)
 
     def snapshot_all(self) -> Snapshot:
         """Everything under WORK, the root's contents included: type, mode, bytes or link text."""
         return read_tree(self.work)
 
     def snapshot_outside(self) -> Snapshot:
-        """Everything under WORK except the root's contents."""
-        return self._outside_part(self.snapshot_all())
-
-    def _outside_part(self, snap: Snapshot) -> Snapshot:
-        inside = self.root.relative_to(self.work).as_posix() + "/"
-        return {rel: entry for rel, entry in snap.items() if not rel.startswith(inside)}
+        """Everything under WORK except the root's contents (the root's own entry is kept)."""
+        snapshot: Snapshot = {}
+        _read_outside(self.work, "", self.root, snapshot)
+        return snapshot
 
     def outside_changes(self) -> List[str]:
         """Human-readable differences from the baseline; empty when nothing outside changed."""
@@ -110,6 +119,58 @@ class Layout:
     def remove(self) -> None:
         if self.work.exists():
             remove(self.work)
+
+
+def _read_outside(directory: Path, prefix: str, root: Path, into: Snapshot) -> None:
+    """`conformance.layout.read_tree`'s entries for everything below `directory` but inside `root`."""
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError:
+        return
+    for name in names:
+        path = directory / name
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        relative = prefix + name
+        if stat.S_ISLNK(info.st_mode):
+            into[relative] = ("symlink", os.readlink(path))
+        elif stat.S_ISDIR(info.st_mode):
+            into[relative] = ("dir", stat.S_IMODE(info.st_mode))
+            if path != root:
+                _read_outside(path, relative + "/", root, into)
+        elif stat.S_ISREG(info.st_mode):
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                data = f"<unreadable: {exc.strerror}>".encode()
+            into[relative] = ("file", data, stat.S_IMODE(info.st_mode))
+        else:
+            into[relative] = ("other", stat.S_IFMT(info.st_mode))
+
+
+def fingerprint(top: Path) -> Fingerprint:
+    """Metadata of every entry below `top` (links not followed): cheap to take, and any write changes it."""
+    found: Fingerprint = {}
+    pending = [(str(top), "")]
+    while pending:
+        directory, prefix = pending.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            relative = prefix + entry.name
+            link = os.readlink(entry.path) if stat.S_ISLNK(info.st_mode) else ""
+            found[relative] = (info.st_mode, info.st_ino, info.st_size, info.st_mtime_ns, info.st_nlink, link)
+            if stat.S_ISDIR(info.st_mode):
+                pending.append((entry.path, relative + "/"))
+    return found
 
 
 def scratch_dir_base() -> Optional[str]:

@@ -24,7 +24,9 @@ def run(harness_name: str, target: str = "refmem", argv: Optional[List[str]] = N
     from .engine_atheris import instrumented_packages
     from .finding import dumps
 
-    options = Options(target=target, minimise_budget=0, engine="libfuzzer")
+    # No cost oracle on a farm: its machines differ from run to run and a crash must reproduce on any
+    # of them; libFuzzer's own -timeout and -rss_limit_mb are the farm's cost limits.
+    options = Options(target=target, minimise_budget=0, engine="libfuzzer", cost=False)
     work = scratch_dir("refmem-fuzz-farm-")
     with atheris.instrument_imports(include=instrumented_packages(target)):
         harness = HARNESSES[harness_name](options, pathlib.Path(work))

@@ -25,6 +25,8 @@ OPAQUE: Node = ("opaque",)
 Tree = Dict[Parts, Node]
 
 MAX_FILE_BYTES = 1_048_576
+MAX_DEPTH = 16
+MAX_PATH_BYTES = 1024
 
 
 class Outcome(enum.Enum):
@@ -268,8 +270,10 @@ class Model:
             return False
         if not self._make_parents(new.parts) or new.parts in self.tree:
             return False
-        self._commit_parents(new.parts)
         moved = {key: value for key, value in self.tree.items() if key[: len(old.parts)] == old.parts}
+        if node == DIR and not all(_within_limits(new.parts + key[len(old.parts) :]) for key in moved):
+            return False  # D-RENAME-LIMITS: nothing moved may end up deeper or longer than a path may be
+        self._commit_parents(new.parts)
         for key in moved:
             del self.tree[key]
         for key, value in moved.items():
@@ -297,6 +301,11 @@ class Model:
             return False
         self.tree[parts] = file_node(text)
         return True
+
+
+def _within_limits(parts: Parts) -> bool:
+    canonical = "/memories" + "".join("/" + part for part in parts)
+    return len(parts) <= MAX_DEPTH and len(canonical.encode("utf-8", "surrogatepass")) <= MAX_PATH_BYTES
 
 
 def _valid_text(value: str) -> bool:

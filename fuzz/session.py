@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, List, Optional
+import functools
+from typing import Any, Callable, Dict, List, Optional
 
-from . import oracles
+from . import cost, oracles
 from .layout import Layout
+from .meter import Meter
 from .model import Model, Outcome, Tree
 from .observe import read_tree
 from .oracles import Violation
 
-ORACLE_PRIORITY = ("escape", "leak", "hang", "crash", "exception", "parser", "diverge")
+ORACLE_PRIORITY = ("escape", "leak", "hang", "crash", "exception", "cost", "parser", "diverge")
 
 
 @dataclasses.dataclass
@@ -21,6 +23,10 @@ class Report:
     expected: List[Outcome]
     violations: List[Violation]
     tree_after: Optional[Tree] = None
+    costs: List[Dict[str, Any]] = dataclasses.field(default_factory=list)
+    """Per measured step: input characters so far, what it cost, and the budget it had."""
+    confirmed: List[float] = dataclasses.field(default_factory=list)
+    """For a confirmed cost finding: the measured figure of each run that broke the budget."""
 
     @property
     def primary(self) -> Optional[Violation]:
@@ -40,6 +46,9 @@ class Settings:
     """Compare outcome classes and the final tree with the model of the reference."""
     parse: Optional[Callable[[str], Any]] = None
     """The path parser the model uses (refmem.paths.parse_path); needed when differential."""
+    meter: Optional[Meter] = None
+    """Measures every step for the cost oracle (with `budget`); None: no cost oracle."""
+    budget: Optional[cost.Budget] = None
 
 
 def run_sequence(commands: List[Any], target: Any, layout: Layout, settings: Settings) -> Report:
@@ -48,8 +57,19 @@ def run_sequence(commands: List[Any], target: Any, layout: Layout, settings: Set
     model = Model(layout.fixtures, settings.parse) if settings.differential and settings.parse else None
     diverged = False
     report = Report(commands, [], [], [])
+    measured = settings.meter is not None and settings.budget is not None
+    chars = cost.layout_chars(layout.fixtures) if measured else 0
     for index, command in enumerate(commands):
-        step = target.execute(command)
+        if settings.meter is not None and settings.budget is not None:
+            chars += cost.input_chars(command)
+            step, spent = settings.meter.measure(functools.partial(target.execute, command))
+            report.costs.append({"step": index, "input_chars": chars, "measured": spent.to_json(),
+                                 "budget": settings.budget.limits(chars, spent.clock),
+                                 "bucket": cost.bucket(spent, settings.budget, chars)})
+            if not (step.timed_out or step.crashed):
+                report.violations.extend(cost.check(index, command, spent, settings.budget, chars))
+        else:
+            step = target.execute(command)
         report.steps.append(step)
         report.violations.extend(oracles.check_step(index, command, step, layout, settings.strict))
         if model is not None:

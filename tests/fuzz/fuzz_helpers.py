@@ -9,6 +9,8 @@ from fuzz.harness import HARNESSES, Harness, Options
 
 VULNERABLE = "python:vulnerable_backend:make"
 VULNERABLE_PERCENT_ONLY = "python:vulnerable_backend:make_percent_only"
+QUADRATIC = "python:quadratic_backend:make"
+PREFIX_REFERENCE = "python:prefix_reference:make"
 
 
 def harness(

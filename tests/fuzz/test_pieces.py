@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from fuzz.decode import MAX_COMMANDS, decode
+from fuzz.decode import decode
+from fuzz.grow import MAX_EXPANDED
 from fuzz.layout import HOSTILE_FIXTURES, Layout
 from fuzz.minimise import ddmin, minimise
 from fuzz.model import Model, Outcome, count_overlapping, n_lines
@@ -19,7 +20,7 @@ def test_decoder_is_deterministic_and_bounded() -> None:
         data = bytes(rng.randrange(256) for _ in range(rng.randrange(300)))
         first, second = decode(data), decode(data)
         assert first == second
-        assert 1 <= len(first) <= MAX_COMMANDS
+        assert 1 <= len(first) <= MAX_EXPANDED
 
 
 def test_short_inputs_decode_to_a_plain_view() -> None:

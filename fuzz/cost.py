@@ -1,0 +1,201 @@
+"""The cost oracle: no command may cost more than a budget that grows linearly with the input.
+
+A backend that does quadratic work (a line number recounted from the start of the file for each
+occurrence, a list rebuilt per line) or returns an unbounded amplification of what it was sent holds
+a CPU core, memory or the model's context for as long as the attacker likes. The fuzzer cannot
+prove complexity, but it can catch the symptom: a command whose cost is far above what a linear
+implementation spends on an input of that size.
+
+Budgets are `a + b * n`, where `n` is the number of characters the sequence has sent so far (every
+byte a handler holds came from the inputs or the small fixture layout, so `n` bounds the state as
+well as the command). Time budgets are counted in units of a calibration measured at start-up on
+this machine: the seconds per character of a plainly linear Python job (numbering the lines of a
+text), measured the same way the commands are (with tracemalloc on when memory is measured, since
+it slows allocation). So a slower machine gets proportionally larger budgets. The constants leave
+the reference an order of magnitude of room; a finding is kept only when every re-run of the
+sequence breaks the same budget again (see `harness.SequenceHarness`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+import tracemalloc
+from typing import Any, Dict, List, Optional
+
+from .meter import WALL, Cost
+from .oracles import Violation
+
+TIME_BASE_CHARS = 1 << 19
+"""The constant part of a time budget, in calibrated characters: a fixed cost per command (imports
+on first use, a page of 60,000 numbered characters, a garbage collection) must fit with room to spare."""
+TIME_PER_CHAR = 2.0
+"""Calibrated characters of time per character of input: twice the cost of numbering every line of it."""
+WALL_SLACK = 4.0
+"""Wall time (no CPU figure for the target) counts waiting for other programs too."""
+OUTPUT_BASE_CHARS = 1 << 17
+OUTPUT_PER_CHAR = 16.0
+"""An output may be this many times the input: a file of empty lines viewed whole is about four."""
+MEMORY_BASE_BYTES = 32 << 20
+MEMORY_PER_CHAR = 128.0
+"""Peak heap growth per input character: a file of short lines as a list of strings is about 60."""
+CONFIRM_RUNS = 2
+"""Re-runs a cost finding must survive (each breaking the same budget) before it is reported."""
+CALIBRATION_CHARS = 1 << 16
+CALIBRATION_ROUNDS = 5
+BUCKETS = 6
+"""Feedback for engines: cost relative to the budget in powers of two, from 1/2**BUCKETS up to it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Budget:
+    unit_seconds: float
+    """Calibrated seconds per character of the linear job."""
+    factor: float = 1.0
+    """Multiplies every budget (`--cost-factor`)."""
+    memory_measured: bool = True
+
+    def seconds(self, chars: int, clock: str) -> float:
+        slack = WALL_SLACK if clock == WALL else 1.0
+        return self.factor * slack * self.unit_seconds * (TIME_BASE_CHARS + TIME_PER_CHAR * chars)
+
+    def output_chars(self, chars: int) -> int:
+        return int(self.factor * (OUTPUT_BASE_CHARS + OUTPUT_PER_CHAR * chars))
+
+    def memory_bytes(self, chars: int) -> int:
+        return int(self.factor * (MEMORY_BASE_BYTES + MEMORY_PER_CHAR * chars))
+
+    def limits(self, chars: int, clock: str) -> Dict[str, Any]:
+        return {
+            "seconds": round(self.seconds(chars, clock), 6),
+            "output_chars": self.output_chars(chars),
+            "memory_bytes": self.memory_bytes(chars) if self.memory_measured else None,
+        }
+
+    def to_json(self) -> Dict[str, Any]:
+        return {
+            "unit_seconds_per_char": self.unit_seconds,
+            "factor": self.factor,
+            "seconds": f"factor * unit * ({TIME_BASE_CHARS} + {TIME_PER_CHAR:g} * n)"
+            + f" (x{WALL_SLACK:g} on wall time)",
+            "output_chars": f"factor * ({OUTPUT_BASE_CHARS} + {OUTPUT_PER_CHAR:g} * n)",
+            "memory_bytes": f"factor * ({MEMORY_BASE_BYTES} + {MEMORY_PER_CHAR:g} * n)",
+        }
+
+
+def check(index: int, command: Any, cost: Cost, budget: Budget, chars: int) -> List[Violation]:
+    """The budgets one measured step broke, as `cost:time|output|memory:COMMAND` violations."""
+    label = _label(command)
+    found = []
+    allowed = budget.seconds(chars, cost.clock)
+    if cost.seconds > allowed:
+        what = "CPU" if cost.clock != WALL else "wall"
+        found.append(Violation(f"cost:time:{label}", index,
+                               f"{cost.seconds:.3f} s {what} for {chars:,} input characters; budget {allowed:.3f} s"))
+    allowed_chars = budget.output_chars(chars)
+    if cost.output_chars > allowed_chars:
+        found.append(Violation(f"cost:output:{label}", index, f"{cost.output_chars:,} output characters for "
+                               f"{chars:,} input characters; budget {allowed_chars:,}"))
+    if cost.memory_bytes is not None and budget.memory_measured:
+        allowed_bytes = budget.memory_bytes(chars)
+        if cost.memory_bytes > allowed_bytes:
+            found.append(Violation(f"cost:memory:{label}", index, f"{cost.memory_bytes:,} bytes peak ({cost.memory}) "
+                                   f"for {chars:,} input characters; budget {allowed_bytes:,}"))
+    return found
+
+
+def bucket(cost: Cost, budget: Budget, chars: int) -> int:
+    """How close a step came to its time budget: 0 (under 1/2**BUCKETS of it) to BUCKETS (over it)."""
+    ratio = cost.seconds / budget.seconds(chars, cost.clock)
+    if ratio <= 0:
+        return 0
+    return max(0, min(BUCKETS, BUCKETS + int(math.floor(math.log2(ratio))) + 1))
+
+
+def cost_ladder(level: int) -> int:
+    """One branch per bucket. Under `atheris.instrument_func` reaching a new bucket is new coverage,
+    so libFuzzer keeps inputs that come closer to a budget: PerfFuzz's feedback, through coverage."""
+    if level >= 6:
+        return 6
+    if level == 5:
+        return 5
+    if level == 4:
+        return 4
+    if level == 3:
+        return 3
+    if level == 2:
+        return 2
+    if level == 1:
+        return 1
+    return 0
+
+
+def input_chars(value: Any) -> int:
+    """Characters in a tool input as sent: string lengths, plus a little per number and container.
+
+    Iterative, so a deeply nested parameter is measured without recursion.
+    """
+    total = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item) + 2
+        elif isinstance(item, dict):
+            total += 2
+            for key, inner in item.items():
+                stack.append(key)
+                stack.append(inner)
+        elif isinstance(item, (list, tuple)):
+            total += 2
+            stack.extend(item)
+        elif isinstance(item, int) and not isinstance(item, bool):
+            total += max(8, item.bit_length() * 30103 // 100000 + 2)  # its decimal digits
+        else:
+            total += 8
+    return total
+
+
+def layout_chars(fixtures: List[Any]) -> int:
+    return len(json.dumps(fixtures))
+
+
+_CALIBRATED: Dict[bool, float] = {}
+
+
+def calibrate(memory: bool) -> float:
+    """Seconds per character of numbering the lines of a text, on this machine, measured as steps are.
+
+    The least of a few rounds (noise only ever adds time); cached per process.
+    """
+    if memory not in _CALIBRATED:
+        text = "ab\n" * (CALIBRATION_CHARS // 3)
+        best = math.inf
+        for _ in range(CALIBRATION_ROUNDS):
+            tracing = memory and not tracemalloc.is_tracing()
+            if tracing:
+                tracemalloc.start()
+            cpu, wall = time.process_time(), time.perf_counter()
+            _linear_job(text)
+            spent = min(time.process_time() - cpu, time.perf_counter() - wall)
+            if tracing:
+                tracemalloc.stop()
+            best = min(best, spent)
+        _CALIBRATED[memory] = max(best, 1e-9) / len(text)
+    return _CALIBRATED[memory]
+
+
+def _linear_job(text: str) -> str:
+    return "\n".join(f"{number:6}\t{line}" for number, line in enumerate(text.split("\n"), 1))
+
+
+def make_budget(memory: bool, factor: float = 1.0, unit_seconds: Optional[float] = None) -> Budget:
+    unit = calibrate(memory) if unit_seconds is None else unit_seconds
+    return Budget(unit, factor, memory)
+
+
+def _label(command: Any) -> str:
+    name = command.get("command") if isinstance(command, dict) else None
+    return name if isinstance(name, str) and name.isidentifier() else "input"

@@ -1,0 +1,191 @@
+"""The cost oracle: it finds planted superlinear work, keeps its findings replayable, and its pieces
+(budgets, measuring, growth forms, packed finding files) do what they say."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+import pytest
+from fuzz_helpers import PREFIX_REFERENCE, QUADRATIC
+
+from fuzz import cost, engine_atheris, engine_random, grow, seeds
+from fuzz import finding as finding_files
+from fuzz.decode import decode
+from fuzz.harness import HARNESSES, Harness, Options
+from fuzz.meter import CPU, TRACEMALLOC, Cost, Meter
+from fuzz.reach import open as open_target
+from fuzz.replay import replay
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
+RUNS = 3000
+"""Inputs each fixed-seed search may take; the seeds below find their backend in far fewer."""
+
+
+def _cost_harness(tmp: pathlib.Path, target: str, findings: pathlib.Path, memory: bool = False) -> Harness:
+    options = Options(target=target, hostile=False, findings_dir=findings, engine="random", seed=1,
+                      cost_memory=memory)
+    return HARNESSES["sequence"](options, tmp / "work")
+
+
+@pytest.mark.parametrize(
+    "target, seed, oracle",
+    [(QUADRATIC, 6, "cost:time:view"), (PREFIX_REFERENCE, 2, "cost:time:str_replace")],
+    ids=["quadratic-view", "prefix-reference-str_replace"],
+)
+def test_the_cost_oracle_finds_planted_quadratic_work(tmp_path: pathlib.Path, target: str, seed: int,
+                                                      oracle: str) -> None:
+    fuzzer = _cost_harness(tmp_path, target, tmp_path / "findings")
+    try:
+        stats = engine_random.fuzz(fuzzer, max_time=None, max_runs=RUNS, seed=seed, stop_on_first=True)
+    finally:
+        fuzzer.close()
+    assert fuzzer.findings, f"nothing found in {stats.runs} runs"
+    found = fuzzer.findings[0]
+    assert found.oracle == oracle, finding_files.dumps(found)[:2000]
+    record = found.cost
+    assert record is not None
+    # Every run that kept the finding broke the budget, and the file says by how much.
+    assert len(record["runs_over_budget"]) == 1 + cost.CONFIRM_RUNS
+    assert min(record["runs_over_budget"]) > record["budget"]["seconds"]
+    assert record["measured"]["seconds"] > record["budget"]["seconds"]
+    # The file is small (the large input packed, long outputs cut), replays, and holds no host path.
+    saved = sorted((tmp_path / "findings").glob("cost-*.json"))
+    assert len(saved) == 1
+    text = saved[0].read_text()
+    assert len(text) < 64_000 and '"$repeat"' in text
+    assert "CANARY-" not in text and "/dev/shm" not in text and "/tmp/" not in text
+    loaded = finding_files.load(saved[0])
+    assert loaded.commands == found.commands
+    assert max(cost.input_chars(command) for command in loaded.commands) > 10_000
+    assert oracle in {v.oracle for v in replay(loaded).violations}
+    # The same commands on the reference cost a small part of the budget.
+    on_reference = replay(loaded, "refmem")
+    step = next(r for r in on_reference.costs if r["step"] == found.step)
+    assert step["measured"]["seconds"] < step["budget"]["seconds"] / 4
+    assert not [v for v in on_reference.violations if v.family == "cost"]
+
+
+@pytest.mark.skipif(not engine_atheris.available(), reason="atheris is not installed")
+def test_the_atheris_engine_finds_planted_quadratic_work(tmp_path: pathlib.Path) -> None:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(pathlib.Path(__file__).parent)]))
+    command = [sys.executable, "-m", "fuzz.cli", "--target", PREFIX_REFERENCE, "--plain-layout", "--engine",
+               "atheris", "--max-time", "90", "--stop-on-first", "--no-cost-memory", "--findings", str(tmp_path)]
+    done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "FINDING cost:time:str_replace" in done.stdout
+    assert list(tmp_path.glob("cost-time-str_replace-*.json"))
+
+
+def test_a_bounded_run_on_the_reference_breaks_no_budget(tmp_path: pathlib.Path) -> None:
+    """A bounded run with the default measuring (memory too) on the hostile layout: no cost finding."""
+    options = Options(target="refmem", engine="random", seed=9)
+    fuzzer = HARNESSES["sequence"](options, tmp_path / "work")
+    try:
+        stats = engine_random.fuzz(fuzzer, max_time=20.0, max_runs=600, seed=9)
+    finally:
+        fuzzer.close()
+    assert stats.runs > 100
+    assert fuzzer.findings == [], finding_files.dumps(fuzzer.findings[0])[:3000]
+
+
+# --- pieces ---------------------------------------------------------------------------------------
+
+
+def test_budgets_are_linear_in_the_input_and_checked_per_kind() -> None:
+    budget = cost.Budget(unit_seconds=1e-7)
+    assert budget.seconds(2000, CPU) - budget.seconds(1000, CPU) == pytest.approx(
+        budget.seconds(1000, CPU) - budget.seconds(0, CPU))
+    assert budget.seconds(1000, "wall") == pytest.approx(cost.WALL_SLACK * budget.seconds(1000, CPU))
+    chars = 10_000
+    fine = Cost(budget.seconds(chars, CPU) / 4, 100, 1000, CPU, TRACEMALLOC)
+    assert cost.check(0, {"command": "view"}, fine, budget, chars) == []
+    slow = Cost(budget.seconds(chars, CPU) * 2, budget.output_chars(chars) + 1, budget.memory_bytes(chars) + 1,
+                CPU, TRACEMALLOC)
+    found = cost.check(3, {"command": "str_replace"}, slow, budget, chars)
+    assert [v.oracle for v in found] == ["cost:time:str_replace", "cost:output:str_replace",
+                                         "cost:memory:str_replace"]
+    assert all(v.step == 3 for v in found)
+    assert cost.bucket(slow, budget, chars) == cost.BUCKETS
+    assert cost.bucket(fine, budget, chars) == cost.BUCKETS - 1
+    assert cost.bucket(Cost(0.0, 0, None), budget, chars) == 0
+
+
+def test_calibration_is_positive_and_memory_measuring_costs_more() -> None:
+    plain, traced = cost.calibrate(False), cost.calibrate(True)
+    assert 0 < plain < 1e-5 and 0 < traced < 1e-4
+    assert traced > plain  # tracemalloc slows the allocating job; budgets follow
+
+
+def test_input_size_counts_strings_and_survives_deep_nesting() -> None:
+    assert cost.input_chars({"command": "view", "path": "/memories"}) == 2 + (7 + 2) + (4 + 2) + (4 + 2) + (9 + 2)
+    deep: object = 1
+    for _ in range(100_000):
+        deep = [deep]
+    assert cost.input_chars(deep) > 200_000  # no recursion
+    assert cost.input_chars(10**300) > 300
+
+
+def test_the_meter_sees_time_output_and_memory() -> None:
+    with tempfile.TemporaryDirectory() as work:
+        target = open_target("refmem", pathlib.Path(work), 5.0)
+        meter = Meter(target, memory=True)
+        big = "x" * 3_000_000
+        step, spent = meter.measure(lambda: target.execute({"command": "create", "path": "/memories/a",
+                                                            "file_text": big[:1000]}))
+        assert not step.is_error and spent.output_chars == len(step.output)
+        _, spent = meter.measure(lambda: bytearray(len(big)))
+        assert spent.memory is TRACEMALLOC and spent.memory_bytes is not None and spent.memory_bytes >= len(big)
+        assert spent.clock == CPU and spent.seconds >= 0
+        target.close()
+
+
+def test_the_meter_measures_an_adapter_process() -> None:
+    with tempfile.TemporaryDirectory() as work:
+        target = open_target(f"cmd:{sys.executable} -m refmem.serve", pathlib.Path(work), 10.0)
+        try:
+            meter = Meter(target, memory=True)
+            assert not meter.in_process and meter.pid is not None
+            step, spent = meter.measure(lambda: target.execute({"command": "view", "path": "/memories"}))
+            assert not step.is_error and spent.output_chars == len(step.output)
+            if os.path.exists(f"/proc/{meter.pid}/stat"):
+                assert spent.clock == CPU
+        finally:
+            target.close()
+
+
+def test_growth_forms_decode_deterministically_and_stay_bounded() -> None:
+    found = seeds.growth_seeds()
+    assert len(found) == len(seeds.SHAPES)  # every shape is reachable from a short input
+    for data, matches in zip(found, seeds.SHAPES.values()):
+        commands = decode(data)
+        assert matches(commands)
+        assert decode(data) == commands
+        assert len(commands) <= grow.MAX_EXPANDED
+        for command in commands:
+            for value in command.values() if isinstance(command, dict) else ():
+                assert not isinstance(value, str) or len(value) <= grow.MAX_CHARS
+    assert seeds.growth_seeds() == found
+
+
+def test_repeated_parameters_are_packed_in_finding_files_and_expanded_on_loading() -> None:
+    text = "a\n" * 50_000 + "a"
+    assert finding_files.unpack(finding_files.pack(text)) == text
+    assert finding_files.pack(text) == {"$repeat": "a\n", "times": 50_000, "then": "a"}
+    assert finding_files.pack("short") == "short"
+    varied = " ".join(str(i) for i in range(2000))
+    assert finding_files.pack(varied) == varied
+    found = finding_files.Finding(
+        target="refmem", harness="sequence", oracle="cost:time:view", detail="", step=0, hostile_layout=False,
+        differential=False, commands=[{"command": "create", "path": "/memories/a", "file_text": text}],
+        observed=[{"input": {"command": "create", "path": "/memories/a", "file_text": text}, "output": "x" * 10_000,
+                   "is_error": False}],
+    )
+    data = json.loads(finding_files.dumps(found))
+    assert data["format"] == finding_files.FORMAT
+    assert len(data["observed"][0]["output"]) < 5000
+    assert finding_files.Finding.from_json(data).commands == found.commands
