@@ -23,7 +23,6 @@ import errno
 import os
 import secrets
 import stat
-import sys
 from typing import TYPE_CHECKING, Callable, Dict, Generator, Iterator, List, Optional, Tuple, Union, cast
 
 from . import syscalls
@@ -218,8 +217,8 @@ class FdDir:
         """Belt and braces: the kernel's own answer for where this folder is must lie in the jail."""
         if not self.owned:
             return  # the root itself, opened from its resolved path
-        where = _fd_path(self.fd)
-        if where is not None and not _inside(where, self.jail):
+        where = syscalls.fd_path(self.fd)
+        if where is not None and not inside(where, self.jail):
             raise Escaped()
 
     def confirm_file(self, fd: int, name: str) -> None:
@@ -622,24 +621,6 @@ def unlink_quietly(folder: Dir, name: str) -> None:
         folder.unlink(name)
 
 
-def _inside(where: str, jail: str) -> bool:
+def inside(where: str, jail: str) -> bool:
+    """A resolved host path lies in the jail (the root's resolved path) or is it."""
     return where == jail or where.startswith(jail.rstrip(os.sep) + os.sep)
-
-
-def _fd_path(fd: int) -> Optional[str]:
-    """The host path an open descriptor has now (Linux /proc, macOS F_GETPATH); None if unknown."""
-    if sys.platform.startswith("linux"):
-        try:
-            return os.readlink(f"/proc/self/fd/{fd}")
-        except OSError:
-            return None
-    try:
-        import fcntl
-
-        getpath = getattr(fcntl, "F_GETPATH", None)
-        if getpath is None:
-            return None
-        raw = fcntl.fcntl(fd, getpath, b"\0" * 1024)
-        return os.fsdecode(raw.split(b"\0", 1)[0])
-    except (ImportError, OSError):
-        return None

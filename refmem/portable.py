@@ -12,6 +12,7 @@ import os
 import stat
 from typing import Iterator, Optional, Tuple
 
+from . import syscalls
 from .kernel import (
     DIR_MODE,
     FILE_MODE,
@@ -22,10 +23,9 @@ from .kernel import (
     Identity,
     Missing,
     OsFailure,
-    _fd_path,
-    _inside,
     _mapped,
     identity,
+    inside,
     os_failure,
 )
 
@@ -68,7 +68,7 @@ class PathDir:
             where = os.path.realpath(child)
         except OSError:  # a link swapped in while it was being resolved
             raise Escaped() from None
-        if not _inside(where, self.jail):
+        if not inside(where, self.jail):
             raise Escaped()
         entered = PathDir(child, self.jail, self.chain + ((child, identity(info)),))
         entered.confirm()  # still the folder the lstat saw, and every folder above it too
@@ -140,8 +140,8 @@ class PathDir:
         now = self.lstat(name)
         if now is None or identity(now) != opened:
             raise Escaped()
-        where = _fd_path(fd)
-        if where is not None and not _inside(where, self.jail):
+        where = syscalls.fd_path(fd)
+        if where is not None and not inside(where, self.jail):
             raise Escaped()
 
     def discard(self, fd: int, name: str) -> None:
@@ -149,7 +149,7 @@ class PathDir:
         kernel gives the open file where it can, else by `name`, and only if it is that very file."""
         with contextlib.suppress(OSError):
             opened = identity(os.fstat(fd))
-            where = _fd_path(fd) or os.path.join(self.path, name)
+            where = syscalls.fd_path(fd) or os.path.join(self.path, name)
             if identity(os.stat(where, follow_symlinks=False)) == opened:
                 os.unlink(where)
 
@@ -167,8 +167,8 @@ class PathDir:
     def settle(self, pin: Optional[int], back: str) -> None:
         """After a move into this folder: if a folder swapped on the way took the object outside the
         root, put it back where it came from (never over anything) and refuse."""
-        where = None if pin is None else _fd_path(pin)
-        if where is None or _inside(where, self.jail):
+        where = None if pin is None else syscalls.fd_path(pin)
+        if where is None or inside(where, self.jail):
             return
         with contextlib.suppress(OSError):
             if not os.path.lexists(back):

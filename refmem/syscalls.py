@@ -61,3 +61,22 @@ def load_renameat2() -> Optional[Callable[..., int]]:
     function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]  # type: ignore[attr-defined]
     function.restype = ctypes.c_int  # type: ignore[attr-defined]
     return function
+
+
+def fd_path(fd: int) -> Optional[str]:
+    """The host path an open descriptor has now (Linux /proc, macOS F_GETPATH); None if unknown."""
+    if sys.platform.startswith("linux"):
+        try:
+            return os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            return None
+    try:
+        import fcntl
+
+        getpath = getattr(fcntl, "F_GETPATH", None)
+        if getpath is None:
+            return None
+        raw = fcntl.fcntl(fd, getpath, b"\0" * 1024)
+        return os.fsdecode(raw.split(b"\0", 1)[0])
+    except (ImportError, OSError):
+        return None
