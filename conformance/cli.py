@@ -12,7 +12,8 @@ import pathlib
 import sys
 from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
-from conformance import PROTOCOL_VERSION, SUITE_VERSION
+import refmem
+from conformance import CASE_FORMAT_VERSION, PROTOCOL_VERSION, SUITE_VERSION
 from conformance import expectations as expect
 from conformance.cases import CASES_DIR, Case, CaseLoadError, Selection, load_cases
 from conformance.reports import describe_failure, summary, write_json, write_junit, write_markdown
@@ -22,6 +23,7 @@ from conformance.tiers import DEFAULT_PROFILE, PROFILES
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 SUBCOMMANDS = ("run", "baseline", "list", "validate")
+PROGRESS_EVERY = 100
 
 
 def _split(values: Optional[Sequence[str]]) -> List[str]:
@@ -36,6 +38,7 @@ def _parser() -> argparse.ArgumentParser:
         "Exit 0 ok, 1 unexpected failure, 2 usage/adapter failure.",
     )
     parser.add_argument("command", nargs="?", choices=SUBCOMMANDS, default="run")
+    parser.add_argument("--version", action="version", version=version_line())
     parser.add_argument(
         "--target",
         default="refmem",
@@ -92,6 +95,16 @@ def _parser() -> argparse.ArgumentParser:
         "a tmpfs such as /dev/shm is much faster when the implementation fsyncs)",
     )
     parser.add_argument("--json", action="store_true", help="list: print JSON lines")
+    parser.add_argument(
+        "--full-diff",
+        action="store_true",
+        help="print every line of each failure's diff and output (default: the first difference, then a count)",
+    )
+    parser.add_argument(
+        "--progress",
+        action="store_true",
+        help="show a running count and the current group on stderr even when it is not a terminal",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="print every case as it finishes")
     parser.add_argument("-q", "--quiet", action="store_true", help="print the summary only")
     return parser
@@ -141,11 +154,38 @@ def _validate(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_FAILED if problems else EXIT_OK
 
 
-def _progress(args: argparse.Namespace, out: TextIO) -> Callable[[CaseResult], None]:
+def version_line() -> str:
+    return (
+        f"refmem-conformance {refmem.__version__} ({SUITE_VERSION}, adapter protocol {PROTOCOL_VERSION}, "
+        f"case format {CASE_FORMAT_VERSION})"
+    )
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def _progress(args: argparse.Namespace, out: TextIO, err: TextIO, total: int) -> Callable[[CaseResult], None]:
+    """-v prints each case on stdout; a count and the current group go to stderr when it is a terminal
+    (or with --progress), rewritten in place on a terminal, one line every PROGRESS_EVERY cases otherwise."""
+    counter = [0]
+    live = args.progress or (_is_terminal(err) and not args.quiet)
+    in_place = _is_terminal(err)
+
     def show(result: CaseResult) -> None:
+        counter[0] += 1
         if args.verbose:
             out.write(f"{result.status:4} {result.case.id}\n")
             out.flush()
+        if not live:
+            return
+        line = f"[{counter[0]}/{total}] {result.case.group}"
+        if in_place:
+            err.write("\r" + line[:79].ljust(79) + ("\n" if counter[0] == total else ""))
+        elif counter[0] % PROGRESS_EVERY == 0 or counter[0] == total:
+            err.write(line + "\n")
+        err.flush()
 
     return show
 
@@ -155,6 +195,7 @@ def _execute(
     cases: List[Case],
     warnings: List[str],
     out: TextIO,
+    err: TextIO,
 ) -> Tuple[RunResult, List[expect.Expectation]]:
     entries = expect.load(args.expectations) if args.expectations and args.expectations.exists() else []
     if args.expectations and not args.expectations.exists() and args.command == "run":
@@ -166,7 +207,7 @@ def _execute(
         to_run,
         timeout=args.timeout,
         keep=args.keep,
-        progress=_progress(args, out),
+        progress=_progress(args, out, err, len(to_run)),
         workdir=args.workdir,
         profile=args.profile,
         error_prefix=args.error_prefix,
@@ -230,7 +271,7 @@ def _exit_status(run: RunResult, strict: bool) -> int:
 def _run(args: argparse.Namespace, cases: List[Case], warnings: List[str], out: TextIO, err: TextIO) -> int:
     for warning in warnings:
         err.write(warning + "\n")
-    run, entries = _execute(args, cases, warnings, out)
+    run, entries = _execute(args, cases, warnings, out, err)
     _write_reports(args, run)
     if args.command == "baseline":
         written = expect.baseline(run.results, entries)
@@ -244,7 +285,7 @@ def _run(args: argparse.Namespace, cases: List[Case], warnings: List[str], out: 
     if not args.quiet:
         for result in run.results:
             if result.outcome in ("fail", "xpass"):
-                out.write(describe_failure(result) + "\n")
+                out.write(describe_failure(result, args.full_diff) + "\n")
     out.write(summary(run, run.stale, args.strict) + "\n")
     return _exit_status(run, args.strict)
 

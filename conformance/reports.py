@@ -12,11 +12,13 @@ import pathlib
 import xml.etree.ElementTree as ET
 from typing import Any, Dict, List, Optional, Tuple
 
+from conformance import excerpt
+from conformance.checks import Finding
 from conformance.documentation import quote
 from conformance.figures import figures, tier_passed
 from conformance.runner import SKIP, CaseResult, RunResult
 from conformance.tiers import CLASSES, DOCUMENTED, SAFETY, TIERS
-from conformance.visible import clip, printable, redact, visible
+from conformance.visible import clip, printable, redact
 
 
 def counts(run: RunResult) -> Dict[str, int]:
@@ -50,18 +52,45 @@ def matrix_family(case_id: str) -> Optional[str]:
 # --- human --------------------------------------------------------------------------------------
 
 
-def describe_failure(result: CaseResult) -> str:
+def _finding_body(finding: Finding, full: bool) -> List[str]:
+    """What a finding shows under its message: the first difference (or every line, with `full`)."""
+    if finding.kind == "output" and finding.expected is not None and finding.actual is not None:
+        if full:
+            return excerpt.full_diff(finding.expected, finding.actual)
+        return excerpt.first_difference(finding.expected, finding.actual)
+    if finding.detail:
+        detail = [printable(line) for line in finding.detail.split("\n")]
+        if full:
+            return detail
+        if detail[0].startswith("--- expected"):
+            return excerpt.first_hunk(detail)
+        shown = [excerpt.clip_line(line) for line in detail[: excerpt.DETAIL_LINES]]
+        return shown + excerpt.more(len(detail) - excerpt.DETAIL_LINES)
+    if finding.actual is not None and finding.kind != "output":
+        drawn = excerpt.drawn_lines(finding.actual) if full else excerpt.head(finding.actual)
+        return ["actual: " + drawn[0]] + ["        " + line for line in drawn[1:] if line]
+    return []
+
+
+def describe_failure(result: CaseResult, full: bool = False) -> str:
+    """The case, its class and sentence, and each finding with a bounded excerpt (`full`: everything)."""
     case = result.case
     lines = [f"{(result.outcome or result.status).upper()} {case.id} [{_label(result)}] {printable(case.description)}"]
     if case.cite and result.failed_in(DOCUMENTED):
         lines.append(f"    documentation: {printable(quote(case.cite))}")
-    for finding in result.findings:
+    ordered = sorted(result.findings, key=lambda finding: finding.cls != SAFETY)  # safety first, else as found
+    shown = ordered if full else ordered[: excerpt.FINDINGS_SHOWN]
+    for finding in shown:
         where = f"step {finding.step}: " if finding.step else ""
-        lines.append(f"    {where}[{finding.cls}] {finding.kind}: {printable(finding.message)}")
-        if finding.detail:
-            lines.extend("      " + printable(line) for line in clip(finding.detail, 3000).split("\n"))
-        elif finding.actual is not None and finding.kind != "output":
-            lines.append("      actual: " + visible(clip(finding.actual, 600)).replace("\n", "\n              "))
+        message = printable(finding.message) if full else excerpt.clip_line(printable(finding.message))
+        lines.append(f"    {where}[{finding.cls}] {finding.kind}: {message}")
+        lines.extend("      " + line for line in _finding_body(finding, full))
+    rest: Dict[str, int] = {}
+    for finding in ordered[len(shown) :]:
+        rest[f"[{finding.cls}] {finding.kind}"] = rest.get(f"[{finding.cls}] {finding.kind}", 0) + 1
+    if rest:
+        counted = ", ".join(f"{count} {name}" for name, count in rest.items())
+        lines.append(f"    ... {sum(rest.values())} more findings: {counted} (--full-diff shows all)")
     return redact("\n".join(lines))
 
 

@@ -21,6 +21,8 @@ import sys
 import time
 from typing import Dict, List, Optional, Set
 
+import refmem
+
 from . import engine_atheris, engine_random
 from . import finding as finding_files
 from .finding import Finding
@@ -32,7 +34,7 @@ SUBCOMMANDS = ("run", "replay", "to-case")
 
 def main(argv: Optional[List[str]] = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] not in SUBCOMMANDS + ("-h", "--help"):
+    if not args or args[0] not in SUBCOMMANDS + ("-h", "--help", "--version"):
         args = ["run"] + args
     parser = _parser()
     ns = parser.parse_args(args)
@@ -49,6 +51,7 @@ def main(argv: Optional[List[str]] = None) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="refmem-fuzz", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--version", action="version", version=f"refmem-fuzz {refmem.__version__}")
     sub = parser.add_subparsers(dest="subcommand", required=True)
 
     run = sub.add_parser("run", help="fuzz a target (the default subcommand)")
