@@ -1,16 +1,21 @@
 """Run the conformance cases as pytest tests, one test per case.
 
-    pytest -p conformance.pytest_plugin --memory-target python:mypackage.memory:make
-    pytest -p conformance.pytest_plugin --memory-target refmem --memory-run 'view-*' --memory-expectations known.json
+    pytest --memory-target python:mypackage.memory:make
+    pytest --memory-target refmem --memory-run 'view-*' --memory-expectations known.json
+    pytest --memory-target refmem memory-conformance::view-file-001     # one case by its node ID
+    pytest --memory-target refmem -m "memory_must and memory_feature_paths" -k "not unicode"
 
-Without `--memory-target` the plugin adds nothing. Cases expected to fail become strict xfails when
-`--memory-strict` is given (an unexpected pass then fails), plain xfails otherwise; cases expected to be
-skipped are skipped.
+Installed, the plugin is loaded through its `pytest11` entry point (a vendored copy: `-p conformance.pytest_plugin`);
+without `--memory-target` it adds nothing. Each case is an item `memory-conformance::ID` marked with its tier
+(`memory_documented`, `memory_reference`, `memory_hardening`), level (`memory_must`, `memory_should`) and
+features (`memory_feature_view`, ...). Cases expected to fail become strict xfails when `--memory-strict` is
+given (an unexpected pass then fails), plain xfails otherwise; cases expected to be skipped are skipped.
 """
 
 from __future__ import annotations
 
 import pathlib
+import re
 import secrets
 import tempfile
 from typing import Any, Iterator, List, Optional, Tuple
@@ -23,7 +28,10 @@ from conformance.layout import make_case_dir, remove
 from conformance.reports import describe_failure
 from conformance.runner import FAIL, SKIP, run_case
 from conformance.targets import DEFAULT_STEP_TIMEOUT, Target, open_target
-from conformance.tiers import DEFAULT_PROFILE, PROFILES
+from conformance.tiers import DEFAULT_PROFILE, PROFILES, TIERS
+
+ROOT_NAME = "memory-conformance"
+"""The collector every case item hangs under; its node ID is this name, so a case's ID is ROOT_NAME::CASE."""
 
 
 def pytest_addoption(parser: Any) -> None:
@@ -55,6 +63,49 @@ def pytest_addoption(parser: Any) -> None:
     group.addoption(
         "--memory-error-prefix", metavar="TEXT", help="python targets: a plain string starting with TEXT is an error"
     )
+    group.addoption(
+        "--memory-full-diff", action="store_true", help="print every line of a failure (default: the first difference)"
+    )
+
+
+def _marker(*parts: str) -> str:
+    return "memory_" + re.sub(r"\W", "_", "_".join(parts))
+
+
+def pytest_configure(config: Any) -> None:
+    if not config.getoption("memory_target", None):
+        return
+    names = [(_marker(tier), f"a {tier} case") for tier in TIERS]
+    names += [(_marker(level), f"a {level} case") for level in ("must", "should")]
+    for name, meaning in names:
+        config.addinivalue_line("markers", f"{name}: memory tool conformance: {meaning}")
+
+
+def case_markers(case: Case) -> List[str]:
+    return [_marker(case.tier), _marker(case.level)] + [_marker("feature", name) for name in case.features]
+
+
+def _register(config: Any, cases: List[Case]) -> None:
+    """Every feature's marker, so that -m can name it and --strict-markers accepts it."""
+    for name in sorted({_marker("feature", feature) for case in cases for feature in case.features}):
+        config.addinivalue_line("markers", f"{name}: memory tool conformance: a case with this feature")
+
+
+def _is_ours(arg: str) -> bool:
+    return arg.lstrip(":").split("::", 1)[0] == ROOT_NAME
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection(session: Any) -> None:
+    """Node IDs of cases are not files: take them out of the arguments pytest resolves as paths, and keep
+    them to select the case items."""
+    config = session.config
+    if not config.getoption("memory_target"):
+        return
+    ours = [arg.lstrip(":") for arg in config.args if _is_ours(arg)]
+    if ours:
+        config.args[:] = [arg for arg in config.args if not _is_ours(arg)]
+    config._memory_node_ids = ours
 
 
 class CaseFailed(Exception):
@@ -93,6 +144,8 @@ class ConformanceItem(pytest.Item):
         super().__init__(**kwargs)
         self.case = case
         self.index = index
+        for name in case_markers(case):
+            self.add_marker(name)
 
     def runtest(self) -> None:
         session: _Session = self.config._memory_session  # type: ignore[attr-defined]
@@ -103,7 +156,7 @@ class ConformanceItem(pytest.Item):
             pytest.skip(result.reason)
         if result.status == FAIL:
             result.outcome = "fail"
-            raise CaseFailed(describe_failure(result))
+            raise CaseFailed(describe_failure(result, self.config.getoption("memory_full_diff")))
 
     def repr_failure(self, excinfo: Any, style: Any = None) -> str:
         if isinstance(excinfo.value, CaseFailed):
@@ -193,15 +246,22 @@ def pytest_collection_modifyitems(session: Any, config: Any, items: List[Any]) -
     )
     collector = ConformanceCollector.from_parent(
         session,
-        name="memory-conformance",
+        name=ROOT_NAME,
+        nodeid=ROOT_NAME,
         cases=selection.apply(cases),
         entries=entries,
         strict=config.getoption("memory_strict"),
     )
-    items.extend(collector.collect())
+    _register(config, collector.cases)
+    ours: List[pytest.Item] = list(collector.collect())
     stress = config.getoption("memory_stress")
     if stress:
-        items.append(StressItem.from_parent(collector, name="stress", quick=stress == "quick"))
+        ours.append(StressItem.from_parent(collector, name="stress", quick=stress == "quick"))
+    chosen = getattr(config, "_memory_node_ids", [])
+    if chosen and ROOT_NAME not in chosen:
+        ours = [item for item in ours if item.nodeid in chosen]
+    items.extend(ours)
+    config.hook.pytest_collectreport(report=pytest.CollectReport(ROOT_NAME, "passed", None, list(ours)))
 
 
 def pytest_sessionfinish(session: Any) -> None:
