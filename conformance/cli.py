@@ -15,14 +15,15 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 import refmem
 from conformance import CASE_FORMAT_VERSION, PROTOCOL_VERSION, SUITE_VERSION
 from conformance import expectations as expect
+from conformance import htmlpage as html
 from conformance.cases import CASES_DIR, Case, CaseLoadError, Selection, load_cases
-from conformance.reports import describe_failure, summary, write_json, write_junit, write_markdown
+from conformance.reports import as_json, describe_failure, summary, write_json, write_junit, write_markdown
 from conformance.runner import SKIP, CaseResult, RunResult, StressRunner, run_suite
 from conformance.targets import DEFAULT_STEP_TIMEOUT, TargetError
 from conformance.tiers import DEFAULT_PROFILE, PROFILES
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-SUBCOMMANDS = ("run", "baseline", "list", "validate")
+SUBCOMMANDS = ("run", "baseline", "list", "validate", "matrix")
 PROGRESS_EVERY = 100
 
 
@@ -34,10 +35,12 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="refmem-conformance",
         description=f"Memory tool conformance suite, edition {SUITE_VERSION} (adapter protocol {PROTOCOL_VERSION}).",
-        epilog="Subcommands: run (default), baseline, list, validate. "
+        epilog="Subcommands: run (default), baseline, list, validate, matrix REPORT.json... --html FILE "
+        "(implementations side by side). "
         "Exit 0 ok, 1 unexpected failure, 2 usage/adapter failure.",
     )
     parser.add_argument("command", nargs="?", choices=SUBCOMMANDS, default="run")
+    parser.add_argument("reports", nargs="*", type=pathlib.Path, metavar="REPORT.json", help="matrix: JSON reports")
     parser.add_argument("--version", action="version", version=version_line())
     parser.add_argument(
         "--target",
@@ -77,6 +80,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--report-json", type=pathlib.Path, metavar="FILE")
     parser.add_argument("--junit", type=pathlib.Path, metavar="FILE")
     parser.add_argument("--markdown", type=pathlib.Path, metavar="FILE")
+    parser.add_argument(
+        "--html",
+        type=pathlib.Path,
+        metavar="FILE",
+        help="one self-contained HTML page (figures, features by outcome, every failure); with matrix, the "
+        "implementations side by side",
+    )
     parser.add_argument("--title", default="", help="title of the Markdown report")
     parser.add_argument(
         "--output",
@@ -141,6 +151,25 @@ def _list(args: argparse.Namespace, cases: List[Case], out: TextIO) -> int:
             out.write(
                 f"{case.id}\t{case.level}\t{case.raw.get('basis', '')}\t{','.join(case.features)}\t{case.description}\n"
             )
+    return EXIT_OK
+
+
+class MatrixError(Exception):
+    """matrix: no reports, no --html, or a report that cannot be read."""
+
+
+def _matrix(args: argparse.Namespace, err: TextIO) -> int:
+    if not args.reports or args.html is None:
+        raise MatrixError("matrix needs one or more JSON reports (--report-json) and --html FILE")
+    reports = []
+    for path in args.reports:
+        try:
+            reports.append(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            raise MatrixError(f"{path}: not a readable JSON report ({exc})") from exc
+    args.html.parent.mkdir(parents=True, exist_ok=True)
+    html.write(html.matrix_page(reports, args.title), args.html)
+    err.write(f"wrote {args.html}: {len(reports)} implementations\n")
     return EXIT_OK
 
 
@@ -252,6 +281,7 @@ def _write_reports(args: argparse.Namespace, run: RunResult) -> None:
         "report_json": write_json,
         "junit": write_junit,
         "markdown": lambda run, path: write_markdown(run, path, args.title),
+        "html": lambda run, path: html.write(html.report_page(as_json(run), args.title), path),
     }
     for option, writer in writers.items():
         path = getattr(args, option)
@@ -300,13 +330,17 @@ def main(argv: Optional[Sequence[str]] = None, out: Optional[TextIO] = None, err
     except SystemExit as exit:
         return EXIT_USAGE if exit.code else EXIT_OK
     try:
+        if args.reports and args.command != "matrix":
+            raise MatrixError(f"unexpected arguments: {' '.join(map(str, args.reports))}")
+        if args.command == "matrix":
+            return _matrix(args, err)
         if args.command == "validate":
             return _validate(args, out)
         cases, warnings = load_cases(args.cases_dir, not args.no_matrix)
         if args.command == "list":
             return _list(args, cases, out)
         return _run(args, cases, warnings, out, err)
-    except (CaseLoadError, expect.ExpectationsError, TargetError, StressUnavailable) as exc:
+    except (CaseLoadError, expect.ExpectationsError, TargetError, StressUnavailable, MatrixError) as exc:
         err.write(f"refmem-conformance: {exc}\n")
         return EXIT_USAGE
 

@@ -78,7 +78,14 @@ def describe_failure(result: CaseResult, full: bool = False) -> str:
     lines = [f"{(result.outcome or result.status).upper()} {case.id} [{_label(result)}] {printable(case.description)}"]
     if case.cite and result.failed_in(DOCUMENTED):
         lines.append(f"    documentation: {printable(quote(case.cite))}")
-    ordered = sorted(result.findings, key=lambda finding: finding.cls != SAFETY)  # safety first, else as found
+    lines += finding_lines(result.findings, full)
+    return redact("\n".join(lines))
+
+
+def finding_lines(findings: List[Finding], full: bool = False) -> List[str]:
+    """Each finding with its excerpt, safety first; bounded to FINDINGS_SHOWN unless `full`."""
+    lines: List[str] = []
+    ordered = sorted(findings, key=lambda finding: finding.cls != SAFETY)  # safety first, else as found
     shown = ordered if full else ordered[: excerpt.FINDINGS_SHOWN]
     for finding in shown:
         where = f"step {finding.step}: " if finding.step else ""
@@ -91,7 +98,7 @@ def describe_failure(result: CaseResult, full: bool = False) -> str:
     if rest:
         counted = ", ".join(f"{count} {name}" for name, count in rest.items())
         lines.append(f"    ... {sum(rest.values())} more findings: {counted} (--full-diff shows all)")
-    return redact("\n".join(lines))
+    return lines
 
 
 def summary(run: RunResult, stale: List[Dict[str, str]], strict: bool) -> str:
