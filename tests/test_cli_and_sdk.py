@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from memory_support import Memory
 
 from refmem.cli import main
 
@@ -101,19 +102,16 @@ def test_exec_writes_characters_stdout_cannot_encode_as_escapes(
     assert strict.buffer.getvalue() == b"a\\ud800b\n"
 
 
-def test_prune_dry_run_then_real(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    root = tmp_path / "memories"
-    (root / "old").mkdir(parents=True)
-    stale = root / "old" / "stale.md"
-    stale.write_text("old\n")
-    fresh = root / "fresh.md"
-    fresh.write_text("new\n")
+def test_prune_dry_run_then_real(memory: Memory, capsys: pytest.CaptureFixture[str]) -> None:
+    stale = memory.put("old/stale.md", "old\n")
+    fresh = memory.put("fresh.md", "new\n")
     long_ago = time.time() - 40 * 86400
     os.utime(stale, (long_ago, long_ago))
-    assert main(["prune", "--root", str(root), "--older-than", "30d", "--dry-run"]) == 0
+    root = str(memory.root)
+    assert main(["prune", "--root", root, "--older-than", "30d", "--dry-run"]) == 0
     assert "would remove /memories/old/stale.md" in capsys.readouterr().out
     assert stale.exists()
-    assert main(["prune", "--root", str(root), "--older-than", "30d"]) == 0
+    assert main(["prune", "--root", root, "--older-than", "30d"]) == 0
     assert "removed /memories/old/stale.md" in capsys.readouterr().out
     assert not stale.exists() and fresh.exists()
 

@@ -9,8 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
+from memory_support import Memory
 
-from refmem import expiry, kernel, store
+from refmem import expiry
 from refmem.expiry import (
     AccessTracker,
     PruneReport,
@@ -27,13 +28,17 @@ DAY = 86400.0
 NOW = 2_000_000_000.0  # a fixed "now" in 2033: every test clock is explicit
 
 
+def stamp(path: Path, when: float) -> Path:
+    """Set a file's access and change times, as the clock of a test says."""
+    os.utime(path, (when, when))
+    return path
+
+
 def write(root: Path, rel: str, text: str = "x", age_days: float = 0.0) -> Path:
     path = root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-    stamp = NOW - age_days * DAY
-    os.utime(path, (stamp, stamp))
-    return path
+    return stamp(path, NOW - age_days * DAY)
 
 
 def access_dir(root: Path) -> Path:
@@ -141,21 +146,18 @@ def test_a_different_file_at_a_remembered_path_is_recorded(tmp_path: Path) -> No
         assert record.exists()
 
 
-def test_handler_records_a_view_of_an_old_file_moved_in_by_another_handler(tmp_path: Path) -> None:
+def test_handler_records_a_view_of_an_old_file_moved_in_by_another_handler(memory: Memory) -> None:
     """The reviewer's case: A views /e/f.md; B moves /e away and an old /d to /e; A's next view must count."""
-    from refmem import MemoryHandler
-
-    now = time.time()
-    write(tmp_path, "e/f.md", text="new")
-    write(tmp_path, "d/f.md", text="old")
-    os.utime(tmp_path / "e" / "f.md", (now - 40 * DAY, now - 40 * DAY))
-    os.utime(tmp_path / "d" / "f.md", (now - 40 * DAY, now - 40 * DAY))
-    with MemoryHandler(tmp_path) as first, MemoryHandler(tmp_path) as second:
-        assert not first.execute({"command": "view", "path": "/memories/e/f.md"}).is_error
-        assert not second.execute({"command": "rename", "old_path": "/memories/e", "new_path": "/memories/g"}).is_error
-        assert not second.execute({"command": "rename", "old_path": "/memories/d", "new_path": "/memories/e"}).is_error
-        assert "old" in first.execute({"command": "view", "path": "/memories/e/f.md"}).output
-    report = prune(tmp_path, 30 * DAY)
+    long_ago = time.time() - 40 * DAY
+    for rel, text in (("e/f.md", "new"), ("d/f.md", "old")):
+        stamp(memory.put(rel, text), long_ago)
+    other = memory.with_options()
+    assert not memory.run(command="view", path="/memories/e/f.md").is_error
+    assert not other.run(command="rename", old_path="/memories/e", new_path="/memories/g").is_error
+    assert not other.run(command="rename", old_path="/memories/d", new_path="/memories/e").is_error
+    assert "old" in memory.run(command="view", path="/memories/e/f.md").output
+    memory.close()
+    report = prune(memory.root, 30 * DAY)
     assert "/memories/e/f.md" not in report.removed
 
 
@@ -168,7 +170,9 @@ def test_a_tracker_takes_a_root_or_a_path_not_a_descriptor(tmp_path: Path) -> No
         os.close(fd)
 
 
-def test_a_closed_tracker_records_nothing_and_never_writes_elsewhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_closed_tracker_records_nothing_and_never_writes_elsewhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     elsewhere = tmp_path / "cwd"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
@@ -475,28 +479,23 @@ def test_unreadable_folder_is_kept_and_prune_goes_on(tmp_path: Path) -> None:
 # --- the handler's use of the tracker ---------------------------------------------------------
 
 
-def test_handler_views_keep_old_files_from_expiring_and_writes_need_no_record(tmp_path: Path) -> None:
+def test_handler_views_keep_old_files_from_expiring_and_writes_need_no_record(memory: Memory) -> None:
     """End to end: what the handler records is what prune needs, and nothing more."""
-    from refmem import MemoryHandler
-
     now = time.time()
-    write(tmp_path, "viewed.md", age_days=40)
-    write(tmp_path, "ignored.md", age_days=40)
-    os.utime(tmp_path / "viewed.md", (now - 40 * DAY, now - 40 * DAY))
-    os.utime(tmp_path / "ignored.md", (now - 40 * DAY, now - 40 * DAY))
-    with MemoryHandler(tmp_path) as handler:
-        assert not handler.execute({"command": "view", "path": "/memories/viewed.md"}).is_error
-        assert not handler.execute({"command": "create", "path": "/memories/new.md", "file_text": "n\n"}).is_error
-        edit = {"command": "str_replace", "path": "/memories/new.md", "old_str": "n", "new_str": "m"}
-        assert not handler.execute(edit).is_error
-        assert not handler.execute({"command": "view", "path": "/memories/new.md"}).is_error
-    with AccessTracker(tmp_path) as tracker:
+    for rel in ("viewed.md", "ignored.md"):
+        stamp(memory.put(rel, "x"), now - 40 * DAY)
+    assert not memory.run(command="view", path="/memories/viewed.md").is_error
+    assert not memory.run(command="create", path="/memories/new.md", file_text="n\n").is_error
+    assert not memory.run(command="str_replace", path="/memories/new.md", old_str="n", new_str="m").is_error
+    assert not memory.run(command="view", path="/memories/new.md").is_error
+    memory.close()
+    with AccessTracker(memory.root) as tracker:
         assert tracker.last_access("/memories/viewed.md") == pytest.approx(now, abs=5)
         # Created, edited and viewed within the resolution: the file's own mtime says all of it.
         assert tracker.last_access("/memories/new.md") is None
-    report = prune(tmp_path, 30 * DAY)
+    report = prune(memory.root, 30 * DAY)
     assert report.removed == ["/memories/ignored.md"]
-    assert tree(tmp_path) == ["new.md", "viewed.md"]
+    assert tree(memory.root) == ["new.md", "viewed.md"]
 
 
 def test_touch_with_a_recent_change_writes_nothing(tmp_path: Path) -> None:

@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import errno
-import os
-from pathlib import Path
 
 import pytest
+from memory_support import Memory
 
-from refmem import MemoryHandler
 from refmem import kernel
-
-
-def _tree(top: Path) -> list:
-    return sorted(str(p.relative_to(top)) for p in top.rglob("*") if ".refmem" not in p.parts)
+from refmem.messages import IO_REASONS, render
 
 
 def _no_space(*args: object, **kwargs: object) -> int:
@@ -21,31 +16,26 @@ def _no_space(*args: object, **kwargs: object) -> int:
 
 
 @pytest.mark.parametrize("existing", [[], ["a"], ["a", "a/b"]])
-def test_failed_create_removes_the_folders_it_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, existing: list) -> None:
-    root = tmp_path / "memories"
-    memory = MemoryHandler(root)
+def test_failed_create_removes_the_folders_it_made(
+    memory: Memory, monkeypatch: pytest.MonkeyPatch, existing: list
+) -> None:
     for folder in existing:
-        (root / folder).mkdir()
-    before = _tree(root)
+        (memory.root / folder).mkdir()
+    before = memory.tree()
     monkeypatch.setattr(kernel.os, "write", _no_space)
-    result = memory.execute({"command": "create", "path": "/memories/a/b/c/x.txt", "file_text": "hello"})
-    assert result.is_error
-    assert result.output == "Error: Could not create /memories/a/b/c/x.txt: no space left on device."
-    assert _tree(root) == before
-    assert not [name for _, _, files in os.walk(root) for name in files if name.startswith(".refmem-tmp-")]
+    result = memory.run(command="create", path="/memories/a/b/c/x.txt", file_text="hello")
+    assert result == render("io_error", action="create", path="/memories/a/b/c/x.txt", reason=IO_REASONS["no_space"])
+    assert memory.tree() == before  # temporary files included: only the handler's own folder is left out
 
 
-def test_failed_rename_removes_the_folders_it_made(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    root = tmp_path / "memories"
-    memory = MemoryHandler(root)
-    memory.execute({"command": "create", "path": "/memories/src.txt", "file_text": "hello"})
-    before = _tree(root)
+def test_failed_rename_removes_the_folders_it_made(memory: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    memory.put("src.txt", "hello")
+    before = memory.tree()
 
     def refuse(*args: object) -> None:
         raise kernel.OsFailure("io")
 
     monkeypatch.setattr(kernel, "rename_noreplace", refuse)
-    result = memory.execute({"command": "rename", "old_path": "/memories/src.txt", "new_path": "/memories/n/m/dst.txt"})
-    assert result.output == "Error: Could not rename /memories/src.txt: input/output error."
-    assert _tree(root) == before
-    assert (root / "src.txt").read_text() == "hello"
+    result = memory.run(command="rename", old_path="/memories/src.txt", new_path="/memories/n/m/dst.txt")
+    assert result == render("io_error", action="rename", path="/memories/src.txt", reason=IO_REASONS["io"])
+    assert memory.tree() == before

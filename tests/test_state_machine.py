@@ -4,8 +4,9 @@ The model is a dict of files (path -> text) and a set of folders, written from d
 After every step the outcome class (is_error) and the whole tree must agree, and the handler's
 listing of /memories must equal the model's rendering of it. Generated `old_str`, `new_str` and
 `insert_text` contain `\\n` but never `\\r` (files themselves may hold `\\r\\n`): the rule for a
-`\\r\\n` inside `old_str` in a file that is not CRLF is pinned by a unit test in
-tests/test_handler_strings.py instead, so a failure here points at something new.
+`\\r\\n` inside `old_str` in a file that is not CRLF is pinned by the conformance case crlf-013
+instead, so a failure here points at something new. The model takes its sentences from
+`refmem.messages`: their wording is pinned by the conformance cases, the model checks where they appear.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
 from refmem import MemoryHandler
+from refmem.messages import render
 from refmem.text import human_size
 
 PATHS = [
@@ -166,16 +168,12 @@ class Model:
         lines = (content.replace("\r\n", "\n") if crlf else content).split("\n")
         if lines[-1] == "":
             lines.pop()
-        head = f"Here's the content of {canonical} with line numbers:"
+        head = render("view_file_header", path=canonical).output
         return False, "\n".join([head] + [f"{n:>6}\t{t}" for n, t in enumerate(lines, start=1)])
 
     def listing(self, key: Tuple[str, ...]) -> str:
         base = "/".join(("/memories",) + key)
-        out = [
-            f"Here're the files and directories up to 2 levels deep in {base}, "
-            "excluding hidden items and node_modules:",
-            f"4.0K\t{base}",
-        ]
+        out = [render("view_dir_header", path=base).output, f"4.0K\t{base}"]
 
         def visit(folder: Tuple[str, ...], level: int) -> None:
             children = sorted(
@@ -212,7 +210,7 @@ class HandlerVersusModel(RuleBasedStateMachine):
 
     def run(self, params: dict, model_error: bool) -> None:
         result = self.handler.execute(params)
-        assert result.output != "Error: The command could not be completed because of an internal error."
+        assert result.output != render("internal_error").output
         assert result.is_error is model_error, (params, result.output)
 
     @rule(path=paths, text=file_text)

@@ -13,9 +13,10 @@ from typing import List, Optional, Tuple
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from memory_support import Memory
 
 from refmem import Limits, MemoryHandler
-from refmem.messages import Result
+from refmem.messages import Result, render
 from refmem.viewcache import ViewCache
 
 
@@ -35,48 +36,42 @@ def rewrite_in_place(path: Path, data: bytes) -> None:
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
 
 
-def viewed_note(tmp_path: Path, data: bytes) -> Tuple[Path, Path, MemoryHandler]:
-    """(root, note, handler) after one successful view of /memories/note.md holding `data`."""
-    root = tmp_path / "memories"
-    root.mkdir()
-    note = root / "note.md"
-    note.write_bytes(data)
-    handler = MemoryHandler(root)
-    first = view(handler, "/memories/note.md")
+def viewed_note(memory: Memory, data: bytes) -> Path:
+    """/memories/note.md holding `data`, after one successful view of it."""
+    note = memory.put("note.md", data)
+    first = memory.run(command="view", path="/memories/note.md")
     assert not first.is_error and data.decode().split("\n")[0] in first.output
-    return root, note, handler
+    return note
 
 
-def test_content_changed_in_place_with_the_same_size_and_times_is_seen(tmp_path: Path) -> None:
-    root, note, handler = viewed_note(tmp_path, b"alpha\nbeta\n")
+def test_content_changed_in_place_with_the_same_size_and_times_is_seen(memory: Memory) -> None:
+    note = viewed_note(memory, b"alpha\nbeta\n")
     inode = note.stat().st_ino
     rewrite_in_place(note, b"gamma\ndelta")
     rewrite_in_place(note, b"gamma\ndelt\n")  # same size as the original, same mtime
     assert note.stat().st_ino == inode and note.stat().st_size == len(b"alpha\nbeta\n")
-    second = view(handler, "/memories/note.md")
+    second = memory.run(command="view", path="/memories/note.md")
     assert "gamma" in second.output and "alpha" not in second.output
-    assert second == MemoryHandler(root, view_cache_bytes=0).execute({"command": "view", "path": "/memories/note.md"})
+    assert second == memory.with_options(view_cache_bytes=0).run(command="view", path="/memories/note.md")
 
 
-def test_a_remembered_page_is_not_reused_after_the_file_becomes_unreadable(tmp_path: Path) -> None:
-    _, note, handler = viewed_note(tmp_path, b"ok\n")
+def test_a_remembered_page_is_not_reused_after_the_file_becomes_unreadable(memory: Memory) -> None:
+    note = viewed_note(memory, b"ok\n")
     note.write_bytes(b"\xff\xfe\n")  # not UTF-8 now
-    assert view(handler, "/memories/note.md").output.startswith("Error: The file /memories/note.md is not valid UTF-8")
-    os.link(note, tmp_path / "elsewhere")  # a second name: refused, whatever was remembered
-    assert view(handler, "/memories/note.md").is_error
+    assert memory.run(command="view", path="/memories/note.md") == render("not_utf8", path="/memories/note.md")
+    os.link(note, memory.base / "elsewhere")  # a second name: refused, whatever was remembered
+    assert memory.run(command="view", path="/memories/note.md") == render("path_hard_linked", path="/memories/note.md")
 
 
-def test_the_walk_runs_on_every_view_even_when_a_page_is_remembered(tmp_path: Path) -> None:
-    root = tmp_path / "memories"
-    (root / "d").mkdir(parents=True)
-    (tmp_path / "outside").mkdir()
-    (root / "d" / "note.md").write_bytes(b"inside\n")
-    (tmp_path / "outside" / "note.md").write_bytes(b"inside\n")  # the same bytes: a tempting hit
-    handler = MemoryHandler(root)
-    assert not view(handler, "/memories/d/note.md").is_error
-    (root / "d").rename(tmp_path / "moved")
-    (root / "d").symlink_to(tmp_path / "outside")
-    assert view(handler, "/memories/d/note.md").output == "The path /memories/d/note.md does not exist. Please provide a valid path."
+def test_the_walk_runs_on_every_view_even_when_a_page_is_remembered(memory: Memory) -> None:
+    outside = memory.base / "outside"
+    outside.mkdir()
+    memory.put("d/note.md", b"inside\n")
+    (outside / "note.md").write_bytes(b"inside\n")  # the same bytes: a tempting hit
+    assert not memory.run(command="view", path="/memories/d/note.md").is_error
+    (memory.root / "d").rename(memory.base / "moved")
+    (memory.root / "d").symlink_to(outside)
+    assert memory.run(command="view", path="/memories/d/note.md") == render("view_missing", path="/memories/d/note.md")
 
 
 CHUNKS = ["a", "b\n", "\r\n", "é", "\n", "x" * 30, "\t", "\r"]
@@ -95,7 +90,9 @@ CHUNKS = ["a", "b\n", "\r\n", "é", "\n", "x" * 30, "\t", "\r"]
     ),
     st.integers(min_value=20, max_value=400),
 )
-def test_remembering_never_changes_an_answer(tmp_path_factory, steps: List[Tuple[str, Optional[Tuple[int, int]], bool]], budget: int) -> None:
+def test_remembering_never_changes_an_answer(
+    tmp_path_factory, steps: List[Tuple[str, Optional[Tuple[int, int]], bool]], budget: int
+) -> None:
     """A handler that remembers pages and one that remembers nothing answer every view alike."""
     root = tmp_path_factory.mktemp("memo") / "memories"
     root.mkdir()
@@ -110,7 +107,9 @@ def test_remembering_never_changes_an_answer(tmp_path_factory, steps: List[Tuple
         else:
             note.write_bytes(data)
         for _ in range(2):  # the second view of the same bytes is the remembered one
-            assert view(remembering, "/memories/note.md", view_range) == view(forgetting, "/memories/note.md", view_range)
+            assert view(remembering, "/memories/note.md", view_range) == view(
+                forgetting, "/memories/note.md", view_range
+            )
 
 
 def test_cache_hits_need_identical_bytes() -> None:
