@@ -25,6 +25,7 @@ import refmem
 
 from . import engine_atheris, engine_random
 from . import finding as finding_files
+from .cost import MEMORY_EVERY
 from .finding import Finding
 from .harness import HARNESSES, Harness, Options
 from .layout import scratch_dir
@@ -72,7 +73,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--no-cost", dest="cost", action="store_false",
                      help="no cost oracle (time, output and memory budgets linear in the input)")
     run.add_argument("--no-cost-memory", dest="cost_memory", action="store_false",
-                     help="cost oracle without memory (tracemalloc slows allocation-heavy code)")
+                     help="cost oracle without memory (in process, tracemalloc slows the sequences it measures)")
     run.add_argument("--cost-factor", type=float, default=1.0, help="multiply every cost budget by this")
     run.add_argument("--stop-on-first", action="store_true")
     run.add_argument("--libfuzzer-arg", action="append", default=[], help="passed to libFuzzer as is")
@@ -149,9 +150,9 @@ def cmd_run(ns: argparse.Namespace) -> int:
         budget = getattr(getattr(harness, "settings", None), "budget", None)
         if budget is not None:
             base, per_char = budget.seconds(0, "cpu"), budget.seconds(1, "cpu") - budget.seconds(0, "cpu")
-            _say(ns, f"refmem-fuzz: cost oracle on, calibrated at {budget.unit_seconds * 1e9:.0f} ns per character"
-                     f"{'' if options.cost_memory else ' (memory not measured)'}; a command of n input characters "
-                     f"may take {base:.2f} s + n x {per_char:.2g} s")
+            memory = f"memory measured in 1 sequence in {MEMORY_EVERY}" if options.cost_memory else "no memory"
+            _say(ns, f"refmem-fuzz: cost oracle on, calibrated at {budget.unit_seconds * 1e9:.0f} ns per character; "
+                     f"a command of n input characters may take {base:.3f} s + n x {per_char:.2g} s CPU; {memory}")
         started = time.monotonic()  # the rate counts fuzzing, not imports and instrumentation
         return harness
 

@@ -9,11 +9,15 @@ implementation spends on an input of that size.
 Budgets are `a + b * n`, where `n` is the number of characters the sequence has sent so far (every
 byte a handler holds came from the inputs or the small fixture layout, so `n` bounds the state as
 well as the command). Time budgets are counted in units of a calibration measured at start-up on
-this machine: the seconds per character of a plainly linear Python job (numbering the lines of a
-text), measured the same way the commands are (with tracemalloc on when memory is measured, since
-it slows allocation). So a slower machine gets proportionally larger budgets. The constants leave
-the reference an order of magnitude of room; a finding is kept only when every re-run of the
+this machine: the CPU seconds per character of a plainly linear Python job (numbering the lines of
+a text). So a slower machine gets proportionally larger budgets. The constants leave the reference
+about three times its costliest linear path (a str_replace refused for a megabyte of `a\n`
+occurrences, about 2.5 units per character); a finding is kept only when every re-run of the
 sequence breaks the same budget again (see `harness.SequenceHarness`).
+
+Time is never judged on a call measured under tracemalloc (which slows allocation-heavy code up to
+fifteen times, by an amount that depends on the code): in process, one sequence in MEMORY_EVERY is
+measured for memory, the others for time.
 """
 
 from __future__ import annotations
@@ -21,8 +25,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
+import pathlib
 import time
-import tracemalloc
 from typing import Any, Dict, List, Optional
 
 from .meter import WALL, Cost
@@ -31,8 +36,12 @@ from .oracles import Violation
 TIME_BASE_CHARS = 1 << 19
 """The constant part of a time budget, in calibrated characters: a fixed cost per command (imports
 on first use, a page of 60,000 numbered characters, a garbage collection) must fit with room to spare."""
-TIME_PER_CHAR = 2.0
-"""Calibrated characters of time per character of input: twice the cost of numbering every line of it."""
+FS_BASE_OPS = 1024
+"""Folder operations (a mkdir and an rmdir) on the target's filesystem that the constant part of a
+time budget also allows for: a folder made costs ten times more CPU on a journalled disk than on
+tmpfs, and that is the filesystem's cost, not the implementation's (a 400-deep path is 400 of them)."""
+TIME_PER_CHAR = 8.0
+"""Calibrated characters of time per character of input: eight times the cost of numbering every line."""
 WALL_SLACK = 4.0
 """Wall time (no CPU figure for the target) counts waiting for other programs too."""
 OUTPUT_BASE_CHARS = 1 << 17
@@ -43,6 +52,8 @@ MEMORY_PER_CHAR = 128.0
 """Peak heap growth per input character: a file of short lines as a list of strings is about 60."""
 CONFIRM_RUNS = 2
 """Re-runs a cost finding must survive (each breaking the same budget) before it is reported."""
+MEMORY_EVERY = 4
+"""In process, every fourth sequence runs under tracemalloc for the memory budget (no time figure)."""
 CALIBRATION_CHARS = 1 << 16
 CALIBRATION_ROUNDS = 5
 BUCKETS = 6
@@ -56,10 +67,13 @@ class Budget:
     factor: float = 1.0
     """Multiplies every budget (`--cost-factor`)."""
     memory_measured: bool = True
+    folder_seconds: float = 0.0
+    """Calibrated CPU seconds of one folder made and removed on the target's filesystem."""
 
     def seconds(self, chars: int, clock: str) -> float:
         slack = WALL_SLACK if clock == WALL else 1.0
-        return self.factor * slack * self.unit_seconds * (TIME_BASE_CHARS + TIME_PER_CHAR * chars)
+        python = self.unit_seconds * (TIME_BASE_CHARS + TIME_PER_CHAR * chars)
+        return self.factor * slack * (python + FS_BASE_OPS * self.folder_seconds)
 
     def output_chars(self, chars: int) -> int:
         return int(self.factor * (OUTPUT_BASE_CHARS + OUTPUT_PER_CHAR * chars))
@@ -77,8 +91,9 @@ class Budget:
     def to_json(self) -> Dict[str, Any]:
         return {
             "unit_seconds_per_char": self.unit_seconds,
+            "folder_seconds": self.folder_seconds,
             "factor": self.factor,
-            "seconds": f"factor * unit * ({TIME_BASE_CHARS} + {TIME_PER_CHAR:g} * n)"
+            "seconds": f"factor * (unit * ({TIME_BASE_CHARS} + {TIME_PER_CHAR:g} * n) + {FS_BASE_OPS} * folder)"
             + f" (x{WALL_SLACK:g} on wall time)",
             "output_chars": f"factor * ({OUTPUT_BASE_CHARS} + {OUTPUT_PER_CHAR:g} * n)",
             "memory_bytes": f"factor * ({MEMORY_BASE_BYTES} + {MEMORY_PER_CHAR:g} * n)",
@@ -90,7 +105,7 @@ def check(index: int, command: Any, cost: Cost, budget: Budget, chars: int) -> L
     label = _label(command)
     found = []
     allowed = budget.seconds(chars, cost.clock)
-    if cost.seconds > allowed:
+    if cost.timed and cost.seconds > allowed:
         what = "CPU" if cost.clock != WALL else "wall"
         found.append(Violation(f"cost:time:{label}", index,
                                f"{cost.seconds:.3f} s {what} for {chars:,} input characters; budget {allowed:.3f} s"))
@@ -107,7 +122,9 @@ def check(index: int, command: Any, cost: Cost, budget: Budget, chars: int) -> L
 
 
 def bucket(cost: Cost, budget: Budget, chars: int) -> int:
-    """How close a step came to its time budget: 0 (under 1/2**BUCKETS of it) to BUCKETS (over it)."""
+    """How close a step came to its time budget: 0 (under 1/2**BUCKETS of it, or not timed) to BUCKETS."""
+    if not cost.timed:
+        return 0
     ratio = cost.seconds / budget.seconds(chars, cost.clock)
     if ratio <= 0:
         return 0
@@ -162,38 +179,56 @@ def layout_chars(fixtures: List[Any]) -> int:
     return len(json.dumps(fixtures))
 
 
-_CALIBRATED: Dict[bool, float] = {}
+_CALIBRATED: List[float] = []
 
 
-def calibrate(memory: bool) -> float:
-    """Seconds per character of numbering the lines of a text, on this machine, measured as steps are.
-
-    The least of a few rounds (noise only ever adds time); cached per process.
-    """
-    if memory not in _CALIBRATED:
+def calibrate() -> float:
+    """CPU seconds per character of numbering the lines of a text, on this machine, measured as
+    steps are (the smaller of CPU and wall time). The least of a few rounds (noise only ever adds
+    time); once per process."""
+    if not _CALIBRATED:
         text = "ab\n" * (CALIBRATION_CHARS // 3)
         best = math.inf
         for _ in range(CALIBRATION_ROUNDS):
-            tracing = memory and not tracemalloc.is_tracing()
-            if tracing:
-                tracemalloc.start()
             cpu, wall = time.process_time(), time.perf_counter()
             _linear_job(text)
-            spent = min(time.process_time() - cpu, time.perf_counter() - wall)
-            if tracing:
-                tracemalloc.stop()
-            best = min(best, spent)
-        _CALIBRATED[memory] = max(best, 1e-9) / len(text)
-    return _CALIBRATED[memory]
+            best = min(best, time.process_time() - cpu, time.perf_counter() - wall)
+        _CALIBRATED.append(max(best, 1e-9) / len(text))
+    return _CALIBRATED[0]
+
+
+_FOLDER_SECONDS: Dict[int, float] = {}
+
+
+def calibrate_folders(directory: pathlib.Path) -> float:
+    """CPU seconds to make and remove one folder in `directory`'s filesystem (a chain of 32, the
+    least of three rounds); once per filesystem."""
+    device = os.stat(directory).st_dev
+    if device not in _FOLDER_SECONDS:
+        best = math.inf
+        for round_ in range(3):
+            top = directory / f".refmem-fuzz-calibration-{os.getpid()}-{round_}"
+            chain = [top.joinpath(*["d"] * depth) for depth in range(32)]
+            cpu, wall = time.process_time(), time.perf_counter()
+            for folder in chain:
+                os.mkdir(folder)
+            for folder in reversed(chain):
+                os.rmdir(folder)
+            best = min(best, time.process_time() - cpu, time.perf_counter() - wall)
+        _FOLDER_SECONDS[device] = best / len(chain)
+    return _FOLDER_SECONDS[device]
 
 
 def _linear_job(text: str) -> str:
     return "\n".join(f"{number:6}\t{line}" for number, line in enumerate(text.split("\n"), 1))
 
 
-def make_budget(memory: bool, factor: float = 1.0, unit_seconds: Optional[float] = None) -> Budget:
-    unit = calibrate(memory) if unit_seconds is None else unit_seconds
-    return Budget(unit, factor, memory)
+def make_budget(memory: bool, factor: float = 1.0, unit_seconds: Optional[float] = None,
+                folders_in: Optional[pathlib.Path] = None) -> Budget:
+    """A budget calibrated on this machine, and on the filesystem of `folders_in` (the target's)."""
+    unit = calibrate() if unit_seconds is None else unit_seconds
+    folder = calibrate_folders(folders_in) if folders_in is not None else 0.0
+    return Budget(unit, factor, memory, folder)
 
 
 def _label(command: Any) -> str:

@@ -108,15 +108,24 @@ class SequenceHarness(Harness):
         self.settings = Settings(strict=strict, differential=differential, parse=parse)
         if options.cost:
             self.settings.meter = Meter(self.target, memory=options.cost_memory)
-            self.settings.budget = cost.make_budget(options.cost_memory, options.cost_factor)
+            self.settings.budget = cost.make_budget(options.cost_memory, options.cost_factor,
+                                                    folders_in=self.layout.work)
 
     def run(self, commands: List[Any]) -> Report:
         return run_sequence(commands, self.target, self.layout, self.settings)
 
+    def run_measuring(self, commands: List[Any], memory: bool) -> Report:
+        """A run whose in-process steps are measured for memory (tracemalloc) or else for time."""
+        self.settings.trace_memory = memory and self.options.cost_memory
+        try:
+            return self.run(commands)
+        finally:
+            self.settings.trace_memory = False
+
     def one_input(self, data: bytes) -> Optional[Finding]:
         self.runs += 1
         commands = decode(data)
-        report = self.run(commands)
+        report = self.run_measuring(commands, self.runs % cost.MEMORY_EVERY == 0)
         self.last_features = _features(report)
         self.last_cost_bucket = max((record["bucket"] for record in report.costs), default=0)
         fresh_cost = sorted({v.oracle for v in report.violations if v.family == "cost" and v.oracle not in self.seen})
@@ -138,7 +147,7 @@ class SequenceHarness(Harness):
         """
         runs: List[Report] = [first] if first is not None else []
         for _ in range(cost.CONFIRM_RUNS + (first is None)):
-            again = self.run(commands)
+            again = self.run_measuring(commands, oracle.startswith("cost:memory:"))
             if not again.has(oracle):
                 return None
             runs.append(again)
@@ -150,7 +159,8 @@ class SequenceHarness(Harness):
     def shrink(self, report: Report) -> Finding:
         oracle = report.primary.oracle  # type: ignore[union-attr]
         if oracle.startswith("cost:"):
-            smallest = minimise(report.commands, lambda cmds: self.run(cmds).has(oracle),
+            memory = oracle.startswith("cost:memory:")
+            smallest = minimise(report.commands, lambda cmds: self.run_measuring(cmds, memory).has(oracle),
                                 self.options.cost_minimise_budget)
             final = self.confirm(smallest, oracle) if smallest != report.commands else None
             final = final or report  # too small to break the budget every time: keep the confirmed sequence

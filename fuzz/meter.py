@@ -5,11 +5,15 @@ fuzzer process's (`time.process_time`: the fuzzer's own thread waits while the t
 `cmd:` target it is the adapter process's, read from `/proc` (Linux). CPU time does not grow when
 other programs load the machine, and wall time does not grow when a thread left behind by an earlier
 hang burns CPU, so the smaller of the two is the steadier figure. Where no CPU figure is available,
-wall time stands alone.
+wall time stands alone. (User time alone would leave out the filesystem's share, but Linux splits
+user from system time by sampling, which makes it unreliable for calls of a few milliseconds; the
+budgets allow for the filesystem instead, see cost.py.)
 
 Memory is the peak growth during the call: `tracemalloc` for an in-process target (the Python heap,
 where file contents, decoded text and line lists live), and the adapter's peak resident set for a
 `cmd:` target (reset through `/proc/PID/clear_refs` before each call, where the kernel allows it).
+tracemalloc slows allocation-heavy code by up to fifteen times, so a call measured with it has no
+usable time figure (`Cost.timed` is False): in process, time and memory come from different calls.
 """
 
 from __future__ import annotations
@@ -37,6 +41,11 @@ class Cost:
     clock: str = CPU
     memory: str = NONE
 
+    @property
+    def timed(self) -> bool:
+        """False when tracemalloc ran during the call: its time is inflated, and not comparable."""
+        return self.memory != TRACEMALLOC
+
     def to_json(self) -> Dict[str, Any]:
         return {
             "seconds": round(self.seconds, 6),
@@ -48,7 +57,8 @@ class Cost:
 
 
 class Meter:
-    """Measures calls to one target; `memory=False` leaves tracemalloc off (it slows allocation)."""
+    """Measures calls to one target. `memory=False`: no memory figures at all; otherwise an
+    adapter's is always taken (it is cheap), an in-process one only when a call asks for it."""
 
     def __init__(self, target: Any, memory: bool = True) -> None:
         self.in_process = not str(getattr(target, "spec", "")).startswith("cmd:")
@@ -61,33 +71,28 @@ class Meter:
         if not self.in_process:
             self.pid = adapter_pid(self.target)
 
-    @property
-    def memory_kind(self) -> str:
-        if not self.memory:
-            return NONE
-        return TRACEMALLOC if self.in_process else RSS
-
-    def measure(self, call: Callable[[], Any]) -> Tuple[Any, Cost]:
+    def measure(self, call: Callable[[], Any], trace: bool = False) -> Tuple[Any, Cost]:
+        """One call; `trace`: an in-process call runs under tracemalloc (memory, but no time figure)."""
         if self.in_process:
-            return self._in_process(call)
+            return self._in_process(call, trace and self.memory)
         return self._adapter(call)
 
-    def _in_process(self, call: Callable[[], Any]) -> Tuple[Any, Cost]:
-        tracing = self.memory and not tracemalloc.is_tracing()
-        if tracing:
+    def _in_process(self, call: Callable[[], Any], trace: bool) -> Tuple[Any, Cost]:
+        started_here = trace and not tracemalloc.is_tracing()
+        if started_here:
             tracemalloc.start()
-        elif self.memory:
+        elif trace:
             tracemalloc.reset_peak()
-        base = tracemalloc.get_traced_memory()[0] if self.memory else 0
+        base = tracemalloc.get_traced_memory()[0] if trace else 0
         cpu, wall = time.process_time(), time.perf_counter()
         try:
             result = call()
         finally:
             cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-            peak = tracemalloc.get_traced_memory()[1] - base if self.memory else None
-            if tracing:
+            peak = tracemalloc.get_traced_memory()[1] - base if trace else None
+            if started_here:
                 tracemalloc.stop()
-        return result, Cost(min(cpu, wall), _output_chars(result), peak, CPU, self.memory_kind)
+        return result, Cost(min(cpu, wall), _output_chars(result), peak, CPU, TRACEMALLOC if trace else NONE)
 
     def _adapter(self, call: Callable[[], Any]) -> Tuple[Any, Cost]:
         self.refresh()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pathlib
 import tempfile
-from typing import Optional, Tuple
+from typing import Optional
 
 from . import cost, reach
 from .finding import Finding
@@ -15,7 +15,8 @@ from .session import Report, Settings, run_sequence
 
 def replay(finding: Finding, target: Optional[str] = None, step_timeout: Optional[float] = 5.0) -> Report:
     """One run of the finding's commands with its oracles; a cost finding is measured as it was
-    found (memory or not, the same budget factor) against budgets calibrated on this machine."""
+    found (time, or memory under tracemalloc; the same budget factor) against budgets calibrated on
+    this machine."""
     spec = target or finding.target
     parse = None
     if finding.differential:
@@ -32,20 +33,19 @@ def replay(finding: Finding, target: Optional[str] = None, step_timeout: Optiona
                 return run_sequence(finding.commands, handle, layout, Settings(strict=True))
             settings = Settings(strict, finding.differential, parse)
             if finding.oracle.startswith("cost:"):
-                memory, factor = _measured_as(finding)
+                memory = finding.oracle.startswith("cost:memory:")
                 settings.meter = Meter(handle, memory=memory)
-                settings.budget = cost.make_budget(memory, factor)
+                settings.budget = cost.make_budget(memory, _factor(finding), folders_in=layout.work)
+                settings.trace_memory = memory
             return run_sequence(finding.commands, handle, layout, settings)
         finally:
             handle.close()
 
 
-def _measured_as(finding: Finding) -> Tuple[bool, float]:
-    record = finding.cost or {}
-    measured = record.get("measured") or {}
-    formula = record.get("budget_formula") or {}
+def _factor(finding: Finding) -> float:
+    formula = (finding.cost or {}).get("budget_formula") or {}
     factor = formula.get("factor", 1.0)
-    return measured.get("memory") is not None, float(factor) if isinstance(factor, (int, float)) else 1.0
+    return float(factor) if isinstance(factor, (int, float)) else 1.0
 
 
 def finding_from_raw_input(data: bytes, target: str, harness: str, hostile: bool) -> Finding:

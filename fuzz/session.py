@@ -49,6 +49,8 @@ class Settings:
     meter: Optional[Meter] = None
     """Measures every step for the cost oracle (with `budget`); None: no cost oracle."""
     budget: Optional[cost.Budget] = None
+    trace_memory: bool = False
+    """Run this sequence's in-process steps under tracemalloc: memory figures, no time figures."""
 
 
 def run_sequence(commands: List[Any], target: Any, layout: Layout, settings: Settings) -> Report:
@@ -62,7 +64,7 @@ def run_sequence(commands: List[Any], target: Any, layout: Layout, settings: Set
     for index, command in enumerate(commands):
         if settings.meter is not None and settings.budget is not None:
             chars += cost.input_chars(command)
-            step, spent = settings.meter.measure(functools.partial(target.execute, command))
+            step, spent = settings.meter.measure(functools.partial(target.execute, command), settings.trace_memory)
             report.costs.append({"step": index, "input_chars": chars, "measured": spent.to_json(),
                                  "budget": settings.budget.limits(chars, spent.clock),
                                  "bucket": cost.bucket(spent, settings.budget, chars)})

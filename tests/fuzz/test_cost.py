@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 import sys
 import tempfile
+from typing import Iterator
 
 import pytest
 from fuzz_helpers import PREFIX_REFERENCE, QUADRATIC
@@ -17,6 +19,7 @@ from fuzz import cost, engine_atheris, engine_random, grow, seeds
 from fuzz import finding as finding_files
 from fuzz.decode import decode
 from fuzz.harness import HARNESSES, Harness, Options
+from fuzz.layout import scratch_dir
 from fuzz.meter import CPU, TRACEMALLOC, Cost, Meter
 from fuzz.reach import open as open_target
 from fuzz.replay import replay
@@ -26,10 +29,17 @@ RUNS = 3000
 """Inputs each fixed-seed search may take; the seeds below find their backend in far fewer."""
 
 
-def _cost_harness(tmp: pathlib.Path, target: str, findings: pathlib.Path, memory: bool = False) -> Harness:
-    options = Options(target=target, hostile=False, findings_dir=findings, engine="random", seed=1,
-                      cost_memory=memory)
-    return HARNESSES["sequence"](options, tmp / "work")
+@pytest.fixture()
+def scratch() -> Iterator[pathlib.Path]:
+    """Where the CLI lays cases out: tmpfs when there is one (folders there cost a tenth of the CPU)."""
+    work = scratch_dir("refmem-fuzz-test-")
+    yield work
+    shutil.rmtree(work, ignore_errors=True)
+
+
+def _cost_harness(work: pathlib.Path, target: str, findings: pathlib.Path) -> Harness:
+    options = Options(target=target, hostile=False, findings_dir=findings, engine="random", seed=1)
+    return HARNESSES["sequence"](options, work / "work")
 
 
 @pytest.mark.parametrize(
@@ -37,9 +47,9 @@ def _cost_harness(tmp: pathlib.Path, target: str, findings: pathlib.Path, memory
     [(QUADRATIC, 6, "cost:time:view"), (PREFIX_REFERENCE, 2, "cost:time:str_replace")],
     ids=["quadratic-view", "prefix-reference-str_replace"],
 )
-def test_the_cost_oracle_finds_planted_quadratic_work(tmp_path: pathlib.Path, target: str, seed: int,
-                                                      oracle: str) -> None:
-    fuzzer = _cost_harness(tmp_path, target, tmp_path / "findings")
+def test_the_cost_oracle_finds_planted_quadratic_work(tmp_path: pathlib.Path, scratch: pathlib.Path, target: str,
+                                                      seed: int, oracle: str) -> None:
+    fuzzer = _cost_harness(scratch, target, tmp_path / "findings")
     try:
         stats = engine_random.fuzz(fuzzer, max_time=None, max_runs=RUNS, seed=seed, stop_on_first=True)
     finally:
@@ -74,7 +84,7 @@ def test_the_cost_oracle_finds_planted_quadratic_work(tmp_path: pathlib.Path, ta
 def test_the_atheris_engine_finds_planted_quadratic_work(tmp_path: pathlib.Path) -> None:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(pathlib.Path(__file__).parent)]))
     command = [sys.executable, "-m", "fuzz.cli", "--target", PREFIX_REFERENCE, "--plain-layout", "--engine",
-               "atheris", "--max-time", "90", "--stop-on-first", "--no-cost-memory", "--findings", str(tmp_path)]
+               "atheris", "--max-time", "90", "--stop-on-first", "--findings", str(tmp_path)]
     done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240)
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
     assert "FINDING cost:time:str_replace" in done.stdout
@@ -102,23 +112,26 @@ def test_budgets_are_linear_in_the_input_and_checked_per_kind() -> None:
         budget.seconds(1000, CPU) - budget.seconds(0, CPU))
     assert budget.seconds(1000, "wall") == pytest.approx(cost.WALL_SLACK * budget.seconds(1000, CPU))
     chars = 10_000
-    fine = Cost(budget.seconds(chars, CPU) / 4, 100, 1000, CPU, TRACEMALLOC)
+    fine = Cost(budget.seconds(chars, CPU) / 4, 100, None, CPU)
     assert cost.check(0, {"command": "view"}, fine, budget, chars) == []
-    slow = Cost(budget.seconds(chars, CPU) * 2, budget.output_chars(chars) + 1, budget.memory_bytes(chars) + 1,
-                CPU, TRACEMALLOC)
+    slow = Cost(budget.seconds(chars, CPU) * 2, budget.output_chars(chars) + 1, None, CPU)
     found = cost.check(3, {"command": "str_replace"}, slow, budget, chars)
-    assert [v.oracle for v in found] == ["cost:time:str_replace", "cost:output:str_replace",
-                                         "cost:memory:str_replace"]
+    assert [v.oracle for v in found] == ["cost:time:str_replace", "cost:output:str_replace"]
     assert all(v.step == 3 for v in found)
+    # A call under tracemalloc has a memory figure and no usable time: only memory and output count.
+    traced = Cost(budget.seconds(chars, CPU) * 2, 10, budget.memory_bytes(chars) + 1, CPU, TRACEMALLOC)
+    assert [v.oracle for v in cost.check(1, {"command": "view"}, traced, budget, chars)] == ["cost:memory:view"]
     assert cost.bucket(slow, budget, chars) == cost.BUCKETS
     assert cost.bucket(fine, budget, chars) == cost.BUCKETS - 1
+    assert cost.bucket(traced, budget, chars) == 0
     assert cost.bucket(Cost(0.0, 0, None), budget, chars) == 0
 
 
-def test_calibration_is_positive_and_memory_measuring_costs_more() -> None:
-    plain, traced = cost.calibrate(False), cost.calibrate(True)
-    assert 0 < plain < 1e-5 and 0 < traced < 1e-4
-    assert traced > plain  # tracemalloc slows the allocating job; budgets follow
+def test_calibration_is_measured_once_per_process() -> None:
+    unit = cost.calibrate()
+    assert 0 < unit < 1e-5
+    assert cost.calibrate() == unit
+    assert cost.make_budget(True).unit_seconds == unit
 
 
 def test_input_size_counts_strings_and_survives_deep_nesting() -> None:
@@ -138,9 +151,11 @@ def test_the_meter_sees_time_output_and_memory() -> None:
         step, spent = meter.measure(lambda: target.execute({"command": "create", "path": "/memories/a",
                                                             "file_text": big[:1000]}))
         assert not step.is_error and spent.output_chars == len(step.output)
-        _, spent = meter.measure(lambda: bytearray(len(big)))
+        _, spent = meter.measure(lambda: bytearray(len(big)), trace=True)
         assert spent.memory is TRACEMALLOC and spent.memory_bytes is not None and spent.memory_bytes >= len(big)
-        assert spent.clock == CPU and spent.seconds >= 0
+        assert not spent.timed
+        _, spent = meter.measure(lambda: bytearray(len(big)))
+        assert spent.memory_bytes is None and spent.timed and spent.clock == CPU and spent.seconds >= 0
         target.close()
 
 
