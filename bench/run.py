@@ -1,7 +1,8 @@
 """Side-by-side benchmarks: refmem, the SDK's local memory tool, and the raw `os` floor.
 
 Run ``python -m bench`` (full, a few minutes) or ``python -m bench --quick`` (CI, well under 30 s).
-It prints one table and writes ``bench/results.md``.
+It prints one table; a full run also writes ``bench/results.md`` (a quick run writes nothing unless
+``--out`` says where, so it never replaces the committed full-run figures).
 
 Method
 ------
@@ -32,6 +33,7 @@ import time
 import tracemalloc
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
+from . import growth as scaling
 from . import impls
 
 NAMES = ("refmem", "sdk", "floor")
@@ -183,6 +185,7 @@ class Bench:
         self.growth_tree: List[Tuple[int, Dict[str, Optional[float]]]] = []
         self.extra: List[str] = []
         self.mixed_breakdown: List[Tuple[str, int, Dict[str, Optional[float]]]] = []
+        self.scaling: List[scaling.Series] = []
 
     def tree(self, label: str) -> str:
         return os.path.join(self.base, label, "memories")
@@ -343,6 +346,10 @@ class Bench:
                            self.scale(10, 2) if count >= 500 else self.scale(50, 10), self.scale(5, 2))
             self.growth_tree.append((count, values))
 
+    def command_growth(self) -> None:
+        """Every command as its input doubles, with the growth exponent (bench/growth.py)."""
+        self.scaling = scaling.Growth(os.path.join(self.base, "scaling"), self.names, self.quick).all()
+
 
 def mixed_sequence(files: int, commands: int, seed: int) -> List[dict]:
     """A valid command sequence over `make_tree(root, files)` with `rev: 0` files."""
@@ -440,6 +447,10 @@ def growth_tables(bench: Bench) -> str:
         out.append("|---|" + "---|" * len(bench.names))
         for count, values in bench.growth_tree:
             out.append(f"| {count:,} | " + " | ".join(fmt(values.get(n), "s/call") for n in bench.names) + " |")
+    if bench.scaling:
+        out.append("\n### Growth of every command\n")
+        out.append(scaling.__doc__.split("\n\n", 1)[1].strip() + "\n")
+        out.append(scaling.tables(bench.scaling, bench.names, fmt))
     return "\n".join(out)
 
 
@@ -457,11 +468,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes and few rounds (CI, < 30 s)")
     parser.add_argument("--dir", help="where to build the trees (default: the system temp folder)")
-    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results.md"),
-                        help="markdown report (default: bench/results.md); '-' for none")
+    parser.add_argument("--out", default=None,
+                        help="markdown report (default: bench/results.md for a full run, none for --quick); "
+                             "'-' for none")
     parser.add_argument("--only", help="comma-separated scenarios: " + ", ".join(SCENARIOS))
     parser.add_argument("--no-sdk", action="store_true", help="leave the sdk column out")
     args = parser.parse_args(argv)
+    if args.out is None:  # a quick run never replaces the committed full-run results
+        args.out = "-" if args.quick else os.path.join(os.path.dirname(__file__), "results.md")
 
     names = list(NAMES)
     why = "left out (--no-sdk)" if args.no_sdk else impls.sdk_available()
@@ -516,4 +530,5 @@ SCENARIOS = {
     "huge": "huge_view_range",
     "mixed": "mixed",
     "growth": "growth",
+    "command-growth": "command_growth",
 }
