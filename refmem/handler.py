@@ -273,9 +273,12 @@ class MemoryHandler:
                 return self._view_dir(path, view_range)
             return render("not_allowed", path=path.canonical)
         try:
-            with self.root.open_regular(path, self.refuse_hard_links) as opened:
+            opened = self.root.open_regular(path, self.refuse_hard_links)
+            try:  # try/finally, not `with`: the commonest command's path (about 1,000 instructions fewer)
                 rendered = self._show_file(path, opened, view_range)
                 info = opened.info
+            finally:
+                opened.close()
         except kernel.NotRegular as problem:
             if problem.kind == DIR:
                 return self._view_dir(path, view_range)

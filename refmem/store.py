@@ -186,8 +186,11 @@ class Root:
         The root-removed check is made only when nothing is found: a removed folder has no entries.
         """
         try:
-            with self._parent(path, check=False) as folder:
+            folder = self._parent(path, check=False)
+            try:  # try/finally, not `with`: views are the commonest command, and this is their path
                 return _open_file(folder, path, refuse_hard_links)
+            finally:
+                folder.close()
         except Missing:
             self.dir.check_removed()
             raise
