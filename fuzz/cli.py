@@ -75,6 +75,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--no-cost-memory", dest="cost_memory", action="store_false",
                      help="cost oracle without memory (in process, tracemalloc slows the sequences it measures)")
     run.add_argument("--cost-factor", type=float, default=1.0, help="multiply every cost budget by this")
+    run.add_argument("--no-growth", dest="growth", action="store_false",
+                     help="no growth forms (large repetitive inputs, deep trees, many files): faster, for escapes")
     run.add_argument("--stop-on-first", action="store_true")
     run.add_argument("--libfuzzer-arg", action="append", default=[], help="passed to libFuzzer as is")
     run.add_argument("--instrument", action="append", default=None,
@@ -140,6 +142,7 @@ def cmd_run(ns: argparse.Namespace) -> int:
         cost=ns.cost and ns.harness == "sequence",
         cost_memory=ns.cost_memory,
         cost_factor=ns.cost_factor,
+        growth=ns.growth,
     )
     started = time.monotonic()
 
@@ -204,6 +207,8 @@ def _run_jobs(ns: argparse.Namespace, engine: str, findings_dir: pathlib.Path) -
         base.append("--no-cost")
     if not ns.cost_memory:
         base.append("--no-cost-memory")
+    if not ns.growth:
+        base.append("--no-growth")
     if ns.runs is not None:
         base += ["--runs", str(ns.runs)]
     if ns.plain_layout:

@@ -22,20 +22,22 @@ Command = Any  # a tool input: almost always a dict, sometimes deliberately not
 
 
 class _State:
-    def __init__(self) -> None:
+    def __init__(self, growth: bool) -> None:
+        self.growth = growth  # growth forms on (grow.py)
         self.paths: List[str] = []
         self.texts: List[str] = []
         self.units: List[str] = []  # units of repeated texts: the old_str that occurs everywhere
         self.grown: List[str] = []  # paths created with a repeated text: later commands aim at them
 
 
-def decode(data: bytes) -> List[Command]:
+def decode(data: bytes, growth: bool = True) -> List[Command]:
+    """The commands `data` stands for; `growth=False` leaves out every growth form (grow.py)."""
     reader = ByteReader(data)
-    state = _State()
+    state = _State(growth)
     count = 1 + reader.below(MAX_COMMANDS)
     commands: List[Command] = []
     for _ in range(count):
-        if reader.chance(1, 128):
+        if state.growth and reader.chance(1, 128):
             commands.extend(_growth(reader, state)[: grow.MAX_EXPANDED - len(commands)])
         else:
             commands.append(_command(reader, state))
@@ -61,7 +63,7 @@ def _command(reader: ByteReader, state: _State) -> Command:
     if kind == "view":
         command["path"] = _path(reader, state)
         if reader.chance(1, 4):
-            command["view_range"] = _view_range(reader)
+            command["view_range"] = _view_range(reader, state)
     elif kind == "create":
         command["path"] = _path(reader, state)
         units = len(state.units)
@@ -74,7 +76,7 @@ def _command(reader: ByteReader, state: _State) -> Command:
         command["new_str"] = _text(reader, state)
     elif kind == "insert":
         command["path"] = _path(reader, state)
-        command["insert_line"] = reader.below(8) - 1 if not reader.chance(1, 16) else grow.huge_int(reader)
+        command["insert_line"] = reader.below(8) - 1 if not reader.chance(1, 16) else _huge_line(reader, state)
         command["insert_text"] = _text(reader, state)
     elif kind == "delete":
         command["path"] = _path(reader, state)
@@ -107,7 +109,7 @@ def _path(reader: ByteReader, state: _State) -> str:
         return reader.pick(state.paths)
     if reader.chance(1, 16):
         path = reader.pick(tokens.whole_paths())
-    elif reader.chance(1, 24):
+    elif state.growth and reader.chance(1, 24):
         path = grow.deep_path(reader)
     else:
         prefix = reader.pick(tokens.ROOT_PREFIXES) if reader.chance(1, 4) else "/memories"
@@ -127,10 +129,14 @@ def _path(reader: ByteReader, state: _State) -> str:
     return path
 
 
+def _huge_line(reader: ByteReader, state: _State) -> int:
+    return grow.huge_int(reader) if state.growth else 10**6
+
+
 def _text(reader: ByteReader, state: _State, grow_one_in: int = 12) -> str:
     if state.texts and reader.chance(1, 4):
         return reader.pick(state.texts)
-    if reader.chance(1, grow_one_in):
+    if state.growth and reader.chance(1, grow_one_in):
         text, unit = grow.repeated_text(reader)
         state.units.append(unit)
     elif not reader.chance(1, 4):
@@ -141,10 +147,10 @@ def _text(reader: ByteReader, state: _State, grow_one_in: int = 12) -> str:
     return text
 
 
-def _view_range(reader: ByteReader) -> Any:
+def _view_range(reader: ByteReader, state: _State) -> Any:
     if reader.chance(1, 10):
         return reader.pick(([1], [1, 2, 3], ["1", "2"], [True, 2], [1.0, 2], "1-2", None))
-    if reader.chance(1, 6):
+    if state.growth and reader.chance(1, 6):
         return grow.huge_range(reader) if reader.chance(3, 4) else [grow.nested(reader), 2]
     return [reader.below(6) - 1, reader.below(8) - 2]
 
@@ -165,7 +171,7 @@ def _malformed(reader: ByteReader, state: _State) -> Command:
         line = reader.pick((True, "1", 1.0, None))
         return {"command": "insert", "path": _path(reader, state), "insert_line": line, "insert_text": "x"}
     if choice == 6:
-        if reader.chance(1, 3):
+        if state.growth and reader.chance(1, 3):
             name = reader.pick(("path", "file_text", "old_str", "insert_text", "insert_line"))
             command = {"command": reader.pick(COMMANDS), "path": "/memories/notes.md"}
             command[name] = grow.nested(reader)

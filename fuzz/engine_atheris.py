@@ -69,7 +69,7 @@ def fuzz(
     ladder = atheris.instrument_func(cost_ladder)
 
     corpus = tempfile.mkdtemp(prefix="refmem-fuzz-corpus-", dir=scratch_dir_base())
-    for index, data in enumerate(growth_seeds()):
+    for index, data in enumerate(growth_seeds() if harness.options.growth else ()):
         with open(os.path.join(corpus, f"growth-{index}"), "wb") as out:
             out.write(data)
 

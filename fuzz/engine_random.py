@@ -36,7 +36,7 @@ def fuzz(
     harness: Harness, max_time: Optional[float], max_runs: Optional[int], seed: int, stop_on_first: bool = False
 ) -> Stats:
     rng = random.Random(seed)
-    seeds = SEEDS + growth_seeds()
+    seeds = SEEDS + (growth_seeds() if harness.options.growth else ())
     corpus: List[bytes] = list(seeds)
     seen: Set[object] = set()
     start = time.monotonic()

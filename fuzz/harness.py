@@ -47,6 +47,8 @@ class Options:
     """Also measure peak memory (tracemalloc in process, which slows allocation-heavy code)."""
     cost_factor: float = 1.0
     cost_minimise_budget: int = 12
+    growth: bool = True
+    """Decode growth forms (grow.py) and start the engines from their seeds; off: only small inputs."""
     """Runs a cost finding's minimisation may take: each one may be slow by definition."""
     engine: str = ""
     seed: Optional[int] = None
@@ -124,7 +126,7 @@ class SequenceHarness(Harness):
 
     def one_input(self, data: bytes) -> Optional[Finding]:
         self.runs += 1
-        commands = decode(data)
+        commands = decode(data, self.options.growth)
         report = self.run_measuring(commands, self.runs % cost.MEMORY_EVERY == 0)
         self.last_features = _features(report)
         self.last_cost_bucket = max((record["bucket"] for record in report.costs), default=0)

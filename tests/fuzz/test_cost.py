@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import random
 import shutil
 import subprocess
 import sys
@@ -185,6 +186,24 @@ def test_growth_forms_decode_deterministically_and_stay_bounded() -> None:
             for value in command.values() if isinstance(command, dict) else ():
                 assert not isinstance(value, str) or len(value) <= grow.MAX_CHARS
     assert seeds.growth_seeds() == found
+
+
+def test_without_growth_no_input_decodes_to_a_growth_form() -> None:
+    rng = random.Random(3)
+    inputs = list(seeds.growth_seeds()) + [bytes(rng.randrange(256) for _ in range(200)) for _ in range(300)]
+
+    def large(commands: list) -> bool:
+        values = [v for c in commands if isinstance(c, dict) for v in c.values()]
+        return (
+            len(commands) > 8
+            or any(isinstance(v, str) and len(v) > 4096 for v in values)
+            or any(isinstance(v, int) and abs(v) >= 2**31 for v in values)
+            or any(isinstance(v, list) and any(isinstance(i, int) and abs(i) >= 2**31 for i in v) for v in values)
+            or any(cost.input_chars(v) > 200 and not isinstance(v, str) for v in values)
+        )
+
+    assert sum(large(decode(data)) for data in inputs) >= len(seeds.SHAPES)
+    assert not any(large(decode(data, growth=False)) for data in inputs)
 
 
 def test_repeated_parameters_are_packed_in_finding_files_and_expanded_on_loading() -> None:
