@@ -30,7 +30,7 @@ from .finding import Finding
 from .harness import HARNESSES, Harness, Options
 from .layout import scratch_dir
 
-SUBCOMMANDS = ("run", "replay", "to-case")
+SUBCOMMANDS = ("run", "replay", "to-case", "robust")
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -98,6 +98,18 @@ def _parser() -> argparse.ArgumentParser:
     to_case.add_argument("--id", default=None)
     to_case.add_argument("--decision", default=None, help="spec-notes ID for a behaviour (diverge) finding")
     to_case.set_defaults(func=cmd_to_case)
+
+    from . import robustness
+
+    robust = sub.add_parser(
+        "robust", help="fuzz the reference's own programs: the content policy, refmem serve, refmem exec, prune"
+    )
+    robust.add_argument("harness", choices=tuple(robustness.HARNESSES))
+    robust.add_argument("--engine", choices=("random", "atheris"), default="random")
+    robust.add_argument("--max-time", type=float, default=60.0, help="seconds (default 60)")
+    robust.add_argument("--runs", type=int, help="inputs to run (random engine), instead of --max-time")
+    robust.add_argument("--seed", type=int, default=1)
+    robust.set_defaults(func=cmd_robust)
     return parser
 
 
@@ -303,3 +315,12 @@ def _say(ns: argparse.Namespace, text: str) -> None:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def cmd_robust(ns: argparse.Namespace) -> int:
+    """`refmem-fuzz robust HARNESS`: fuzz/robustness.py's harnesses, with their own drivers."""
+    from . import robustness
+
+    argv = [ns.harness, "--engine", ns.engine, "--seed", str(ns.seed)]
+    argv += ["--runs", str(ns.runs)] if ns.runs is not None else ["--max-time", str(ns.max_time)]
+    return robustness.main(argv)

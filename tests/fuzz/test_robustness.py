@@ -195,3 +195,11 @@ def test_prune_oracle_catches_a_dry_run_that_removes(monkeypatch: pytest.MonkeyP
     monkeypatch.setattr(expiry, "prune", lambda root, older, dry_run=False, now=None: real(root, older, now=now))
     with pytest.raises(robustness.Broken, match="dry run removed"):
         robustness.check_prune(top, tmp_path / "outside", older_than=86400.0, dry_run=True)
+
+
+def test_refmem_fuzz_robust_runs_each_harness(capsys: pytest.CaptureFixture[str]) -> None:
+    from fuzz import cli
+
+    for name in robustness.HARNESSES:
+        assert cli.main(["robust", name, "--runs", "20", "--seed", "3"]) == 0
+        assert f"robustness {name}: 20 runs" in capsys.readouterr().out
