@@ -313,10 +313,6 @@ def _say(ns: argparse.Namespace, text: str) -> None:
         print(text, flush=True)
 
 
-if __name__ == "__main__":
-    sys.exit(main())
-
-
 def cmd_robust(ns: argparse.Namespace) -> int:
     """`refmem-fuzz robust HARNESS`: fuzz/robustness.py's harnesses, with their own drivers."""
     from . import robustness
@@ -324,3 +320,7 @@ def cmd_robust(ns: argparse.Namespace) -> int:
     argv = [ns.harness, "--engine", ns.engine, "--seed", str(ns.seed)]
     argv += ["--runs", str(ns.runs)] if ns.runs is not None else ["--max-time", str(ns.max_time)]
     return robustness.main(argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
