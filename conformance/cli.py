@@ -7,9 +7,13 @@ stale expectation); 2 a usage error, unreadable cases or expectations, or a targ
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import pathlib
+import shlex
+import shutil
 import sys
+import tempfile
 from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
 import refmem
@@ -25,6 +29,8 @@ from conformance.tiers import DEFAULT_PROFILE, PROFILES
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 SUBCOMMANDS = ("run", "baseline", "list", "validate", "matrix")
 PROGRESS_EVERY = 100
+PROTOCOL_SHOWN = 20
+"""--validate: protocol violations listed in the summary and reports at most (all are counted)."""
 
 
 def _split(values: Optional[Sequence[str]]) -> List[str]:
@@ -106,6 +112,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--json", action="store_true", help="list: print JSON lines")
     parser.add_argument(
+        "--validate",
+        action="store_true",
+        help="cmd: targets: check every adapter protocol message, both ways, against the published schemas "
+        "(conformance/schema/protocol/; needs jsonschema, the conformance extra); a message that does not follow "
+        "its schema fails the run",
+    )
+    parser.add_argument(
         "--full-diff",
         action="store_true",
         help="print every line of each failure's diff and output (default: the first difference, then a count)",
@@ -152,6 +165,38 @@ def _list(args: argparse.Namespace, cases: List[Case], out: TextIO) -> int:
                 f"{case.id}\t{case.level}\t{case.raw.get('basis', '')}\t{','.join(case.features)}\t{case.description}\n"
             )
     return EXIT_OK
+
+
+class ValidateUnavailable(Exception):
+    """--validate was asked for, but it cannot be done (not a cmd: target, or jsonschema missing)."""
+
+
+def _relayed(args: argparse.Namespace, log: pathlib.Path) -> str:
+    """The target spec that runs the adapter behind conformance/protocol_relay.py, logging to `log`."""
+    if not args.target.startswith("cmd:"):
+        raise ValidateUnavailable("--validate checks the adapter protocol: it needs a cmd: target")
+    try:
+        importlib.import_module("jsonschema")
+    except ImportError as exc:
+        raise ValidateUnavailable(
+            "--validate needs jsonschema: pip install 'refmem[conformance]' (or jsonschema)"
+        ) from exc
+    relay = pathlib.Path(__file__).resolve().parent / "protocol_relay.py"
+    quoted = " ".join(shlex.quote(part) for part in (sys.executable, str(relay), str(log), "--"))
+    return f"cmd:{quoted} {args.target[len('cmd:') :]}"
+
+
+def _protocol_findings(log: pathlib.Path) -> List[str]:
+    """The relay's log as report lines: one per message that does not follow its schema."""
+    if not log.exists():
+        return []
+    lines = []
+    for raw in log.read_text(encoding="utf-8").splitlines():
+        entry = json.loads(raw)
+        problems = "; ".join(entry.get("problems", []))
+        where = f"protocol {entry['direction']} ({entry['schema'] or 'unknown'})"
+        lines.append(f"{where}: {problems}: {entry['message'][:200]}")
+    return lines
 
 
 class MatrixError(Exception):
@@ -231,8 +276,32 @@ def _execute(
         raise expect.ExpectationsError(f"{args.expectations}: no such file")
     chosen = _selection(args).apply(cases)
     to_run = [case for case in chosen if not expect.skipped_by_expectation(entries, case.id)]
+    target, protocol_log = args.target, None
+    if args.validate:
+        _relayed(args, pathlib.Path("unused"))  # refuses before anything is made when --validate cannot be done
+        protocol_log = pathlib.Path(tempfile.mkdtemp(prefix="refmem-validate-")) / "violations.jsonl"
+        target = _relayed(args, protocol_log)
+    try:
+        return _execute_on(args, target, protocol_log, cases, chosen, to_run, entries, warnings, out, err)
+    finally:
+        if protocol_log is not None:
+            shutil.rmtree(protocol_log.parent, ignore_errors=True)
+
+
+def _execute_on(
+    args: argparse.Namespace,
+    target: str,
+    protocol_log: Optional[pathlib.Path],
+    cases: List[Case],
+    chosen: List[Case],
+    to_run: List[Case],
+    entries: List[expect.Expectation],
+    warnings: List[str],
+    out: TextIO,
+    err: TextIO,
+) -> Tuple[RunResult, List[expect.Expectation]]:
     run = run_suite(
-        args.target,
+        target,
         to_run,
         timeout=args.timeout,
         keep=args.keep,
@@ -253,6 +322,16 @@ def _execute(
         expect.classify(result, entries)
     run.stale = [entry.as_dict() for entry in expect.stale(entries, (case.id for case in cases))]
     run.warnings = warnings
+    if protocol_log is not None:
+        run.target = args.target
+        args.protocol_violations = _protocol_findings(protocol_log)
+        count = len(args.protocol_violations)
+        verdict = (
+            "every message follows its schema" if not count
+            else "1 message does not follow its schema" if count == 1
+            else f"{count} messages do not follow their schemas"
+        )
+        run.warnings = warnings + args.protocol_violations[:PROTOCOL_SHOWN] + [f"protocol (--validate): {verdict}"]
     return run, entries
 
 
@@ -317,7 +396,7 @@ def _run(args: argparse.Namespace, cases: List[Case], warnings: List[str], out: 
             if result.outcome in ("fail", "xpass"):
                 out.write(describe_failure(result, args.full_diff) + "\n")
     out.write(summary(run, run.stale, args.strict) + "\n")
-    return _exit_status(run, args.strict)
+    return EXIT_FAILED if getattr(args, "protocol_violations", None) else _exit_status(run, args.strict)
 
 
 def main(argv: Optional[Sequence[str]] = None, out: Optional[TextIO] = None, err: Optional[TextIO] = None) -> int:
@@ -340,7 +419,9 @@ def main(argv: Optional[Sequence[str]] = None, out: Optional[TextIO] = None, err
         if args.command == "list":
             return _list(args, cases, out)
         return _run(args, cases, warnings, out, err)
-    except (CaseLoadError, expect.ExpectationsError, TargetError, StressUnavailable, MatrixError) as exc:
+    except (
+        CaseLoadError, expect.ExpectationsError, TargetError, StressUnavailable, MatrixError, ValidateUnavailable
+    ) as exc:
         err.write(f"refmem-conformance: {exc}\n")
         return EXIT_USAGE
 
