@@ -115,7 +115,11 @@ def generated_cases(directory: pathlib.Path = GENERATED_DIR) -> Optional[List[Di
 
 
 def load_cases(cases_dir: pathlib.Path = CASES_DIR, with_matrix: bool = True) -> Tuple[List[Case], List[str]]:
-    """All cases, hand-written first, and the warnings met while loading them."""
+    """All cases, hand-written first, and the warnings met while loading them.
+
+    A file's `"$schema"` (and the generated files' `"generated_by"`) is accepted and not read: this repository's
+    files all name the case schema, which `validate` checks, but a `--cases-dir` of one's own may leave it out.
+    """
     cases: List[Case] = []
     for path, doc in read_case_files(cases_dir):
         if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):

@@ -2,6 +2,10 @@
 
 Uses `jsonschema` when it is installed; otherwise a built-in check of the same required keys and
 vocabularies (less thorough: it does not check fixture shapes).
+
+The case files of this repository (conformance/cases/) must name the case schema's `$id` in `"$schema"`, their
+first key; the generated ones get it from the generator, whose output they must be. Another directory
+(`--cases-dir`) may leave `"$schema"` out or name another URL (CASE-FORMAT.md, "The file").
 """
 
 from __future__ import annotations
@@ -27,6 +31,24 @@ Checker = Callable[[Any, str], List[str]]
 def _schema() -> Dict[str, Any]:
     schema: Dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     return schema
+
+
+def schema_id() -> str:
+    """The case schema's `$id`: what `"$schema"` names in this repository's case files."""
+    return str(_schema()["$id"])
+
+
+def _schema_key(doc: Any, where: str, expected: Optional[str]) -> List[str]:
+    """This repository's files (`expected`, the schema's `$id`): `"$schema"` names it, as the first key."""
+    if expected is None or not isinstance(doc, dict):
+        return []
+    if "$schema" not in doc:
+        return [f'{where}: "$schema" is missing: a case file here names {expected} first']
+    if doc["$schema"] != expected:
+        return [f'{where}: "$schema" is {doc["$schema"]!r}, not the case schema\'s $id {expected}']
+    if next(iter(doc)) != "$schema":
+        return [f'{where}: "$schema" must be the first key']
+    return []
 
 
 def _jsonschema_checker() -> Optional[Tuple[Checker, Checker]]:
@@ -73,7 +95,8 @@ def _minimal_case(case: Any, where: str) -> List[str]:
 def _minimal_file(doc: Any, where: str) -> List[str]:
     if not isinstance(doc, dict) or not isinstance(doc.get("group"), str) or not isinstance(doc.get("cases"), list):
         return [f'{where}: expected {{"group": NAME, "cases": [...]}}']
-    return [
+    problems = [f'{where}: "$schema" must be a string'] if not isinstance(doc.get("$schema", ""), str) else []
+    return problems + [
         problem for index, case in enumerate(doc["cases"]) for problem in _minimal_case(case, f"{where}: cases/{index}")
     ]
 
@@ -150,8 +173,10 @@ def validate(cases_dir: pathlib.Path = CASES_DIR, with_matrix: bool = True) -> T
     decisions = decision_ids()
     problems: List[str] = []
     ids: List[Tuple[str, str, str]] = []
+    # "$schema" is required in this repository's own case files only, not in another --cases-dir
+    expected_schema = schema_id() if cases_dir.resolve() == CASES_DIR.resolve() else None
     for path, doc in read_case_files(cases_dir):
-        problems += check_file(doc, str(path))
+        problems += check_file(doc, str(path)) + _schema_key(doc, str(path), expected_schema)
         group = doc.get("group", "") if isinstance(doc, dict) else ""
         for case in doc.get("cases", []) if isinstance(doc, dict) else []:
             if isinstance(case, dict) and isinstance(case.get("id"), str):

@@ -50,6 +50,21 @@ def test_cases_are_well_formed() -> None:
             assert "input" in step or "write" in step or "remove" in step, case.id
 
 
+def test_the_loader_accepts_a_schema_key(tmp_path: pathlib.Path) -> None:
+    """A case file may name a schema first ("$schema"); the loader reads the same cases either way."""
+    plain = runner.CASES_DIR / "get-fs.json"
+    document = json.loads(plain.read_text(encoding="utf-8"))
+    (tmp_path / plain.name).write_text(
+        json.dumps({"$schema": "https://example.org/openclaw-case.schema.json", **document}, indent=2),
+        encoding="utf-8",
+    )
+    loaded = load_cases(tmp_path)
+    assert [(case.id, case.group) for case in loaded] == [
+        (case.id, case.group) for case in load_cases() if case.id.startswith("oc-get-fs-")
+    ]
+    assert loaded and all("$schema" not in case.raw for case in loaded)
+
+
 def test_every_case_passes_on_the_reference(tmp_path: pathlib.Path) -> None:
     info, results = runner.run("refmem", [], str(tmp_path), 30.0)
     failed = {result.id: result.problems for result in results if not result.passed}

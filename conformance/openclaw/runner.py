@@ -79,6 +79,10 @@ class Case:
 
 
 def load_cases(directory: pathlib.Path = CASES_DIR) -> List[Case]:
+    """Every case of the `*.json` files in `directory`, each `{"group": ..., "cases": [...]}`.
+
+    Other top-level keys, `"$schema"` among them, are accepted and not read.
+    """
     found: List[Case] = []
     seen: Dict[str, str] = {}
     for path in sorted(directory.glob("*.json")):

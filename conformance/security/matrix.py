@@ -16,6 +16,7 @@ import urllib.parse
 from typing import Any, Dict, List, Optional, Tuple
 
 PAYLOADS_FILE = pathlib.Path(__file__).resolve().parent / "payloads.json"
+CASE_SCHEMA_FILE = pathlib.Path(__file__).resolve().parent.parent / "schema" / "case.schema.json"
 
 VALID_NAME = "valid.txt"
 VALID_PATH = "/memories/" + VALID_NAME
@@ -242,14 +243,23 @@ def family_of(case_id: str) -> str:
     return case_id.split("-", 2)[1]
 
 
+def case_schema_id() -> str:
+    """The case schema's `$id`: the `$schema` every committed case file names first (CASE-FORMAT.md)."""
+    schema_id = json.loads(CASE_SCHEMA_FILE.read_text(encoding="utf-8")).get("$id")
+    if not isinstance(schema_id, str) or not schema_id:
+        raise PayloadError(f"{CASE_SCHEMA_FILE} has no $id")
+    return schema_id
+
+
 def expanded_files(cases: Optional[List[Dict[str, Any]]] = None) -> Dict[str, str]:
     """File name -> exact text of the committed expansion of `cases` (default: `generate()`)."""
     groups: Dict[str, List[Dict[str, Any]]] = {}
     for case in generate() if cases is None else cases:
         groups.setdefault(f"sec-{family_of(case['id'])}", []).append(case)
+    schema_id = case_schema_id()
     return {
         f"{group}.json": json.dumps(
-            {"group": group, "generated_by": "conformance/security/matrix.py", "cases": members},
+            {"$schema": schema_id, "group": group, "generated_by": "conformance/security/matrix.py", "cases": members},
             indent=2,
             ensure_ascii=True,
         )

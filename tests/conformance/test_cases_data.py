@@ -22,6 +22,7 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[2]
 CASES_DIR = REPO / "conformance" / "cases"
+GENERATED_DIR = REPO / "conformance" / "security" / "cases"
 SCHEMA_FILE = REPO / "conformance" / "schema" / "case.schema.json"
 MATRIX_FILE = REPO / "conformance" / "security" / "matrix.py"
 RETIRED_FILE = REPO / "conformance" / "RETIRED.md"
@@ -101,8 +102,29 @@ def test_case_file_is_pretty_printed_utf8(path: pathlib.Path) -> None:
     text = raw.decode("utf-8")
     assert text.endswith("\n")
     doc = json.loads(text)
-    assert text.startswith('{\n  "group": '), "2-space indented, group first"
+    assert text.startswith('{\n  "$schema": '), "2-space indented, $schema first"
+    assert list(doc)[:2] == ["$schema", "group"], "$schema first, then group"
     assert doc["group"] == path.stem, "one file per group, named after it"
+
+
+def _committed_case_files() -> List[pathlib.Path]:
+    return sorted(CASES_DIR.glob("*.json")) + sorted(GENERATED_DIR.glob("*.json"))
+
+
+def test_every_committed_case_file_is_found() -> None:
+    names = {path.name for path in _committed_case_files()}
+    assert len(names) >= 50 and "view-file.json" in names and "sec-fs.json" in names
+
+
+@pytest.mark.parametrize("path", _committed_case_files(), ids=lambda p: str(p.relative_to(REPO / "conformance")))
+def test_case_file_names_the_case_schema_first(path: pathlib.Path) -> None:
+    """Every committed case file, hand-written or generated, starts with "$schema": the case schema's $id."""
+    schema_id = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))["$id"]
+    assert schema_id.startswith("https://") and schema_id.endswith("/case.schema.json")
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    assert "$schema" in doc, f"{path.name} has no $schema"
+    assert doc["$schema"] == schema_id, f"{path.name}: $schema {doc['$schema']!r} is not the case schema's $id"
+    assert next(iter(doc)) == "$schema", f"{path.name}: $schema is not the first key"
 
 
 def test_generated_cases_validate_against_the_schema() -> None:
