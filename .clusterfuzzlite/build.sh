@@ -15,9 +15,9 @@ pip3 install .
 # - the reference target's module, which the runner imports by name when `--target refmem` is opened
 #   (conformance/targets.py); without it every sequence and paths fuzzer stops at start-up;
 # - the conformance suite's hostile path payloads, a data file the fuzzer's dictionary adds when it is
-#   there (fuzz/tokens.py).
-hidden="conformance.reference_target"
-payloads="conformance/security/payloads.json:conformance/security"
+#   there (fuzz/tokens.py looks beside the suite's modules, installed as refmem_conformance).
+hidden="refmem_conformance.reference_target"
+payloads="conformance/security/payloads.json:refmem_conformance/security"
 
 for fuzzer in .clusterfuzzlite/fuzz_*.py; do
   compile_python_fuzzer "$fuzzer" --paths .clusterfuzzlite --hidden-import "$hidden" --add-data "$payloads"

@@ -5,7 +5,7 @@ layout (fuzz/harness.py, `paths`).
 
 import sys
 
-from fuzz.libfuzzer_entry import run
+from refmem_fuzz.libfuzzer_entry import run
 
 if __name__ == "__main__":
     run("paths", "refmem", sys.argv)

@@ -5,7 +5,7 @@ leak, hang, crash, cost and differential oracles (fuzz/harness.py, `sequence`).
 
 import sys
 
-from fuzz.libfuzzer_entry import run
+from refmem_fuzz.libfuzzer_entry import run
 
 if __name__ == "__main__":
     run("sequence", "refmem", sys.argv)

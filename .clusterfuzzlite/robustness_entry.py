@@ -20,7 +20,7 @@ with atheris.instrument_imports(include=["refmem"]):
     import refmem.protocol  # noqa: F401
     import refmem.serve  # noqa: F401
 
-from fuzz import robustness  # noqa: E402 - after the instrumented imports, on purpose
+from refmem_fuzz import robustness  # noqa: E402 - after the instrumented imports, on purpose
 
 
 def _with_stdin(one_input: Callable[[bytes], None]) -> Callable[[bytes], None]:

@@ -121,7 +121,7 @@ def _usable(reply: Any) -> bool:
 def measure_openclaw(folder: pathlib.Path, queries: List[str], timeout: float) -> Dict[str, float]:
     """OpenClaw through its adapter: time until a search first answers (its index build, with the
     retries its 30 s search deadline and 60 s cool-down force), then latency of searches that ran."""
-    from conformance.openclaw.runner import open_target
+    from refmem_conformance.openclaw.runner import open_target
 
     target = open_target("openclaw", timeout)
     try:

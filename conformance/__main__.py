@@ -1,9 +1,9 @@
-"""`python -m conformance`: the same as the `refmem-conformance` command."""
+"""`python -m refmem_conformance`: the same as the `refmem-conformance` command."""
 
 from __future__ import annotations
 
 import sys
 
-from conformance.cli import main
+from .cli import main
 
 sys.exit(main())

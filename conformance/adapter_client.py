@@ -18,8 +18,9 @@ import subprocess
 import threading
 from typing import IO, Any, Deque, Dict, List, Optional
 
-from conformance.target_base import Options, StepResult, Target, TargetError
 from refmem import protocol as P  # the protocol's vocabulary, defined once and shared with `refmem serve`
+
+from .target_base import Options, StepResult, Target, TargetError
 
 START_TIMEOUT = P.START_TIMEOUT_SECONDS
 """Seconds an adapter may take to answer `start` (an interpreter or a JIT may be slow to load)."""

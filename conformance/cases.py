@@ -8,11 +8,11 @@ import json
 import pathlib
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from conformance.tiers import tier_of
+from .tiers import tier_of
 
 CASES_DIR = pathlib.Path(__file__).resolve().parent / "cases"
 GENERATED_DIR = pathlib.Path(__file__).resolve().parent / "security" / "cases"
-"""The committed expansion of the security matrix (`python -m conformance.security.matrix --write`)."""
+"""The committed expansion of the security matrix (`python -m refmem_conformance.security.matrix --write`)."""
 GENERATED_SOURCE = "conformance/security/cases"
 MATRIX_MISSING = (
     "WARNING: the generated security matrix (conformance/security/cases/) is missing: "
@@ -99,7 +99,7 @@ def generated_cases(directory: pathlib.Path = GENERATED_DIR) -> Optional[List[Di
     """The security matrix's cases as committed (one file per family), or None when they are not there.
 
     The runner reads the files, never the generator: what runs is what is committed, and
-    `python -m conformance validate` checks that the generator still makes exactly these files.
+    `python -m refmem_conformance validate` checks that the generator still makes exactly these files.
     """
     files = read_case_files(directory)
     if not files:

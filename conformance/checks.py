@@ -12,11 +12,11 @@ import dataclasses
 import re
 from typing import Any, Dict, Iterable, List, Optional, Pattern, Tuple
 
-from conformance.layout import Entry
-from conformance.matchers import match_problem, numbered_bodies
-from conformance.target_base import StepResult
-from conformance.tiers import ROBUSTNESS, SAFETY, SIGNALLING
-from conformance.visible import clip, diff, inline
+from .layout import Entry
+from .matchers import match_problem, numbered_bodies
+from .target_base import StepResult
+from .tiers import ROBUSTNESS, SAFETY, SIGNALLING
+from .visible import clip, diff, inline
 
 
 @dataclasses.dataclass(frozen=True)

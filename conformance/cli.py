@@ -1,4 +1,4 @@
-"""`refmem-conformance` / `python -m conformance`: run, baseline, list, validate.
+"""`refmem-conformance` / `python -m refmem_conformance`: run, baseline, list, validate.
 
 Exit status: 0 nothing unexpected; 1 an unexpected failure (with --strict also an unexpected pass or a
 stale expectation); 2 a usage error, unreadable cases or expectations, or a target that cannot be used.
@@ -17,17 +17,19 @@ import tempfile
 from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
 import refmem
-from conformance import CASE_FORMAT_VERSION, PROTOCOL_VERSION, SUITE_VERSION
-from conformance import expectations as expect
-from conformance import htmlpage as html
-from conformance.cases import CASES_DIR, Case, CaseLoadError, Selection, load_cases
-from conformance.reports import as_json, describe_failure, summary, write_json, write_junit, write_markdown
-from conformance.runner import SKIP, CaseResult, RunResult, StressRunner, run_suite
-from conformance.targets import DEFAULT_STEP_TIMEOUT, TargetError
-from conformance.tiers import DEFAULT_PROFILE, PROFILES
+
+from . import CASE_FORMAT_VERSION, PROTOCOL_VERSION, SUITE_VERSION
+from . import expectations as expect
+from . import htmlpage as html
+from .cases import CASES_DIR, Case, CaseLoadError, Selection, load_cases
+from .reports import as_json, describe_failure, summary, write_json, write_junit, write_markdown
+from .runner import SKIP, CaseResult, RunResult, StressRunner, run_suite
+from .scaffold import LANGUAGES, ScaffoldError, new_adapter
+from .targets import DEFAULT_STEP_TIMEOUT, TargetError
+from .tiers import DEFAULT_PROFILE, PROFILES
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-SUBCOMMANDS = ("run", "baseline", "list", "validate", "matrix")
+SUBCOMMANDS = ("run", "baseline", "list", "validate", "matrix", "new-adapter")
 PROGRESS_EVERY = 100
 PROTOCOL_SHOWN = 20
 """--validate: protocol violations listed in the summary and reports at most (all are counted)."""
@@ -42,7 +44,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="refmem-conformance",
         description=f"Memory tool conformance suite, edition {SUITE_VERSION} (adapter protocol {PROTOCOL_VERSION}).",
         epilog="Subcommands: run (default), baseline, list, validate, matrix REPORT.json... --html FILE "
-        "(implementations side by side). "
+        "(implementations side by side), new-adapter --lang python|node [--out FILE] [--force] (a starting "
+        "point for an adapter that already runs). "
         "Exit 0 ok, 1 unexpected failure, 2 usage/adapter failure.",
     )
     parser.add_argument("command", nargs="?", choices=SUBCOMMANDS, default="run")
@@ -96,9 +99,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--title", default="", help="title of the Markdown report")
     parser.add_argument(
         "--output",
+        "--out",
         type=pathlib.Path,
         metavar="FILE",
-        help="baseline: where to write (default: --expectations or stdout)",
+        help="baseline: where to write (default: --expectations or stdout); new-adapter: the file to write "
+        "(default: memory_adapter.py or memory-adapter.mjs here)",
     )
     parser.add_argument("--cases-dir", type=pathlib.Path, default=CASES_DIR, help=argparse.SUPPRESS)
     parser.add_argument("--no-matrix", action="store_true", help="leave out the generated security matrix")
@@ -111,6 +116,8 @@ def _parser() -> argparse.ArgumentParser:
         "a tmpfs such as /dev/shm is much faster when the implementation fsyncs)",
     )
     parser.add_argument("--json", action="store_true", help="list: print JSON lines")
+    parser.add_argument("--lang", choices=sorted(LANGUAGES), help="new-adapter: the adapter's language")
+    parser.add_argument("--force", action="store_true", help="new-adapter: replace an existing file")
     parser.add_argument(
         "--validate",
         action="store_true",
@@ -219,7 +226,7 @@ def _matrix(args: argparse.Namespace, err: TextIO) -> int:
 
 
 def _validate(args: argparse.Namespace, out: TextIO) -> int:
-    from conformance.validate import validate
+    from .validate import validate
 
     problems, notes, count = validate(args.cases_dir, not args.no_matrix)
     for line in notes + problems:
@@ -344,7 +351,7 @@ def _stress(args: argparse.Namespace) -> Optional[StressRunner]:
     if not (args.stress or args.stress_quick):
         return None
     try:
-        from conformance.stress import run_stress
+        from .stress import run_stress
     except ImportError as exc:
         raise StressUnavailable(f"--stress: the stress tier (conformance/stress.py) cannot be loaded: {exc}") from exc
     quick = bool(args.stress_quick)
@@ -413,6 +420,8 @@ def main(argv: Optional[Sequence[str]] = None, out: Optional[TextIO] = None, err
             raise MatrixError(f"unexpected arguments: {' '.join(map(str, args.reports))}")
         if args.command == "matrix":
             return _matrix(args, err)
+        if args.command == "new-adapter":
+            return new_adapter(args.lang, args.output, args.force, out)
         if args.command == "validate":
             return _validate(args, out)
         cases, warnings = load_cases(args.cases_dir, not args.no_matrix)
@@ -420,7 +429,8 @@ def main(argv: Optional[Sequence[str]] = None, out: Optional[TextIO] = None, err
             return _list(args, cases, out)
         return _run(args, cases, warnings, out, err)
     except (
-        CaseLoadError, expect.ExpectationsError, TargetError, StressUnavailable, MatrixError, ValidateUnavailable
+        CaseLoadError, expect.ExpectationsError, TargetError, StressUnavailable, MatrixError, ValidateUnavailable,
+        ScaffoldError,
     ) as exc:
         err.write(f"refmem-conformance: {exc}\n")
         return EXIT_USAGE

@@ -21,7 +21,7 @@ import stat
 import urllib.parse
 from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
-from conformance.layout import Entry
+from .layout import Entry
 
 TOUCHING: Dict[str, Tuple[str, ...]] = {
     "str_replace": ("path",),

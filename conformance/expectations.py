@@ -14,7 +14,7 @@ import json
 import pathlib
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from conformance.runner import FAIL, PASS, SKIP, CaseResult
+from .runner import FAIL, PASS, SKIP, CaseResult
 
 EXPECT_KINDS = ("fail", "skip")
 

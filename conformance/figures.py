@@ -18,8 +18,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Dict, List, Tuple
 
-from conformance.runner import PASS, SKIP, CaseResult, RunResult
-from conformance.tiers import COST, DOCUMENTED, HARDENING, REFERENCE, ROBUSTNESS, SAFETY, SIGNALLING, counted
+from .runner import PASS, SKIP, CaseResult, RunResult
+from .tiers import COST, DOCUMENTED, HARDENING, REFERENCE, ROBUSTNESS, SAFETY, SIGNALLING, counted
 
 
 def _cut_short(result: CaseResult) -> bool:

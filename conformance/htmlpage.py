@@ -11,9 +11,9 @@ import html
 import pathlib
 from typing import Any, Dict, List, Sequence, Tuple
 
-from conformance.checks import Finding
-from conformance.reports import finding_lines
-from conformance.visible import printable, redact
+from .checks import Finding
+from .reports import finding_lines
+from .visible import printable, redact
 
 OUTCOMES = ("pass", "fail", "xfail", "xpass", "skip")
 

@@ -5,11 +5,12 @@
     pytest --memory-target refmem memory-conformance::view-file-001     # one case by its node ID
     pytest --memory-target refmem -m "memory_must and memory_feature_paths" -k "not unicode"
 
-Installed, the plugin is loaded through its `pytest11` entry point (a vendored copy: `-p conformance.pytest_plugin`);
-without `--memory-target` it adds nothing. Each case is an item `memory-conformance::ID` marked with its tier
-(`memory_documented`, `memory_reference`, `memory_hardening`), level (`memory_must`, `memory_should`) and
-features (`memory_feature_view`, ...). Cases expected to fail become strict xfails when `--memory-strict` is
-given (an unexpected pass then fails), plain xfails otherwise; cases expected to be skipped are skipped.
+Installed, the plugin is loaded through its `pytest11` entry point (or `-p refmem_conformance.pytest_plugin` where
+plugin autoloading is off); without `--memory-target` it adds nothing. Each case is an item `memory-conformance::ID`
+marked with its tier (`memory_documented`, `memory_reference`, `memory_hardening`), level (`memory_must`,
+`memory_should`) and features (`memory_feature_view`, ...). Cases expected to fail become strict xfails when
+`--memory-strict` is given (an unexpected pass then fails), plain xfails otherwise; cases expected to be skipped are
+skipped.
 """
 
 from __future__ import annotations
@@ -22,13 +23,13 @@ from typing import Any, Iterator, List, Optional, Tuple
 
 import pytest
 
-from conformance import expectations as expect
-from conformance.cases import CASES_DIR, Case, Selection, load_cases
-from conformance.layout import make_case_dir, remove
-from conformance.reports import describe_failure
-from conformance.runner import FAIL, SKIP, run_case
-from conformance.targets import DEFAULT_STEP_TIMEOUT, Target, open_target
-from conformance.tiers import DEFAULT_PROFILE, PROFILES, TIERS
+from . import expectations as expect
+from .cases import CASES_DIR, Case, Selection, load_cases
+from .layout import make_case_dir, remove
+from .reports import describe_failure
+from .runner import FAIL, SKIP, run_case
+from .targets import DEFAULT_STEP_TIMEOUT, Target, open_target
+from .tiers import DEFAULT_PROFILE, PROFILES, TIERS
 
 ROOT_NAME = "memory-conformance"
 """The collector every case item hangs under; its node ID is this name, so a case's ID is ROOT_NAME::CASE."""
@@ -175,7 +176,7 @@ class StressItem(pytest.Item):
         self.quick = quick
 
     def runtest(self) -> None:
-        from conformance.stress import run_stress
+        from .stress import run_stress
 
         session: _Session = self.config._memory_session  # type: ignore[attr-defined]
         workdir = session.base / "stress"

@@ -12,13 +12,13 @@ import pathlib
 import xml.etree.ElementTree as ET
 from typing import Any, Dict, List, Optional, Tuple
 
-from conformance import excerpt
-from conformance.checks import Finding
-from conformance.documentation import quote
-from conformance.figures import figures, tier_passed
-from conformance.runner import SKIP, CaseResult, RunResult
-from conformance.tiers import CLASSES, DOCUMENTED, SAFETY, TIERS
-from conformance.visible import clip, printable, redact
+from . import excerpt
+from .checks import Finding
+from .documentation import quote
+from .figures import figures, tier_passed
+from .runner import SKIP, CaseResult, RunResult
+from .tiers import CLASSES, DOCUMENTED, SAFETY, TIERS
+from .visible import clip, printable, redact
 
 
 def counts(run: RunResult) -> Dict[str, int]:
@@ -263,7 +263,7 @@ DETAIL_LIMIT = 1500
 
 def _family_titles() -> Dict[str, str]:
     try:
-        from conformance.security.matrix import load
+        from .security.matrix import load
     except ImportError:
         return {}
     data = load()

@@ -14,9 +14,9 @@ import tempfile
 import time
 from typing import Any, Callable, Dict, List, Optional, Set
 
-from conformance import CASE_FORMAT_VERSION, PROTOCOL_VERSION, SUITE_VERSION
-from conformance.cases import Case
-from conformance.checks import (
+from . import CASE_FORMAT_VERSION, PROTOCOL_VERSION, SUITE_VERSION
+from .cases import Case
+from .checks import (
     Finding,
     LeakGuard,
     check_final_tree,
@@ -28,9 +28,9 @@ from conformance.checks import (
     output_bound,
     strings_in,
 )
-from conformance.dataloss import lost, shared_inodes, touched
-from conformance.hostwatch import HostWatch, named_paths
-from conformance.layout import (
+from .dataloss import lost, shared_inodes, touched
+from .hostwatch import HostWatch, named_paths
+from .layout import (
     CaseDir,
     FixtureUnavailable,
     apply_fixtures,
@@ -41,8 +41,8 @@ from conformance.layout import (
     tree_bytes,
     write_files,
 )
-from conformance.targets import DEFAULT_STEP_TIMEOUT, StepResult, Target, open_target
-from conformance.tiers import DEFAULT_PROFILE, counted
+from .targets import DEFAULT_STEP_TIMEOUT, StepResult, Target, open_target
+from .tiers import DEFAULT_PROFILE, counted
 
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 

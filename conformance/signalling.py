@@ -28,7 +28,7 @@ import inspect
 import traceback
 from typing import Any, Callable, Mapping, Optional, Tuple
 
-from conformance.target_base import StepResult, TargetError
+from .target_base import StepResult, TargetError
 
 DECLARATION = "SIGNALLING"
 """The module-level name an implementation declares its convention under."""

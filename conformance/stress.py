@@ -56,8 +56,8 @@ import time
 import tracemalloc
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from conformance.layout import CaseDir, make_case_dir, read_tree
-from conformance.targets import InProcessTarget, StepResult, Target
+from .layout import CaseDir, make_case_dir, read_tree
+from .targets import InProcessTarget, StepResult, Target
 
 SAFETY, COST = "safety", "cost"
 

@@ -24,9 +24,9 @@ import sys
 import threading
 from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
-from conformance import signalling
-from conformance.adapter_client import AdapterTarget
-from conformance.target_base import (
+from . import signalling
+from .adapter_client import AdapterTarget
+from .target_base import (
     DEFAULT_STEP_TIMEOUT,
     OPTION_NAMES,
     STORAGE_KINDS,
@@ -210,7 +210,7 @@ def _python_target(spec: str, root: pathlib.Path, timeout: Optional[float], erro
 
 
 def _reference_target(spec: str, root: pathlib.Path, timeout: Optional[float], error_prefix: Optional[str]) -> Target:
-    module, factory = _import_callable(spec, "conformance.reference_target", "make")
+    module, factory = _import_callable(spec, f"{__package__}.reference_target", "make")
     info = implementation_info("refmem", "python", module.version())
     return InProcessTarget(spec, factory, root, info, timeout, OPTION_VALUES, signalling.convention(None, error_prefix))
 

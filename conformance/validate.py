@@ -16,9 +16,9 @@ import pathlib
 import re
 from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
-from conformance.cases import CASES_DIR, GENERATED_SOURCE, generated_cases, read_case_files
-from conformance.documentation import sentences
-from conformance.security.matrix import differences as matrix_differences
+from .cases import CASES_DIR, GENERATED_SOURCE, generated_cases, read_case_files
+from .documentation import sentences
+from .security.matrix import differences as matrix_differences
 
 HERE = pathlib.Path(__file__).resolve().parent
 SCHEMA_PATH = HERE / "schema" / "case.schema.json"

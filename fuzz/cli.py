@@ -212,7 +212,7 @@ def _run_jobs(ns: argparse.Namespace, engine: str, findings_dir: pathlib.Path) -
     package_parent = str(pathlib.Path(__file__).resolve().parent.parent)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH", "")]))
-    base = [sys.executable, "-m", "fuzz.cli", "run", "--target", ns.target, "--max-time", str(ns.max_time),
+    base = [sys.executable, "-m", f"{__package__}.cli", "run", "--target", ns.target, "--max-time", str(ns.max_time),
             "--engine", engine, "--harness", ns.harness, "--findings", str(findings_dir),
             "--step-timeout", str(ns.step_timeout), "--cost-factor", str(ns.cost_factor)]
     if not ns.cost:

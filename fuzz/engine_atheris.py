@@ -37,7 +37,7 @@ def available() -> bool:
 def instrumented_packages(target: str) -> List[str]:
     if target in ("refmem", "reference"):
         return ["refmem"]
-    if target == "anthropic-sdk" or target.startswith("python:conformance.adapters.anthropic_sdk:"):
+    if target == "anthropic-sdk" or target.startswith("python:refmem_conformance.adapters.anthropic_sdk:"):
         return ["anthropic.lib.tools"]
     if target.startswith("python:"):
         module = target[len("python:") :].split(":", 1)[0]

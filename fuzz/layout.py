@@ -24,7 +24,13 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
-from conformance.layout import Entry, apply_fixtures, make_case_dir, read_tree, remove
+from .suite import layout as suite_layout
+
+Entry = suite_layout.Entry
+apply_fixtures = suite_layout.apply_fixtures
+make_case_dir = suite_layout.make_case_dir
+read_tree = suite_layout.read_tree
+remove = suite_layout.remove
 
 Fixture = Dict[str, str]
 
@@ -122,7 +128,7 @@ class Layout:
 
 
 def _read_outside(directory: Path, prefix: str, root: Path, into: Snapshot) -> None:
-    """`conformance.layout.read_tree`'s entries for everything below `directory` but inside `root`."""
+    """`refmem_conformance.layout.read_tree`'s entries for everything below `directory` but inside `root`."""
     try:
         names = sorted(os.listdir(directory))
     except OSError:

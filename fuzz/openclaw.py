@@ -1,8 +1,8 @@
 """Fuzzing OpenClaw's memory reader (and the reference) with hostile paths on a hostile workspace.
 
-    python -m fuzz.openclaw --target openclaw --max-time 300      # OpenClaw's memory_get / memory_search
-    python -m fuzz.openclaw --target refmem --runs 20000          # the reference
-    python -m fuzz.openclaw replay fuzz/findings/openclaw/FILE.finding --target openclaw
+    python -m refmem_fuzz.openclaw --target openclaw --max-time 300      # OpenClaw's memory_get / memory_search
+    python -m refmem_fuzz.openclaw --target refmem --runs 20000          # the reference
+    python -m refmem_fuzz.openclaw replay fuzz/findings/openclaw/FILE.finding --target openclaw
 
 Each input is a `memory_get` path built from a dictionary of hostile pieces (dot segments, encoded
 dots, backslashes, NUL, look-alike dots and slashes, the workspace's own host path, links, the
@@ -39,8 +39,12 @@ import tempfile
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from conformance import layout
-from conformance.openclaw.runner import Reply, Target, TargetError, open_target
+from .suite import layout, openclaw_runner
+
+Reply = openclaw_runner.Reply
+Target = openclaw_runner.Target
+TargetError = openclaw_runner.TargetError
+open_target = openclaw_runner.open_target
 
 FORMAT = "refmem-openclaw-finding/1"
 SUFFIX = ".finding"
@@ -292,7 +296,7 @@ def replay(path: pathlib.Path, target: Target) -> List[Tuple[str, str]]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m fuzz.openclaw", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m refmem_fuzz.openclaw", description=__doc__.splitlines()[0])
     parser.add_argument("replay", nargs="*", help='"replay FILE..." to run finding files again')
     parser.add_argument("--target", default="refmem", help="refmem, openclaw or cmd:PROGRAM ARGS")
     parser.add_argument("--runs", type=int)
@@ -304,7 +308,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         target = open_target(args.target, args.timeout)
     except TargetError as error:
-        print(f"fuzz.openclaw: {error}", file=sys.stderr)
+        print(f"{__name__}: {error}", file=sys.stderr)
         return 2
     try:
         if args.replay:

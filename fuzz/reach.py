@@ -10,7 +10,12 @@ import importlib.util
 import pathlib
 from typing import Optional
 
-from conformance.targets import StepResult, Target, TargetError, open_target
+from .suite import targets
+
+StepResult = targets.StepResult
+Target = targets.Target
+TargetError = targets.TargetError
+open_target = targets.open_target
 
 __all__ = ["StepResult", "Target", "TargetError", "open", "resolve_spec"]
 
@@ -22,9 +27,10 @@ ALIASES = {
 
 def resolve_spec(spec: str) -> str:
     if spec == "anthropic-sdk":
-        if importlib.util.find_spec("conformance.adapters.anthropic_sdk") is not None:
-            return "python:conformance.adapters.anthropic_sdk:make"
-        return "python:fuzz.sdk_target:make"
+        adapter = targets.__package__ + ".adapters.anthropic_sdk"
+        if importlib.util.find_spec(adapter) is not None:
+            return f"python:{adapter}:make"
+        return f"python:{__package__}.sdk_target:make"
     return ALIASES.get(spec) or spec
 
 

@@ -20,8 +20,8 @@ oracle fails and returns quietly otherwise:
 
 Run without atheris (`--engine random`, a seeded random-bytes driver) or with it:
 
-    python -m fuzz.robustness policy --engine atheris --max-time 60
-    python -m fuzz.robustness serve --engine random --runs 2000 --seed 3
+    python -m refmem_fuzz.robustness policy --engine atheris --max-time 60
+    python -m refmem_fuzz.robustness serve --engine random --runs 2000 --seed 3
 
 `refmem` is imported lazily, inside atheris' instrumentation when atheris drives.
 """
@@ -600,7 +600,7 @@ def run_atheris(name: str, seconds: float, seed: int, extra: Sequence[str] = ())
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m fuzz.robustness", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m refmem_fuzz.robustness", description=__doc__.split("\n\n")[0])
     parser.add_argument("harness", choices=tuple(HARNESSES))
     parser.add_argument("--engine", choices=("random", "atheris"), default="random")
     parser.add_argument("--max-time", type=float, default=60.0, help="seconds")

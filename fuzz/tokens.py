@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any, Iterator, List, Tuple
 
 from .layout import HOSTILE_FIXTURES
+from .suite import layout as suite_layout
 
-PAYLOADS_FILE = Path(__file__).resolve().parent.parent / "conformance" / "security" / "payloads.json"
+PAYLOADS_FILE = Path(suite_layout.__file__).resolve().parent / "security" / "payloads.json"
+"""Beside the suite's own modules, under whichever name the suite is installed as."""
 
 ROOT_PREFIXES: Tuple[str, ...] = (
     "/memories",

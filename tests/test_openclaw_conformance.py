@@ -12,8 +12,8 @@ from typing import Any, Dict
 
 import pytest
 
-from conformance.openclaw import expect, runner
-from conformance.openclaw.runner import Case, Reply, Target, load_cases, run_case
+from refmem_conformance.openclaw import expect, runner
+from refmem_conformance.openclaw.runner import Case, Reply, Target, load_cases, run_case
 
 DOC_FEATURES = {
     "get",

@@ -10,8 +10,8 @@ from typing import Any, Dict
 
 import pytest
 
-from conformance.openclaw.runner import ReferenceTarget, Reply, Target
-from fuzz import openclaw as harness
+from refmem_conformance.openclaw.runner import ReferenceTarget, Reply, Target
+from refmem_fuzz import openclaw as harness
 
 FINDINGS = pathlib.Path(__file__).resolve().parents[1] / "fuzz" / "findings" / "openclaw"
 

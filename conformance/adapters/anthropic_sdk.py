@@ -1,6 +1,6 @@
 """The Anthropic Python SDK's `BetaLocalFilesystemMemoryTool` as a conformance target.
 
-    refmem-conformance --target python:conformance.adapters.anthropic_sdk:make
+    refmem-conformance --target python:refmem_conformance.adapters.anthropic_sdk:make
 
 The SDK class takes a base directory and keeps memories in `<base>/memories`. The runner's root is
 always a directory named `memories` (CASE/memories), so the base is simply the root's parent: the SDK

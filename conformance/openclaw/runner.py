@@ -2,9 +2,9 @@
 reference (`refmem.openclaw`) or any program speaking the adapter protocol with the `tool` field,
 OpenClaw's own tools included (conformance/adapters/openclaw).
 
-    python -m conformance.openclaw.runner                      # the reference
-    python -m conformance.openclaw.runner --target openclaw    # OpenClaw itself (npm ci there first)
-    python -m conformance.openclaw.runner --target "cmd:PROGRAM ARGS" --markdown report.md
+    python -m refmem_conformance.openclaw.runner                      # the reference
+    python -m refmem_conformance.openclaw.runner --target openclaw    # OpenClaw itself (npm ci there first)
+    python -m refmem_conformance.openclaw.runner --target "cmd:PROGRAM ARGS" --markdown report.md
 
 Each case runs in a fresh case directory laid out by `conformance/layout.py` (the workspace
 `CASE/memories/`, a canary tree beside it). Whatever its steps say, a case fails if a reply holds
@@ -33,8 +33,8 @@ import tempfile
 import threading
 from typing import IO, Any, Deque, Dict, List, Optional, Sequence, Tuple
 
-from conformance import layout
-from conformance.openclaw import expect
+from .. import layout
+from ..openclaw import expect
 
 HERE = pathlib.Path(__file__).resolve().parent
 CASES_DIR = HERE / "cases"
@@ -417,7 +417,9 @@ def run(
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.openclaw.runner", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m refmem_conformance.openclaw.runner", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--target", default="refmem", help="refmem (default), openclaw, or cmd:PROGRAM ARGS")
     parser.add_argument("--run", action="append", default=[], help="only cases whose ID matches this glob")
     parser.add_argument("--workdir", help="where case directories go")

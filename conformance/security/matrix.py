@@ -295,7 +295,7 @@ def write(directory: Optional[pathlib.Path] = None) -> List[str]:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    """`python -m conformance.security.matrix [--write | --check]`: count, regenerate, or verify the files."""
+    """`python -m refmem_conformance.security.matrix [--write | --check]`: count, regenerate, or verify the files."""
     import sys
 
     args = sys.argv[1:] if argv is None else argv
@@ -310,7 +310,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("the committed matrix is the generator's output" if not problems else "run with --write to update")
         return 1 if problems else 0
     if args:
-        print("usage: python -m conformance.security.matrix [--write | --check]")
+        print("usage: python -m refmem_conformance.security.matrix [--write | --check]")
         return 2
     print(f"{len(generate())} generated checks")
     return 0

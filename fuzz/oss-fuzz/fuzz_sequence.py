@@ -3,7 +3,7 @@
 
 import sys
 
-from fuzz.libfuzzer_entry import run
+from refmem_fuzz.libfuzzer_entry import run
 
 if __name__ == "__main__":
     run("sequence", "refmem", sys.argv)

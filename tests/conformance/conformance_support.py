@@ -88,7 +88,7 @@ WORKDIR = ["--workdir", str(SHM)] if SHM.is_dir() and os.access(SHM, os.W_OK) el
 
 def run_cli(*argv: str) -> Tuple[int, str, str]:
     """`refmem-conformance ARGV` in-process: (exit status, stdout, stderr)."""
-    from conformance.cli import main
+    from refmem_conformance.cli import main
 
     out, err = io.StringIO(), io.StringIO()
     options = WORKDIR if argv and argv[0] not in ("list", "validate") else []

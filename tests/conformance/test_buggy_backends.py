@@ -17,7 +17,7 @@ import buggy_backends
 import buggy_backends_plain
 import pytest
 
-from conformance.layout import CaseDir, make_case_dir, outside_snapshot, read_tree
+from refmem_conformance.layout import CaseDir, make_case_dir, outside_snapshot, read_tree
 
 CANARY = "CANARY-buggy-5e1f"
 HANG_SECONDS = 0.5

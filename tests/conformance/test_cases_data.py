@@ -185,7 +185,7 @@ def test_matrix_is_deterministic_and_fast() -> None:
 
 def test_the_committed_matrix_is_exactly_the_generators_output(tmp_path: pathlib.Path) -> None:
     module = _load_matrix_module()
-    assert module.differences() == [], "run: python -m conformance.security.matrix --write"
+    assert module.differences() == [], "run: python -m refmem_conformance.security.matrix --write"
     # and the check notices a change: a copy with one expectation flipped differs
     for name, text in module.expanded_files().items():
         (tmp_path / name).write_text(text, encoding="utf-8")

@@ -9,7 +9,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from conformance_support import run_cli
 
-from conformance.htmlpage import FIGURES, OUTCOMES, figure_text
+from refmem_conformance.htmlpage import FIGURES, OUTCOMES, figure_text
 
 
 class Page(HTMLParser):
@@ -98,7 +98,7 @@ def test_the_page_has_every_failure_and_the_json_figures(basic_cases: pathlib.Pa
 
 
 def test_a_failure_is_bounded_in_the_page(tmp_path: pathlib.Path) -> None:
-    from conformance.htmlpage import case_text
+    from refmem_conformance.htmlpage import case_text
 
     long = "".join(f"{n}\n" for n in range(5000))
     finding = {"kind": "output", "message": "output differs", "step": 1, "expected": long, "class": "reference"}

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from conformance.checks import reads_as_error
-from conformance.dataloss import lost, readings, touched
-from conformance.matchers import match_problem, size_fits
+from refmem_conformance.checks import reads_as_error
+from refmem_conformance.dataloss import lost, readings, touched
+from refmem_conformance.matchers import match_problem, size_fits
 
 HEADER = "Here's the content of /memories/a.txt with line numbers:"
 

@@ -10,7 +10,7 @@ from typing import Any, Dict, List
 import pytest
 from conformance_support import adapter, case, run_cli, view, write_cases
 
-from conformance.targets import open_target, option_converters
+from refmem_conformance.targets import open_target, option_converters
 from refmem.serve import serve
 
 SCHEMAS = pathlib.Path(__file__).resolve().parents[2] / "conformance" / "schema" / "protocol"

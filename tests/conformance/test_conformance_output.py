@@ -11,9 +11,9 @@ from typing import List
 import pytest
 from conformance_support import WORKDIR, case, run_cli, view, write_cases
 
-import conformance
+import refmem_conformance as conformance
 import refmem
-from conformance import excerpt
+from refmem_conformance import excerpt
 
 LINES = 400
 
@@ -92,10 +92,10 @@ def test_a_very_long_line_is_cut() -> None:
 
 
 def test_a_case_with_many_findings_shows_a_few_and_counts_the_rest() -> None:
-    from conformance.cases import Case
-    from conformance.checks import Finding
-    from conformance.reports import describe_failure
-    from conformance.runner import CaseResult
+    from refmem_conformance.cases import Case
+    from refmem_conformance.checks import Finding
+    from refmem_conformance.reports import describe_failure
+    from refmem_conformance.runner import CaseResult
 
     raw = case("t-009", [view("/memories/x", True)] * 20)
     findings = [Finding("is_error", "expected an error", step, cls="documented") for step in range(1, 20)]
@@ -113,7 +113,7 @@ class _Terminal(io.StringIO):
 
 
 def _main(stream: io.StringIO, *argv: str, basic: pathlib.Path) -> int:
-    from conformance.cli import main
+    from refmem_conformance.cli import main
 
     return main(["--cases-dir", str(basic), "--no-matrix", *argv, *WORKDIR], out=io.StringIO(), err=stream)
 
@@ -143,7 +143,7 @@ def test_conformance_version(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_fuzz_version() -> None:
     done = subprocess.run(
-        [sys.executable, "-c", "import sys, fuzz.cli; sys.exit(fuzz.cli.main(['--version']))"],
+        [sys.executable, "-c", "import sys, refmem_fuzz.cli; sys.exit(refmem_fuzz.cli.main(['--version']))"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -27,7 +27,7 @@ def _pytest(tmp_path: pathlib.Path, cases: pathlib.Path, *options: str) -> subpr
             "-m",
             "pytest",
             "-p",
-            "conformance.pytest_plugin",
+            "refmem_conformance.pytest_plugin",
             "-p",
             "no:cacheprovider",
             "-q",
@@ -119,8 +119,8 @@ def _project(pytester: pytest.Pytester) -> List[str]:
 
 
 def test_the_entry_point_names_the_plugin() -> None:
-    points = [point for point in entry_points_pytest11() if point.value == "conformance.pytest_plugin"]
-    assert [point.name for point in points] == ["conformance.pytest_plugin"]
+    points = [point for point in entry_points_pytest11() if point.value == "refmem_conformance.pytest_plugin"]
+    assert [point.name for point in points] == ["refmem_conformance.pytest_plugin"]
 
 
 def entry_points_pytest11() -> List[Any]:

@@ -8,8 +8,8 @@ import xml.etree.ElementTree as ET
 
 from conformance_support import run_cli
 
-import conformance
-from conformance.visible import diff, visible
+import refmem_conformance as conformance
+from refmem_conformance.visible import diff, visible
 
 
 def test_all_three_reports_are_written(basic_cases: pathlib.Path, tmp_path: pathlib.Path) -> None:

@@ -149,9 +149,9 @@ def test_filters_select_by_id_feature_and_level(tmp_path: pathlib.Path) -> None:
 
 
 def test_a_missing_matrix_is_a_loud_warning(basic_cases: pathlib.Path, monkeypatch) -> None:
-    import conformance.cases
+    import refmem_conformance.cases
 
-    monkeypatch.setattr(conformance.cases, "generated_cases", lambda: None)
+    monkeypatch.setattr(refmem_conformance.cases, "generated_cases", lambda: None)
     status, out, err = run_cli("--cases-dir", str(basic_cases), "--target", "python:conformance_fakes:tiny")
     assert status == 0
     assert "WARNING: the generated security matrix" in err and "WARNING" in out

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from conformance import signalling
-from conformance.signalling import Convention, convention
-from conformance.target_base import TargetError
-from conformance.targets import InProcessTarget
+from refmem_conformance import signalling
+from refmem_conformance.signalling import Convention, convention
+from refmem_conformance.target_base import TargetError
+from refmem_conformance.targets import InProcessTarget
 
 
 class ToolError(Exception):

@@ -13,7 +13,7 @@ import tempfile
 import pytest
 from conformance_support import run_cli
 
-from conformance.cases import load_cases
+from refmem_conformance.cases import load_cases
 
 
 def _fast_workdir() -> tuple:
@@ -55,7 +55,7 @@ def test_the_python_sdk_target_produces_a_report(tmp_path: pathlib.Path) -> None
     json_report, markdown = tmp_path / "sdk.json", tmp_path / "sdk.md"
     status, out, err = run_cli(
         "--target",
-        "python:conformance.adapters.anthropic_sdk:make",
+        "python:refmem_conformance.adapters.anthropic_sdk:make",
         "--no-matrix",
         "--level",
         "must",

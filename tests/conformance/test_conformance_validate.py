@@ -8,7 +8,7 @@ import pathlib
 import pytest
 from conformance_support import BASIC, case, run_cli, view, write_cases
 
-import conformance.validate as validate_module
+import refmem_conformance.validate as validate_module
 
 SCHEMA = pathlib.Path(validate_module.SCHEMA_PATH)
 

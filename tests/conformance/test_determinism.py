@@ -16,7 +16,7 @@ from typing import Dict, Tuple
 
 import pytest
 
-from conformance.cli import main
+from refmem_conformance.cli import main
 
 HOST_DIR = pathlib.Path(tempfile.gettempdir()) / "outside"
 

@@ -16,8 +16,8 @@ from typing import Callable, Iterator, Set, Tuple
 
 import pytest
 
-from conformance import stress
-from conformance.targets import Target, open_target
+from refmem_conformance import stress
+from refmem_conformance.targets import Target, open_target
 
 HERE = pathlib.Path(__file__).parent
 

@@ -19,7 +19,7 @@ from typing import Any, Dict, List, Set, Tuple
 
 import pytest
 
-from conformance.cli import main
+from refmem_conformance.cli import main
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the buggy backends are POSIX only")
 
@@ -106,7 +106,7 @@ def test_the_convention_changes_no_safety_verdict(tmp_path: pathlib.Path) -> Non
 def test_stress_findings_count_in_the_headline_and_the_exit_status(
     tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import conformance.stress
+    import refmem_conformance.stress
 
     calls: List[Any] = []
 
@@ -119,7 +119,7 @@ def test_stress_findings_count_in_the_headline_and_the_exit_status(
             {"class": "safety", "check": "race-symlink-swap", "detail": "canary text in a result"},
         ]
 
-    monkeypatch.setattr(conformance.stress, "run_stress", fake_stress)
+    monkeypatch.setattr(refmem_conformance.stress, "run_stress", fake_stress)
     out, path = io.StringIO(), tmp_path / "r.json"
     argv = ["--target", "refmem", "--run", "view-file-001", "--stress-quick", "--report-json", str(path)]
     status = main(argv, out=out, err=io.StringIO())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pathlib
 from typing import Optional
 
-from fuzz.harness import HARNESSES, Harness, Options
+from refmem_fuzz.harness import HARNESSES, Harness, Options
 
 VULNERABLE = "python:vulnerable_backend:make"
 VULNERABLE_PERCENT_ONLY = "python:vulnerable_backend:make_percent_only"

@@ -7,8 +7,8 @@ import pathlib
 
 import pytest
 
-from fuzz import finding as finding_files
-from fuzz.replay import replay
+from refmem_fuzz import finding as finding_files
+from refmem_fuzz.replay import replay
 
 FINDINGS = pathlib.Path(__file__).resolve().parent.parent.parent / "fuzz" / "findings"
 FILES = sorted(FINDINGS.rglob("*.json")) if FINDINGS.is_dir() else []

@@ -16,14 +16,14 @@ from typing import Iterator
 import pytest
 from fuzz_helpers import PREFIX_REFERENCE, QUADRATIC
 
-from fuzz import cost, engine_atheris, engine_random, grow, seeds
-from fuzz import finding as finding_files
-from fuzz.decode import decode
-from fuzz.harness import HARNESSES, Harness, Options
-from fuzz.layout import scratch_dir
-from fuzz.meter import CPU, TRACEMALLOC, Cost, Meter
-from fuzz.reach import open as open_target
-from fuzz.replay import replay
+from refmem_fuzz import cost, engine_atheris, engine_random, grow, seeds
+from refmem_fuzz import finding as finding_files
+from refmem_fuzz.decode import decode
+from refmem_fuzz.harness import HARNESSES, Harness, Options
+from refmem_fuzz.layout import scratch_dir
+from refmem_fuzz.meter import CPU, TRACEMALLOC, Cost, Meter
+from refmem_fuzz.reach import open as open_target
+from refmem_fuzz.replay import replay
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 RUNS = 3000
@@ -84,7 +84,7 @@ def test_the_cost_oracle_finds_planted_quadratic_work(tmp_path: pathlib.Path, sc
 @pytest.mark.skipif(not engine_atheris.available(), reason="atheris is not installed")
 def test_the_atheris_engine_finds_planted_quadratic_work(tmp_path: pathlib.Path) -> None:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(pathlib.Path(__file__).parent)]))
-    command = [sys.executable, "-m", "fuzz.cli", "--target", PREFIX_REFERENCE, "--plain-layout", "--engine",
+    command = [sys.executable, "-m", "refmem_fuzz.cli", "--target", PREFIX_REFERENCE, "--plain-layout", "--engine",
                "atheris", "--max-time", "90", "--stop-on-first", "--findings", str(tmp_path)]
     done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240)
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]

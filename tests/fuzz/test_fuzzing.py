@@ -11,10 +11,10 @@ import sys
 import pytest
 from fuzz_helpers import VULNERABLE, VULNERABLE_PERCENT_ONLY, harness
 
-from fuzz import engine_atheris, engine_random
-from fuzz import finding as finding_files
-from fuzz.cli import main
-from fuzz.to_case import to_case
+from refmem_fuzz import engine_atheris, engine_random
+from refmem_fuzz import finding as finding_files
+from refmem_fuzz.cli import main
+from refmem_fuzz.to_case import to_case
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SECURITY = ("escape", "leak")
@@ -99,7 +99,7 @@ def test_to_case_gives_a_valid_conformance_case(saved_finding: pathlib.Path) -> 
 @pytest.mark.skipif(not engine_atheris.available(), reason="atheris is not installed")
 def test_the_atheris_engine_runs_the_same_harness(tmp_path: pathlib.Path) -> None:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(pathlib.Path(__file__).parent)]))
-    command = [sys.executable, "-m", "fuzz.cli", "--target", VULNERABLE, "--plain-layout", "--engine",
+    command = [sys.executable, "-m", "refmem_fuzz.cli", "--target", VULNERABLE, "--plain-layout", "--engine",
                "atheris", "--max-time", "20", "--stop-on-first", "--findings", str(tmp_path)]
     done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]

@@ -7,11 +7,11 @@ import random
 
 import pytest
 
-from fuzz.decode import decode
-from fuzz.grow import MAX_EXPANDED
-from fuzz.layout import HOSTILE_FIXTURES, Layout
-from fuzz.minimise import ddmin, minimise
-from fuzz.model import Model, Outcome, count_overlapping, n_lines
+from refmem_fuzz.decode import decode
+from refmem_fuzz.grow import MAX_EXPANDED
+from refmem_fuzz.layout import HOSTILE_FIXTURES, Layout
+from refmem_fuzz.minimise import ddmin, minimise
+from refmem_fuzz.model import Model, Outcome, count_overlapping, n_lines
 
 
 def test_decoder_is_deterministic_and_bounded() -> None:

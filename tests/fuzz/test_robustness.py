@@ -12,7 +12,7 @@ from typing import Any, Dict, Iterator
 
 import pytest
 
-from fuzz import robustness
+from refmem_fuzz import robustness
 from refmem import policy, serve
 
 START = b'{"cmd": "start", "version": 1}'
@@ -198,7 +198,7 @@ def test_prune_oracle_catches_a_dry_run_that_removes(monkeypatch: pytest.MonkeyP
 
 
 def test_refmem_fuzz_robust_runs_each_harness(capsys: pytest.CaptureFixture[str]) -> None:
-    from fuzz import cli
+    from refmem_fuzz import cli
 
     for name in robustness.HARNESSES:
         assert cli.main(["robust", name, "--runs", "20", "--seed", "3"]) == 0
