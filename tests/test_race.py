@@ -87,6 +87,7 @@ def test_swap_folder_for_symlink_race(tmp_path: Path, portable: bool) -> None:
     exchange = _exchange_function()
     stop = threading.Event()
     swaps = [0]
+    swapping = threading.Lock()  # held for each swap, so that a check of the root can see it standing still
     failures: List[str] = []
 
     def swapper() -> None:
@@ -95,7 +96,9 @@ def test_swap_folder_for_symlink_race(tmp_path: Path, portable: bool) -> None:
         while not stop.is_set():
             try:
                 if exchange is not None:
-                    if exchange(-100, d, -100, link, 2) != 0:  # RENAME_EXCHANGE
+                    with swapping:
+                        exchanged = exchange(-100, d, -100, link, 2)  # RENAME_EXCHANGE
+                    if exchanged != 0:
                         code = ctypes.get_errno()
                         if code in (errno.EINVAL, errno.ENOSYS):
                             raise OSError(code, "no exchange")
@@ -103,11 +106,13 @@ def test_swap_folder_for_symlink_race(tmp_path: Path, portable: bool) -> None:
                         return
                     swaps[0] += 1
                 else:
-                    os.rename(root / "d", away)
-                    os.symlink(outside, root / "d")
+                    with swapping:
+                        os.rename(root / "d", away)
+                        os.symlink(outside, root / "d")
                     swaps[0] += 1
-                    os.unlink(root / "d")
-                    os.rename(away, root / "d")
+                    with swapping:
+                        os.unlink(root / "d")
+                        os.rename(away, root / "d")
                     swaps[0] += 1
             except OSError as error:  # pragma: no cover - depends on the platform
                 failures.append(str(error))
@@ -154,7 +159,9 @@ def test_swap_folder_for_symlink_race(tmp_path: Path, portable: bool) -> None:
             if CANARY in result.output:
                 # Only the fallback may show it, and only a file that a rename in its window moved into the root
                 # earlier: the folder the swaps move about holds it now (the swaps move no file of their own).
-                assert portable and _pulled_in(root), (params, result.output)
+                with swapping:
+                    moved_inside = _pulled_in(root)
+                assert portable and moved_inside, (params, result.output)
                 pulled_in_shown += 1
             assert str(tmp_path) not in result.output
             assert result.output != INTERNAL, params
