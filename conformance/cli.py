@@ -178,8 +178,8 @@ class ValidateUnavailable(Exception):
     """--validate was asked for, but it cannot be done (not a cmd: target, or jsonschema missing)."""
 
 
-def _relayed(args: argparse.Namespace, log: pathlib.Path) -> str:
-    """The target spec that runs the adapter behind conformance/protocol_relay.py, logging to `log`."""
+def _check_validate(args: argparse.Namespace) -> None:
+    """Refuse --validate, before anything is made, where it cannot be done: no silent downgrade."""
     if not args.target.startswith("cmd:"):
         raise ValidateUnavailable("--validate checks the adapter protocol: it needs a cmd: target")
     try:
@@ -188,9 +188,13 @@ def _relayed(args: argparse.Namespace, log: pathlib.Path) -> str:
         raise ValidateUnavailable(
             "--validate needs jsonschema: pip install 'refmem[conformance]' (or jsonschema)"
         ) from exc
+
+
+def _relayed(target: str, log: pathlib.Path) -> str:
+    """The cmd: target spec that runs the adapter behind conformance/protocol_relay.py, logging to `log`."""
     relay = pathlib.Path(__file__).resolve().parent / "protocol_relay.py"
     quoted = " ".join(shlex.quote(part) for part in (sys.executable, str(relay), str(log), "--"))
-    return f"cmd:{quoted} {args.target[len('cmd:') :]}"
+    return f"cmd:{quoted} {target[len('cmd:') :]}"
 
 
 def _protocol_findings(log: pathlib.Path) -> List[str]:
@@ -285,9 +289,9 @@ def _execute(
     to_run = [case for case in chosen if not expect.skipped_by_expectation(entries, case.id)]
     target, protocol_log = args.target, None
     if args.validate:
-        _relayed(args, pathlib.Path("unused"))  # refuses before anything is made when --validate cannot be done
+        _check_validate(args)
         protocol_log = pathlib.Path(tempfile.mkdtemp(prefix="refmem-validate-")) / "violations.jsonl"
-        target = _relayed(args, protocol_log)
+        target = _relayed(args.target, protocol_log)
     try:
         return _execute_on(args, target, protocol_log, cases, chosen, to_run, entries, warnings, out, err)
     finally:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import pathlib
+import subprocess
+import sys
 from typing import Optional
 
 from refmem_fuzz.harness import HARNESSES, Harness, Options
@@ -11,6 +14,8 @@ VULNERABLE = "python:vulnerable_backend:make"
 VULNERABLE_PERCENT_ONLY = "python:vulnerable_backend:make_percent_only"
 QUADRATIC = "python:quadratic_backend:make"
 PREFIX_REFERENCE = "python:prefix_reference:make"
+HERE = pathlib.Path(__file__).resolve().parent
+REPO = HERE.parent.parent
 
 
 def harness(
@@ -22,3 +27,11 @@ def harness(
 ) -> Harness:
     options = Options(target=target, hostile=hostile, findings_dir=findings, engine="random", seed=7)
     return HARNESSES[kind](options, tmp / "work")
+
+
+def atheris_run(target: str, findings: pathlib.Path, max_time: int, timeout: float) -> subprocess.CompletedProcess:
+    """`python -m refmem_fuzz.cli` with the atheris engine, stopping at the first finding, as a user would run it."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(HERE)]))
+    command = [sys.executable, "-m", "refmem_fuzz.cli", "--target", target, "--plain-layout", "--engine", "atheris",
+               "--max-time", str(max_time), "--stop-on-first", "--findings", str(findings)]
+    return subprocess.run(command, env=env, cwd=findings, capture_output=True, text=True, timeout=timeout)

@@ -14,51 +14,27 @@ import os
 import shutil
 import stat
 from pathlib import Path
-from typing import Any, List, NamedTuple
+from typing import Any, List
+
+from planted import PlantedBackend, Refused
 
 MAX_FILE_BYTES = 1 << 20
 MAX_ENTRIES = 1000
 
 
-class Result(NamedTuple):
-    output: str
-    is_error: bool
-
-
-class _Refused(Exception):
-    pass
-
-
-class QuadraticMemory:
-    storage = "filesystem"
-
+class QuadraticMemory(PlantedBackend):
     def __init__(self, root: Path) -> None:
         self.root = str(root)
 
-    def execute(self, command: Any) -> Result:
-        if not isinstance(command, dict) or not isinstance(command.get("command"), str):
-            return Result("Error: bad input", True)
-        method = getattr(self, "_" + command["command"], None)
-        if method is None:
-            return Result("Error: unknown command", True)
-        try:
-            return Result(method(command), False)
-        except _Refused as exc:
-            return Result(f"Error: {exc}", True)
-        except (OSError, ValueError, TypeError, KeyError, UnicodeError):
-            return Result("Error: the operation failed", True)
-
-    # --- careful paths -----------------------------------------------------------------------
-
     def _names(self, path: Any) -> List[str]:
         if not isinstance(path, str) or not (path == "/memories" or path.startswith("/memories/")):
-            raise _Refused("the path must be /memories or below it")
+            raise Refused("the path must be /memories or below it")
         names = [name for name in path[len("/memories") :].split("/") if name]
         for name in names:
             if name in (".", "..") or "\x00" in name or "\\" in name or "%" in name or len(name.encode()) > 255:
-                raise _Refused("a name in the path is not allowed")
+                raise Refused("a name in the path is not allowed")
         if len(names) > 16:
-            raise _Refused("the path is too deep")
+            raise Refused("the path is too deep")
         return names
 
     def _host(self, path: Any, parents: bool = False) -> str:
@@ -71,17 +47,17 @@ class QuadraticMemory:
                 info = os.lstat(host)
             except FileNotFoundError:
                 if not parents:
-                    raise _Refused("the path does not exist") from None
+                    raise Refused("the path does not exist") from None
                 os.mkdir(host)
                 continue
             if not stat.S_ISDIR(info.st_mode):
-                raise _Refused("a folder on the way is not a folder")
+                raise Refused("a folder on the way is not a folder")
         return os.path.join(host, names[-1]) if names else host
 
     def _regular(self, host: str) -> os.stat_result:
         info = os.lstat(host)
         if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
-            raise _Refused("not a regular file")
+            raise Refused("not a regular file")
         return info
 
     def _read(self, host: str) -> str:
@@ -93,7 +69,7 @@ class QuadraticMemory:
     def _write(self, host: str, text: str, new: bool) -> None:
         data = text.encode("utf-8")
         if len(data) > MAX_FILE_BYTES:
-            raise _Refused("the file would be too large")
+            raise Refused("the file would be too large")
         flags = os.O_WRONLY | os.O_NOFOLLOW | (os.O_CREAT | os.O_EXCL if new else os.O_TRUNC)
         fd = os.open(host, flags, 0o600)
         with os.fdopen(fd, "wb") as handle:
@@ -127,33 +103,33 @@ class QuadraticMemory:
     def _create(self, command: dict) -> str:
         text = command["file_text"]
         if not isinstance(text, str):
-            raise _Refused("file_text must be a string")
+            raise Refused("file_text must be a string")
         host = self._host(command["path"], parents=True)
         if host == self.root or os.path.lexists(host):
-            raise _Refused(f"File {command['path']} already exists")
+            raise Refused(f"File {command['path']} already exists")
         self._write(host, text, new=True)
         return f"File created successfully at: {command['path']}"
 
     def _str_replace(self, command: dict) -> str:
         old, new = command["old_str"], command["new_str"]
         if not isinstance(old, str) or not isinstance(new, str) or not old:
-            raise _Refused("old_str and new_str must be strings, old_str not empty")
+            raise Refused("old_str and new_str must be strings, old_str not empty")
         host = self._host(command["path"])
         text = self._read(host)
         first = text.find(old)
         if first == -1 or text.find(old, first + 1) != -1:
-            raise _Refused("old_str must occur exactly once")
+            raise Refused("old_str must occur exactly once")
         self._write(host, text[:first] + new + text[first + len(old) :], new=False)
         return "The memory file has been edited."
 
     def _insert(self, command: dict) -> str:
         line, inserted = command["insert_line"], command["insert_text"]
         if not isinstance(line, int) or isinstance(line, bool) or not isinstance(inserted, str):
-            raise _Refused("insert_line must be an integer and insert_text a string")
+            raise Refused("insert_line must be an integer and insert_text a string")
         host = self._host(command["path"])
         lines = self._read(host).split("\n")
         if not 0 <= line <= len(lines):
-            raise _Refused("insert_line is out of range")
+            raise Refused("insert_line is out of range")
         lines.insert(line, inserted)
         self._write(host, "\n".join(lines), new=False)
         return f"The file {command['path']} has been edited."
@@ -161,7 +137,7 @@ class QuadraticMemory:
     def _delete(self, command: dict) -> str:
         host = self._host(command["path"])
         if host == self.root:
-            raise _Refused("cannot delete the root")
+            raise Refused("cannot delete the root")
         info = os.lstat(host)
         if stat.S_ISDIR(info.st_mode):
             shutil.rmtree(host)  # never follows links inside
@@ -173,9 +149,9 @@ class QuadraticMemory:
         old = self._host(command["old_path"])
         new = self._host(command["new_path"], parents=True)
         if self.root in (old, new) or os.path.lexists(new):
-            raise _Refused("the destination exists")
+            raise Refused("the destination exists")
         if (new + os.sep).startswith(old + os.sep):
-            raise _Refused("cannot move a folder into itself")
+            raise Refused("cannot move a folder into itself")
         os.lstat(old)
         os.rename(old, new)
         return f"Successfully renamed {command['old_path']} to {command['new_path']}"

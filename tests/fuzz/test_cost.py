@@ -8,22 +8,21 @@ import os
 import pathlib
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 from typing import Iterator
 
 import pytest
-from fuzz_helpers import PREFIX_REFERENCE, QUADRATIC
-
-from refmem_fuzz import cost, engine_atheris, engine_random, grow, seeds
-from refmem_fuzz import finding as finding_files
+from fuzz_helpers import PREFIX_REFERENCE, QUADRATIC, atheris_run
 from refmem_fuzz.decode import decode
 from refmem_fuzz.harness import HARNESSES, Harness, Options
 from refmem_fuzz.layout import scratch_dir
 from refmem_fuzz.meter import CPU, TRACEMALLOC, Cost, Meter
 from refmem_fuzz.reach import open as open_target
 from refmem_fuzz.replay import replay
+
+from refmem_fuzz import cost, engine_atheris, engine_random, grow, seeds
+from refmem_fuzz import finding as finding_files
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 RUNS = 3000
@@ -83,10 +82,7 @@ def test_the_cost_oracle_finds_planted_quadratic_work(tmp_path: pathlib.Path, sc
 
 @pytest.mark.skipif(not engine_atheris.available(), reason="atheris is not installed")
 def test_the_atheris_engine_finds_planted_quadratic_work(tmp_path: pathlib.Path) -> None:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(pathlib.Path(__file__).parent)]))
-    command = [sys.executable, "-m", "refmem_fuzz.cli", "--target", PREFIX_REFERENCE, "--plain-layout", "--engine",
-               "atheris", "--max-time", "90", "--stop-on-first", "--findings", str(tmp_path)]
-    done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=240)
+    done = atheris_run(PREFIX_REFERENCE, tmp_path, max_time=90, timeout=240)
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
     assert "FINDING cost:time:str_replace" in done.stdout
     assert list(tmp_path.glob("cost-time-str_replace-*.json"))

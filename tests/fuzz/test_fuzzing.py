@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import json
-import os
 import pathlib
-import subprocess
-import sys
 
 import pytest
-from fuzz_helpers import VULNERABLE, VULNERABLE_PERCENT_ONLY, harness
+from fuzz_helpers import VULNERABLE, VULNERABLE_PERCENT_ONLY, atheris_run, harness
+from refmem_fuzz.cli import main
+from refmem_fuzz.to_case import to_case
 
 from refmem_fuzz import engine_atheris, engine_random
 from refmem_fuzz import finding as finding_files
-from refmem_fuzz.cli import main
-from refmem_fuzz.to_case import to_case
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SECURITY = ("escape", "leak")
@@ -98,10 +95,7 @@ def test_to_case_gives_a_valid_conformance_case(saved_finding: pathlib.Path) -> 
 
 @pytest.mark.skipif(not engine_atheris.available(), reason="atheris is not installed")
 def test_the_atheris_engine_runs_the_same_harness(tmp_path: pathlib.Path) -> None:
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(pathlib.Path(__file__).parent)]))
-    command = [sys.executable, "-m", "refmem_fuzz.cli", "--target", VULNERABLE, "--plain-layout", "--engine",
-               "atheris", "--max-time", "20", "--stop-on-first", "--findings", str(tmp_path)]
-    done = subprocess.run(command, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    done = atheris_run(VULNERABLE, tmp_path, max_time=20, timeout=120)
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
     assert "FINDING" in done.stdout
     assert list(tmp_path.glob("*.json"))

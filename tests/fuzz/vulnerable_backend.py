@@ -21,47 +21,24 @@ import shutil
 import stat
 import urllib.parse
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
+
+from planted import PlantedBackend, Refused
 
 
-class Result(NamedTuple):
-    output: str
-    is_error: bool
-
-
-class _Refused(Exception):
-    pass
-
-
-class VulnerableMemory:
-    storage = "filesystem"
-
+class VulnerableMemory(PlantedBackend):
     def __init__(self, root: Path, separator_bug: bool = True) -> None:
         self.root = str(root)
         self.prefix = self.root if separator_bug else self.root + os.sep
 
-    def execute(self, command: Any) -> Result:
-        if not isinstance(command, dict) or not isinstance(command.get("command"), str):
-            return Result("Error: bad input", True)
-        method = getattr(self, "_" + command["command"], None)
-        if method is None:
-            return Result("Error: unknown command", True)
-        try:
-            return Result(method(command), False)
-        except _Refused as exc:
-            return Result(f"Error: {exc}", True)
-        except (OSError, ValueError, TypeError, KeyError, UnicodeError):
-            return Result("Error: the operation failed", True)
-
-    # The planted bugs live here.
     def _host(self, path: Any) -> str:
         if not isinstance(path, str) or not path.startswith("/memories"):
-            raise _Refused("the path must start with /memories")
+            raise Refused("the path must start with /memories")
         if ".." in path.split("/"):
-            raise _Refused("no .. allowed")
+            raise Refused("no .. allowed")
         host = os.path.normpath(self.root + path[len("/memories") :])
         if host != self.root and not host.startswith(self.prefix):  # without a separator: memories_evil passes
-            raise _Refused("the path escapes the memory directory")
+            raise Refused("the path escapes the memory directory")
         return urllib.parse.unquote(host)  # decoded after the checks: %2e%2e becomes a real ..
 
     def _view(self, command: dict) -> str:
@@ -71,7 +48,7 @@ class VulnerableMemory:
             names = sorted(name for name in os.listdir(host) if not name.startswith("."))
             return "\n".join([f"Directory {command['path']}:"] + names)
         if not stat.S_ISREG(info.st_mode):
-            raise _Refused("not a regular file")
+            raise Refused("not a regular file")
         with open(host, encoding="utf-8", errors="replace") as handle:
             lines = handle.read().split("\n")
         return "\n".join(f"{number:6}\t{line}" for number, line in enumerate(lines, 1))
@@ -79,7 +56,7 @@ class VulnerableMemory:
     def _create(self, command: dict) -> str:
         host = self._host(command["path"])
         if os.path.lexists(host):
-            raise _Refused(f"File {command['path']} already exists")
+            raise Refused(f"File {command['path']} already exists")
         os.makedirs(os.path.dirname(host), exist_ok=True)
         with open(host, "x", encoding="utf-8") as handle:
             handle.write(command["file_text"])
@@ -88,12 +65,12 @@ class VulnerableMemory:
     def _str_replace(self, command: dict) -> str:
         host = self._host(command["path"])
         if not os.path.isfile(host):
-            raise _Refused("not a file")
+            raise Refused("not a file")
         with open(host, encoding="utf-8") as handle:
             text = handle.read()
         old = command["old_str"]
         if not old or text.count(old) != 1:
-            raise _Refused("old_str must occur exactly once")
+            raise Refused("old_str must occur exactly once")
         with open(host, "w", encoding="utf-8") as handle:
             handle.write(text.replace(old, command["new_str"]))
         return "The memory file has been edited."
@@ -101,12 +78,12 @@ class VulnerableMemory:
     def _insert(self, command: dict) -> str:
         host = self._host(command["path"])
         if not os.path.isfile(host):
-            raise _Refused("not a file")
+            raise Refused("not a file")
         with open(host, encoding="utf-8") as handle:
             lines = handle.read().split("\n")
         line = command["insert_line"]
         if not isinstance(line, int) or not 0 <= line <= len(lines):
-            raise _Refused("bad insert_line")
+            raise Refused("bad insert_line")
         lines.insert(line, command["insert_text"])
         with open(host, "w", encoding="utf-8") as handle:
             handle.write("\n".join(lines))
@@ -115,7 +92,7 @@ class VulnerableMemory:
     def _delete(self, command: dict) -> str:
         host = self._host(command["path"])
         if host == self.root:
-            raise _Refused("cannot delete the root")
+            raise Refused("cannot delete the root")
         if os.path.isdir(host) and not os.path.islink(host):
             shutil.rmtree(host)
         else:
@@ -125,7 +102,7 @@ class VulnerableMemory:
     def _rename(self, command: dict) -> str:
         old, new = self._host(command["old_path"]), self._host(command["new_path"])
         if os.path.lexists(new):
-            raise _Refused("the destination exists")
+            raise Refused("the destination exists")
         os.makedirs(os.path.dirname(new), exist_ok=True)
         os.rename(old, new)
         return f"Successfully renamed {command['old_path']} to {command['new_path']}"
