@@ -221,13 +221,13 @@ def remove(path: pathlib.Path) -> None:
     removal is the reference kernel's iterative one (any depth, no link followed); shutil's recursion
     would fail on a tree a deep-nesting backend built."""
     _unlock(str(path))
-    from refmem import kernel
+    from refmem import kernel, problems, tree
 
     try:
         parent = kernel.RootDir(path.parent, create=False)
         try:
-            kernel.remove(parent.top, path.name, os.lstat(path))
+            tree.remove(parent.top, path.name, os.lstat(path))
         finally:
             parent.close()
-    except (OSError, kernel.FsProblem):
+    except (OSError, problems.FsProblem):
         shutil.rmtree(path, ignore_errors=True)

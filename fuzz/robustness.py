@@ -492,12 +492,12 @@ def prune_one_input(data: bytes) -> None:
 
 
 def check_prune(top: pathlib.Path, outside: pathlib.Path, older_than: float, dry_run: bool) -> None:
-    from refmem import expiry, kernel
+    from refmem import expiry, problems
 
     before, outside_before = _snapshot(top), _snapshot(outside)
     try:
         report = expiry.prune(top, older_than, dry_run=dry_run, now=_NOW)
-    except kernel.FsProblem:  # a damaged bookkeeping folder: refused as a whole, nothing touched
+    except problems.FsProblem:  # a damaged bookkeeping folder: refused as a whole, nothing touched
         _check(_snapshot(top) == before, "a refused prune changed the tree", sorted(before))
         return
     except Exception as error:  # noqa: BLE001 - the oracle: nothing else may escape prune
@@ -521,12 +521,12 @@ def check_prune(top: pathlib.Path, outside: pathlib.Path, older_than: float, dry
 
 def _remove_tree(base: pathlib.Path) -> None:
     """Remove a scratch tree of any depth (shutil.rmtree recurses)."""
-    from refmem import kernel
+    from refmem import kernel, tree
 
     with contextlib.suppress(Exception):
         root = kernel.RootDir(base.parent, create=False)
         try:
-            kernel.remove(root.top, base.name, os.lstat(base))
+            tree.remove(root.top, base.name, os.lstat(base))
         finally:
             root.close()
 

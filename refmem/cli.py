@@ -115,7 +115,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 def _prune(args: argparse.Namespace) -> int:
     from .expiry import parse_duration, prune
-    from .kernel import FsProblem
+    from .problems import FsProblem
 
     try:
         seconds = parse_duration(args.older_than)
@@ -136,8 +136,8 @@ def _prune(args: argparse.Namespace) -> int:
 
 def _failure_reason(error: Exception) -> str:
     """The short reason a prune failed: the root is missing, or what the operating system said."""
-    from .kernel import Missing, OsFailure
     from .messages import IO_REASONS
+    from .problems import Missing, OsFailure
 
     if isinstance(error, Missing):
         return "no such directory"

@@ -39,7 +39,7 @@ already walks the folder. A record left behind by a crash between a rename and i
 stale; ``prune`` removes stale records (paths that are no longer regular files).
 
 Pruning takes the same exclusive lock as the handler's writes (``store.Root.locked``: ``flock`` on
-``<root>/.refmem/lock``), walks the tree with ``kernel.descend`` (from directory descriptors, at any
+``<root>/.refmem/lock``), walks the tree with ``tree.descend`` (from directory descriptors, at any
 depth, without following any link), and re-checks each file (same inode, same mtime) just before
 unlinking it.
 
@@ -60,10 +60,11 @@ import threading
 import time
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
-from . import kernel
-from .kernel import Dir, FsProblem, OsFailure
+from . import kernel, problems, tree
+from .kernel import Dir
 from .messages import DURATION_FORMAT, DURATION_NOT_POSITIVE
 from .paths import RESERVED_PREFIX
+from .problems import FsProblem, OsFailure
 from .store import BOOKKEEPING_DIR, Root
 
 RootLike = Union[Root, str, "os.PathLike[str]"]
@@ -211,7 +212,7 @@ class AccessTracker:
         """The record folder, or None when no record was ever made (reading creates nothing)."""
         try:
             return self._folder(create=False)
-        except kernel.Missing:
+        except problems.Missing:
             return None
 
     def close(self) -> None:
@@ -376,7 +377,7 @@ def open_records(root: Root, create: bool) -> Dir:
     Anything but folders squatting those names is OsFailure("bookkeeping"): it names no path."""
     try:
         return root.walk((BOOKKEEPING_DIR, ACCESS_DIR), create=create)
-    except (kernel.ParentNotDir, kernel.Escaped):
+    except (problems.ParentNotDir, problems.Escaped):
         raise OsFailure("bookkeeping") from None
 
 
@@ -390,7 +391,7 @@ def set_record_time(folder: Dir, name: str, stamp_ns: int) -> bool:
         return True
     try:
         fd = folder.open_file(name, kernel.READ_FLAGS)
-    except (kernel.IsLink, kernel.Missing):
+    except (problems.IsLink, problems.Missing):
         return False
     try:
         info = os.fstat(fd)
@@ -436,8 +437,8 @@ def remove_record(folder: Dir, name: str) -> None:
     """Remove the record `name`, or whatever squats it (a folder goes whole, a link is not followed)."""
     info = folder.lstat(name)
     if info is not None:
-        with contextlib.suppress(kernel.Missing):
-            kernel.remove(folder, name, info)
+        with contextlib.suppress(problems.Missing):
+            tree.remove(folder, name, info)
 
 
 def names(folder: Dir) -> List[str]:
@@ -446,7 +447,7 @@ def names(folder: Dir) -> List[str]:
         with folder.scandir() as entries:
             return [entry.name for entry in entries]
     except OSError as error:
-        raise kernel.os_failure(error) from None
+        raise problems.os_failure(error) from None
 
 
 def unlink_if_unchanged(folder: Dir, name: str, judged: os.stat_result) -> bool:
@@ -542,7 +543,7 @@ def prune(
     leaves empty go too (never `/memories` itself); folders that were empty already stay. Links,
     special files and the handler's own `.refmem*` names are never touched (old leftover temp files
     are removed). Pass ``lock=False`` only when the caller already holds the root's lock. A root
-    given as a path must exist (else kernel.Missing); it is opened for the prune and closed after.
+    given as a path must exist (else problems.Missing); it is opened for the prune and closed after.
     """
     if not older_than > 0:
         raise ValueError("older_than must be a positive number of seconds")
@@ -582,14 +583,14 @@ class _Pruner:
         def enter(parts: Tuple[str, ...], name: str) -> bool:
             return not name.startswith(RESERVED_PREFIX)
 
-        with self.root.walk(()) as top, contextlib.closing(kernel.descend(top, enter)) as walk:
+        with self.root.walk(()) as top, contextlib.closing(tree.descend(top, enter)) as walk:
             for found in walk:  # at any depth; every folder closes even on error
                 self._folder(found)
         stale = self._drop_records(tracker)
         removed = sorted(self.removed_files) + sorted(self.removed_dirs)
         return PruneReport(removed, self.kept, stale, self.temp_files)
 
-    def _folder(self, found: kernel.Visit) -> None:
+    def _folder(self, found: tree.Visit) -> None:
         """Judge the entries of one open folder, whose subfolders were judged already."""
         vdir = virtual_path(found.parts)
         reserved = [name for name, _ in found.entries if name.startswith(RESERVED_PREFIX)]
@@ -609,7 +610,7 @@ class _Pruner:
         if removed and not remaining:
             self.emptied.add(found.parts)
 
-    def _entry(self, found: kernel.Visit, name: str, info: os.stat_result, vpath: str) -> bool:
+    def _entry(self, found: tree.Visit, name: str, info: os.stat_result, vpath: str) -> bool:
         """True when the prune removes the entry (dry run: would); links and special files stay."""
         if stat.S_ISREG(info.st_mode):
             return self._file(found.dir, name, info, vpath)

@@ -14,9 +14,8 @@ import os
 from collections import abc
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
-from . import kernel, text, view
+from . import problems, text, view
 from .expiry import AccessTracker
-from .kernel import DIR, FsProblem, Missing
 from .limits import DEFAULT_LIMITS, Limits
 from .messages import (
     IO_REASONS,
@@ -31,6 +30,7 @@ from .messages import (
     render,
 )
 from .paths import PathError, VirtualPath, is_addressable, parse_path
+from .problems import DIR, FsProblem, Missing
 from .store import Root, TooBig
 from .viewcache import ViewCache
 
@@ -59,9 +59,9 @@ TEXT_PARAMETERS = frozenset({"file_text", "old_str", "new_str", "insert_text"}) 
 
 # What the walk met, for any command: the message that says so.
 PROBLEM_MESSAGES: Dict[type, str] = {
-    kernel.IsLink: "path_symlink",
-    kernel.NotRegular: "path_not_regular",
-    kernel.HardLinked: "path_hard_linked",
+    problems.IsLink: "path_symlink",
+    problems.NotRegular: "path_not_regular",
+    problems.HardLinked: "path_hard_linked",
 }
 
 # A content policy takes the text to be written and returns (text to write, kinds refused).
@@ -265,7 +265,7 @@ class MemoryHandler:
         view_range = command.get("view_range")
         if path.is_root:
             return self._view_dir(path, view_range)
-        if not self._allowed(path):
+        if self.allow is not None and not self._allowed(path):
             # D-ALLOW before the disk: a refused name reads the same whether it is there or not;
             # only a folder (which listings show anyway) is listed.
             entry = self.root.entry(path)
@@ -279,7 +279,7 @@ class MemoryHandler:
                 info = opened.info
             finally:
                 opened.close()
-        except kernel.NotRegular as problem:
+        except problems.NotRegular as problem:
             if problem.kind == DIR:
                 return self._view_dir(path, view_range)
             return self._problem(problem, "view", path)
@@ -338,9 +338,9 @@ class MemoryHandler:
         try:
             with self.root.locked():
                 self.root.write_new(path, data)
-        except kernel.Exists:
+        except problems.Exists:
             return render("create_exists", path=path.canonical)
-        except kernel.ParentNotDir as problem:
+        except problems.ParentNotDir as problem:
             parent = VirtualPath(path.parts[: problem.depth]).canonical
             return render("create_parent_not_dir", path=path.canonical, parent=parent)
         except Missing:
@@ -374,7 +374,7 @@ class MemoryHandler:
             return render(missing, path=path.canonical)
         except FsProblem as problem:
             # The documentation: a folder "does not exist" for edits.
-            if isinstance(problem, kernel.NotRegular) and problem.kind == DIR:
+            if isinstance(problem, problems.NotRegular) and problem.kind == DIR:
                 return render(missing, path=path.canonical)
             return self._problem(problem, name, path)
 
@@ -452,9 +452,9 @@ class MemoryHandler:
                 self.root.rename(old, new)
                 if self.access is not None:
                     self.access.move(old.canonical, new.canonical, is_dir=entry.kind == DIR)
-        except kernel.Exists:
+        except problems.Exists:
             return render("rename_exists", **names)
-        except kernel.ParentNotDir as problem:
+        except problems.ParentNotDir as problem:
             return render("rename_parent_not_dir", parent=VirtualPath(new.parts[: problem.depth]).canonical, **names)
         except Missing:
             return render("rename_missing", **names)

@@ -1,18 +1,19 @@
-"""The confinement kernel: every name below the root is reached by one walk from the open root.
-
-This is the file to audit for confinement. Everything else reaches the disk through it.
+"""The confinement kernel, the file to audit: every name below the root is reached from the open root.
 
 * `RootDir` opens the memory directory once and chooses, once, how folders are held: `FdDir` (a
   descriptor; names resolve with `*at` calls, so a folder swapped for a link after it was entered
-  cannot redirect anything) or, where `dir_fd` and `O_NOFOLLOW` are missing, `portable.PathDir`
-  (a checked host path, weaker: see that module and SECURITY.md). Both offer one interface.
-* `walk` enters one name at a time from the root, never through a link or into a non-folder, and
-  confirms the folder it ends in lies inside the root (belt and braces).
-* The primitives (`write_temp`, `replace`, `rename_noreplace`, `remove`, `descend`) work on one
-  open folder and a last name, as Go's `os.Root` operations do on a parent descriptor.
+  redirects nothing) or, without `dir_fd` and `O_NOFOLLOW`, `portable.PathDir` (a checked host
+  path, weaker: see that module and SECURITY.md), behind one interface.
+* `walk` reaches a folder in one `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)` call where Linux
+  has it, else name by name, never through a link or into a non-folder, and confirms where it ended.
+  No other call is given a path of more than one name (a `stat` by such a path would pass through a
+  link planted on the way, and wait on whatever lies behind it), so nothing outside is ever looked at.
+* The primitives (`open_regular`, `write_temp`, `replace`, `rename_noreplace`) act on one open
+  folder and a last name, like Go's `os.Root` on a parent descriptor. `tree.py` orders handle
+  methods into descents and removals; it resolves no name itself.
 
-Names given here have already passed `paths.parse_path`: no separators, no dots, no empty names.
-Errors are `FsProblem`s carrying a `code`; the words a user reads live in `messages.py`.
+Names here have passed `paths.parse_path` (no separators, no dots, no empty names). Errors are
+`problems.FsProblem`s with a `code`; the words a user reads live in `messages.py`.
 """
 
 from __future__ import annotations
@@ -23,9 +24,10 @@ import errno
 import os
 import secrets
 import stat
-from typing import TYPE_CHECKING, Callable, Dict, Generator, Iterator, List, Optional, Tuple, Union, cast
+from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Tuple, Union, cast
 
-from . import syscalls
+from . import problems, syscalls
+from .problems import Missing, OsFailure, os_failure, problem_of
 
 O_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
 O_DIRECTORY: int = getattr(os, "O_DIRECTORY", 0)
@@ -46,99 +48,11 @@ FILE_MODE = 0o600
 DIR_MODE = 0o700
 CLOSED_FD = -1  # what a closed FdDir holds: every call relative to it fails with EBADF
 TEMP_PREFIX = ".refmem-tmp-"
-DIR, FILE, LINK, SPECIAL = "dir", "file", "link", "special"
-_KIND_BY_FORMAT = {stat.S_IFDIR: DIR, stat.S_IFREG: FILE, stat.S_IFLNK: LINK}
 Identity = Tuple[int, int]  # (st_dev, st_ino)
-
-
-def kind_of(mode: int) -> str:
-    return _KIND_BY_FORMAT.get(stat.S_IFMT(mode), SPECIAL)
 
 
 def identity(info: os.stat_result) -> Identity:
     return info.st_dev, info.st_ino
-
-
-# --- what can go wrong: values with a code, never shown as they are ----------------------------
-
-
-class FsProblem(Exception):
-    """An outcome the caller turns into a result; `code` names it for the message table."""
-
-    code = "fs"
-
-
-class Missing(FsProblem):
-    code = "missing"  # nothing there, or a path through something that is not a folder
-
-
-class IsLink(FsProblem):
-    code = "link"
-
-
-class HardLinked(FsProblem):
-    code = "hard_linked"  # a regular file with other names: its content may live outside the root
-
-
-class Exists(FsProblem):
-    code = "exists"
-
-
-class Escaped(FsProblem):
-    code = "escaped"  # the confinement check found a location outside the root
-
-
-class NotRegular(FsProblem):
-    """A FIFO, socket, device, or a folder where a file is needed; `kind` says which."""
-
-    code = "not_regular"
-
-    def __init__(self, kind: str = SPECIAL) -> None:
-        super().__init__(kind)
-        self.kind = kind
-
-
-class ParentNotDir(FsProblem):
-    """Creating below a non-folder: `depth` names lead to it."""
-
-    code = "parent_not_dir"
-
-    def __init__(self, depth: int) -> None:
-        super().__init__(depth)
-        self.depth = depth
-
-
-class OsFailure(FsProblem):
-    """The OS refused, or the tree changed under us; `code` is a key of messages.IO_REASONS."""
-
-    def __init__(self, code: str) -> None:
-        super().__init__(code)
-        self.code = code
-
-
-_CODE_BY_ERRNO: Dict[int, str] = {
-    errno.ENOSPC: "no_space",
-    errno.EDQUOT: "no_space",
-    errno.EIO: "io",
-    errno.EACCES: "denied",
-    errno.EPERM: "denied",
-    errno.EROFS: "read_only_fs",
-}
-
-
-def os_failure(error: OSError) -> OsFailure:
-    return OsFailure(_CODE_BY_ERRNO.get(error.errno or 0, "os"))
-
-
-def _mapped(error: OSError) -> FsProblem:
-    """The problem an OSError from a call on one name stands for."""
-    if isinstance(error, (FileNotFoundError, NotADirectoryError)):
-        return Missing()
-    if isinstance(error, FileExistsError):
-        return Exists()
-    if error.errno == errno.ELOOP:
-        return IsLink()
-    return os_failure(error)
 
 
 # --- folder handles: the one place the two strategies differ -----------------------------------
@@ -171,21 +85,29 @@ class FdDir:
         try:
             return FdDir(os.open(name, DIR_FLAGS, dir_fd=self.fd), self.jail)
         except OSError as error:  # a link is not a folder we enter: Missing, as for a file
-            raise (Missing() if error.errno == errno.ELOOP else _mapped(error)) from None
+            raise (Missing() if error.errno == errno.ELOOP else problem_of(error)) from None
 
     def open_parent(self, expected: Identity) -> FdDir:
-        """The folder holding this one, if it is still the one entered on the way down."""
-        parent = FdDir(os.open("..", DIR_FLAGS, dir_fd=self.fd), self.jail)
-        if identity(os.fstat(parent.fd)) != expected:
+        """The folder holding this one, only if it is the one entered on the way down (`expected`)
+        and still inside the root: the way back up a descent, which `..` alone would not confine."""
+        try:
+            parent = FdDir(os.open("..", DIR_FLAGS, dir_fd=self.fd), self.jail)
+        except OSError as error:
+            raise os_failure(error) from None
+        try:
+            if identity(os.fstat(parent.fd)) != expected:
+                raise OsFailure("changed")
+            parent.confirm()
+        except BaseException:
             parent.close()
-            raise OsFailure("changed")
+            raise
         return parent
 
     def open_file(self, name: str, flags: int, mode: int = FILE_MODE) -> int:
         try:
             return os.open(name, flags, mode, dir_fd=self.fd)
         except OSError as error:
-            raise _mapped(error) from None
+            raise problem_of(error) from None
 
     def make_dir(self, name: str) -> bool:
         """mkdir; False when something was made there meanwhile."""
@@ -194,7 +116,7 @@ class FdDir:
         except FileExistsError:
             return False
         except OSError as error:
-            raise _mapped(error) from None
+            raise problem_of(error) from None
         return True
 
     def unlink(self, name: str) -> None:
@@ -219,7 +141,7 @@ class FdDir:
             return  # the root itself, opened from its resolved path
         where = syscalls.fd_path(self.fd)
         if where is not None and not inside(where, self.jail):
-            raise Escaped()
+            raise problems.Escaped()
 
     def confirm_file(self, fd: int, name: str) -> None:
         """Nothing to add: a file opened relative to a confirmed descriptor is where it was named."""
@@ -311,8 +233,11 @@ class RootDir:
         if check:
             self.check_removed()
         openat2 = _openat2
-        if parts and not create and openat2 is not None and isinstance(self.top, FdDir):
-            return _beneath(openat2, self.top, parts)
+        if parts and not create and isinstance(self.top, FdDir):
+            if len(parts) == 1:  # one entry of the root, never a link: all that openat2 would check
+                return self.top.open_dir(parts[0])
+            if openat2 is not None:
+                return _beneath(openat2, self.top, parts)
         current = self.top
         try:
             for index, name in enumerate(parts):
@@ -322,7 +247,7 @@ class RootDir:
                     if not create:
                         raise
                     if current.lstat(name) is not None:
-                        raise ParentNotDir(index + 1) from None
+                        raise problems.ParentNotDir(index + 1) from None
                     if current.make_dir(name) and made is not None:
                         made.append(index)
                     child = current.open_dir(name)
@@ -358,7 +283,7 @@ def _beneath(openat2: Callable[[int, bytes], int], top: FdDir, parts: Tuple[str,
     if code in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
         raise Missing()  # nothing there, or a file or a link on the way
     if code == errno.EXDEV:
-        raise Escaped()
+        raise problems.Escaped()
     if code == errno.EAGAIN:
         raise OsFailure("tree_changed")
     raise os_failure(OSError(code, os.strerror(code)))
@@ -377,20 +302,19 @@ def open_regular(folder: Dir, name: str, refuse_hard_links: bool) -> Tuple[int, 
     before = folder.lstat(name)
     if before is None:
         raise Missing()
-    kind = kind_of(before.st_mode)
-    if kind == LINK:
-        raise IsLink()
-    if kind != FILE:
-        raise NotRegular(kind)
+    if stat.S_ISLNK(before.st_mode):
+        raise problems.IsLink()
+    if not stat.S_ISREG(before.st_mode):
+        raise problems.NotRegular(problems.kind_of(before.st_mode))
     if refuse_hard_links and before.st_nlink > 1:
-        raise HardLinked()
+        raise problems.HardLinked()
     fd = folder.open_file(name, READ_FLAGS)
     try:
         after = os.fstat(fd)
         if not stat.S_ISREG(after.st_mode):
             raise OsFailure("changed")
         if refuse_hard_links and after.st_nlink > 1:
-            raise HardLinked()
+            raise problems.HardLinked()
         folder.confirm_file(fd, name)
     except BaseException:
         os.close(fd)
@@ -408,7 +332,7 @@ def write_temp(folder: Dir, data: bytes, mode: int, sync: bool = True) -> str:
         name = TEMP_PREFIX + secrets.token_hex(8)
         try:
             fd = folder.open_file(name, CREATE_FLAGS, FILE_MODE)
-        except Exists:
+        except problems.Exists:
             continue
         break
     else:  # pragma: no cover - 8 collisions of 64 random bits
@@ -458,7 +382,9 @@ def replace(folder: Dir, temp: str, name: str, expected: Optional[Identity] = No
 _AT_FDCWD = syscalls.AT_FDCWD
 _RENAME_NOREPLACE = syscalls.RENAME_NOREPLACE
 _renameat2 = syscalls.load_renameat2()
-_openat2 = syscalls.load_openat2(DIR_FLAGS & ~O_NOFOLLOW)
+
+
+_openat2 = syscalls.load_openat2(DIR_FLAGS & ~O_NOFOLLOW)  # None where missing: the walk goes name by name
 
 
 def rename_noreplace(src: Dir, src_name: str, dst: Dir, dst_name: str, is_dir: bool) -> None:
@@ -491,12 +417,12 @@ def _move(src: Dir, src_name: str, dst: Dir, dst_name: str, is_dir: bool) -> Non
             return
         code = ctypes.get_errno()
         if code not in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
-            raise _mapped(OSError(code, os.strerror(code)))
+            raise problem_of(OSError(code, os.strerror(code)))
     if not is_dir:
         try:
             os.link(src_path, dst_path, src_dir_fd=src_fd, dst_dir_fd=dst_fd, follow_symlinks=False)
         except FileExistsError:
-            raise Exists() from None
+            raise problems.Exists() from None
         except OSError as error:
             if error.errno not in (errno.EPERM, errno.EXDEV, errno.ENOTSUP, errno.EMLINK):
                 raise os_failure(error) from None
@@ -509,115 +435,15 @@ def _move(src: Dir, src_name: str, dst: Dir, dst_name: str, is_dir: bool) -> Non
                 raise os_failure(error) from None
             return
     if dst.lstat(dst_name) is not None:
-        raise Exists()
+        raise problems.Exists()
     try:
         os.rename(src_path, dst_path, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
     except OSError as error:
         raise os_failure(error) from None
 
 
-def scan(folder: Dir) -> List[Tuple[str, os.stat_result]]:
-    """Every name in an open folder with its lstat; names gone before their lstat are left out."""
-    found = []
-    try:
-        with folder.scandir() as entries:
-            for entry in entries:
-                with contextlib.suppress(OSError):
-                    found.append((entry.name, entry.stat(follow_symlinks=False)))
-    except OSError as error:
-        raise os_failure(error) from None
-    return found
-
-
-class Visit:
-    """A folder met by `descend`: open, `parts` below where the descent started, its entries."""
-
-    __slots__ = ("dir", "parts", "entries", "_below", "_identity")
-
-    def __init__(self, folder: Dir, parts: Tuple[str, ...], entries: List[Tuple[str, os.stat_result]]) -> None:
-        self.dir = folder
-        self.parts = parts
-        self.entries = entries
-        self._below = [name for name, info in reversed(entries) if stat.S_ISDIR(info.st_mode)]
-        self._identity: Identity = (0, 0)
-
-
-def descend(start: Dir, enter: Callable[[Tuple[str, ...], str], bool]) -> Generator[Visit, None, None]:
-    """Every folder below `start`, then `start`, each after the folders inside it, each open.
-
-    Iterative and at any depth: one descriptor is held at a time (plus `start`), and the way up is
-    through `..`, which must be the very folder (device, inode) entered on the way down and still
-    inside the root; if not (the tree was moved meanwhile), the descent stops (OsFailure or Escaped). Folders that
-    `enter(parts, name)` declines, links, and folders that cannot be opened are not entered. The
-    consumer may remove names in the folder it is given; it must not close it.
-    """
-    top = Visit(start, (), scan(start))
-    stack = [top]
-    try:
-        while stack:
-            here = stack[-1]
-            if here._below:
-                name = here._below.pop()
-                if not enter(here.parts, name):
-                    continue
-                try:
-                    child_dir = here.dir.open_dir(name)
-                except FsProblem:
-                    continue
-                try:
-                    child = Visit(child_dir, here.parts + (name,), scan(child_dir))
-                    child._identity = here.dir.identity()
-                except (FsProblem, OSError):
-                    child_dir.close()
-                    continue
-                if here is not top:
-                    here.dir.close()
-                stack.append(child)
-                continue
-            yield here
-            stack.pop()
-            if stack and stack[-1] is not top:
-                try:
-                    stack[-1].dir = here.dir.open_parent(here._identity)
-                except OSError as error:
-                    raise os_failure(error) from None
-                stack[-1].dir.confirm()  # the same folder, and still inside the root
-            if here is not top:
-                here.dir.close()
-    finally:
-        for visit in stack:
-            if visit is not top:
-                visit.dir.close()
-
-
-def remove(
-    folder: Dir, name: str, info: os.stat_result, keep: Optional[Callable[[os.stat_result], bool]] = None
-) -> None:
-    """Remove `name` (lstat'ed as `info`): a folder with all it holds, at any depth; a link itself.
-
-    `keep(info)` marks files that must not be removed (D-MODE): meeting one stops the removal with
-    OsFailure("protected"); what was removed before stays removed (folder deletes are not atomic).
-    """
-    try:
-        if stat.S_ISDIR(info.st_mode):
-            with folder.open_dir(name) as child:
-                for visit in descend(child, lambda parts, name: True):
-                    for entry, entry_info in visit.entries:
-                        if stat.S_ISDIR(entry_info.st_mode):
-                            visit.dir.rmdir(entry)
-                        elif keep is not None and keep(entry_info):
-                            raise OsFailure("protected")
-                        else:
-                            visit.dir.unlink(entry)
-            folder.rmdir(name)
-        else:
-            folder.unlink(name)
-    except OSError as error:
-        raise _mapped(error) from None
-
-
 def unlink_quietly(folder: Dir, name: str) -> None:
-    with contextlib.suppress(OSError, FsProblem):
+    with contextlib.suppress(OSError, problems.FsProblem):
         folder.unlink(name)
 
 

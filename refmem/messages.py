@@ -219,7 +219,7 @@ DURATION_FORMAT = "invalid duration {text!r}: use a number and a unit (s, m, h, 
 DURATION_NOT_POSITIVE = "invalid duration {text!r}: it must be longer than zero"
 
 
-# What `{reason}` says in `io_error` for each code a filesystem problem carries (kernel.OsFailure.code).
+# What `{reason}` says in `io_error` for each code a filesystem problem carries (problems.OsFailure.code).
 IO_REASONS: Dict[str, str] = {
     "no_space": "no space left on device",
     "io": "input/output error",

@@ -2,7 +2,7 @@
 
 Parsing is pure and strict: every location has exactly one accepted spelling (plus one optional
 trailing slash), and every spelling that could mean something else to some filesystem, decoder or
-normaliser along the way is refused rather than interpreted. The walk in `fs.py` then only ever sees
+normaliser along the way is refused rather than interpreted. The walk in `kernel.py` then only ever sees
 plain names, never separators, dots or escapes.
 """
 

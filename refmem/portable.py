@@ -13,21 +13,8 @@ import stat
 from typing import Iterator, Optional, Tuple
 
 from . import syscalls
-from .kernel import (
-    DIR_MODE,
-    FILE_MODE,
-    O_CLOEXEC,
-    O_DIRECTORY,
-    O_NOFOLLOW,
-    Escaped,
-    Identity,
-    Missing,
-    OsFailure,
-    _mapped,
-    identity,
-    inside,
-    os_failure,
-)
+from .kernel import DIR_MODE, FILE_MODE, O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, Identity, identity, inside
+from .problems import Escaped, Missing, OsFailure, os_failure, problem_of
 
 
 class PathDir:
@@ -80,13 +67,14 @@ class PathDir:
         parent = PathDir(os.path.dirname(self.path), self.jail, self.chain[:-1])
         if parent.identity() != expected:
             raise OsFailure("changed")
+        parent.confirm()  # and every folder above it is still the one entered
         return parent
 
     def open_file(self, name: str, flags: int, mode: int = FILE_MODE) -> int:
         try:
             return os.open(os.path.join(self.path, name), flags, mode)
         except OSError as error:
-            raise _mapped(error) from None
+            raise problem_of(error) from None
 
     def make_dir(self, name: str) -> bool:
         try:
@@ -94,7 +82,7 @@ class PathDir:
         except FileExistsError:
             return False
         except OSError as error:
-            raise _mapped(error) from None
+            raise problem_of(error) from None
         return True
 
     def unlink(self, name: str) -> None:

@@ -13,9 +13,10 @@ import stat
 import threading
 from typing import Callable, Iterator, List, NamedTuple, Optional, Tuple, Union
 
-from . import kernel
-from .kernel import DIR, FILE, Dir, FsProblem, Missing, OsFailure
+from . import kernel, problems, tree
+from .kernel import Dir
 from .paths import RESERVED_PREFIX, VirtualPath
+from .problems import DIR, FILE, FsProblem, Missing, OsFailure
 
 BOOKKEEPING_DIR = RESERVED_PREFIX  # `.refmem`: the handler's own folder, unreachable through commands
 LOCK_NAME = "lock"
@@ -57,14 +58,14 @@ class OpenFile:
             first = os.read(self.fd, size + 1)
             return first if len(first) <= size else first + b"".join(self.chunks())
         except OSError as error:
-            raise kernel.os_failure(error) from None
+            raise problems.os_failure(error) from None
 
     def chunks(self) -> Iterator[bytes]:
         while True:
             try:
                 chunk = os.read(self.fd, READ_CHUNK)
             except OSError as error:
-                raise kernel.os_failure(error) from None
+                raise problems.os_failure(error) from None
             if not chunk:
                 return
             yield chunk
@@ -177,7 +178,7 @@ class Root:
             return None
         if info is None or (path.trailing_slash and not stat.S_ISDIR(info.st_mode)):
             return None  # a trailing "/" names a folder: anything else is not there (ENOTDIR)
-        return Entry(kernel.kind_of(info.st_mode), info.st_size, info.st_nlink, info.st_mode)
+        return Entry(problems.kind_of(info.st_mode), info.st_size, info.st_nlink, info.st_mode)
 
     def open_regular(self, path: VirtualPath, refuse_hard_links: bool = True) -> OpenFile:
         """The regular file at `path`, open for reading (the caller closes it).
@@ -232,7 +233,7 @@ class Root:
                             break
                         batch.append((item.name, kind, size))
             except OSError as error:
-                raise kernel.os_failure(error) from None
+                raise problems.os_failure(error) from None
             batch.sort(key=lambda item: item[0])
             for name, kind, size in batch:
                 if len(found) >= cap:
@@ -260,7 +261,7 @@ class Root:
             def enter(parts: Tuple[str, ...], name: str) -> bool:
                 return len(parts) < max_depth
 
-            for visit in kernel.descend(top, enter):
+            for visit in tree.descend(top, enter):
                 for name, _info in visit.entries:
                     size = sum(len(part.encode("utf-8", "surrogateescape")) + 1 for part in visit.parts + (name,))
                     deepest = max(deepest, len(visit.parts) + 1)
@@ -310,7 +311,7 @@ class Root:
             if protected(info):
                 raise OsFailure("protected")
             try:
-                kernel.remove(folder, path.name, info, keep=protected)
+                tree.remove(folder, path.name, info, keep=protected)
             except OsFailure as problem:
                 if problem.code == "protected":
                     raise OsFailure("protected_inside") from None
@@ -363,7 +364,7 @@ class Root:
         try:
             with self.dir.walk((BOOKKEEPING_DIR,), create=True) as folder:
                 fd = folder.open_file(LOCK_NAME, flags, kernel.FILE_MODE)
-        except (kernel.ParentNotDir, kernel.IsLink, kernel.Escaped, Missing):
+        except (problems.ParentNotDir, problems.IsLink, problems.Escaped, Missing):
             raise OsFailure("bookkeeping") from None
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:

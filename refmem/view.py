@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 
 from . import text
-from .kernel import DIR
 from .limits import Limits
 from .messages import Result, render
+from .problems import DIR
 from .store import Listed
 
 DIR_SIZE = "4.0K"  # D-VIEW-DIR-SIZE

@@ -7,7 +7,7 @@ import errno
 import pytest
 from memory_support import Memory
 
-from refmem import kernel
+from refmem import kernel, problems
 from refmem.messages import IO_REASONS, render
 
 
@@ -33,7 +33,7 @@ def test_failed_rename_removes_the_folders_it_made(memory: Memory, monkeypatch: 
     before = memory.tree()
 
     def refuse(*args: object) -> None:
-        raise kernel.OsFailure("io")
+        raise problems.OsFailure("io")
 
     monkeypatch.setattr(kernel, "rename_noreplace", refuse)
     result = memory.run(command="rename", old_path="/memories/src.txt", new_path="/memories/n/m/dst.txt")

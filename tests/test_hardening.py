@@ -16,7 +16,7 @@ from typing import List
 
 import pytest
 
-from refmem import Limits, MemoryHandler, kernel
+from refmem import Limits, MemoryHandler, kernel, tree
 from refmem.expiry import prune, record_name
 
 CANARY = "CANARY-hardening-7f3a"
@@ -97,7 +97,7 @@ def test_delete_removes_a_tree_deeper_than_any_recursion(tmp_path: Path, portabl
     finally:  # never leave a tree deeper than pytest's own (recursive) clean-up can remove
         if (root / "d").exists():
             top = kernel.RootDir(root, create=False)
-            kernel.remove(top.top, "d", os.lstat(root / "d"))
+            tree.remove(top.top, "d", os.lstat(root / "d"))
             top.close()
 
 

@@ -15,10 +15,10 @@ import stat
 import sys
 from typing import Callable, Dict, Iterator, NamedTuple, Optional, Tuple
 
-from .. import kernel
-from ..kernel import FsProblem, Missing, OsFailure
+from .. import kernel, problems, tree
 from ..limits import DEFAULT_LIMITS, Limits
 from ..paths import ROOT, VirtualPath, is_addressable
+from ..problems import FsProblem, Missing, OsFailure
 from ..store import BOOKKEEPING_DIR, OpenFile, Root
 from . import paths
 
@@ -112,7 +112,7 @@ class Disk:
             return len(parts) + 2 <= max_depth and is_addressable(name, self.limits) and paths.enters(parts, name)
 
         with self.root.walk(()) as top:
-            for visit in kernel.descend(top, enter):
+            for visit in tree.descend(top, enter):
                 for name, info in visit.entries:
                     parts = visit.parts + (name,)
                     if (
@@ -148,7 +148,7 @@ class Disk:
                 try:
                     self.root.write_new(path, extend(b""))
                     return
-                except kernel.Exists:
+                except problems.Exists:
                     continue  # made by a writer that does not take the lock: edit it instead
             raise OsFailure("changed")
 
@@ -162,12 +162,12 @@ class Disk:
         with self.root.walk((BOOKKEEPING_DIR,), create=True) as folder:
             before = folder.lstat(INDEX_NAME)
             if before is not None and (not stat.S_ISREG(before.st_mode) or before.st_nlink != 1):
-                raise kernel.NotRegular(kernel.kind_of(before.st_mode))
+                raise problems.NotRegular(problems.kind_of(before.st_mode))
             fd = folder.open_file(INDEX_NAME, _INDEX_OPEN, kernel.FILE_MODE)
         try:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
-                raise kernel.NotRegular(kernel.kind_of(info.st_mode))
+                raise problems.NotRegular(problems.kind_of(info.st_mode))
             yield IndexHandle(fd, os.path.join(self.root.real, BOOKKEEPING_DIR, INDEX_NAME))
         finally:
             os.close(fd)

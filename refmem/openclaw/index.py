@@ -24,8 +24,8 @@ import sqlite3
 import threading
 from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
-from ..kernel import FsProblem
 from ..messages import IO_REASONS
+from ..problems import FsProblem
 from . import bm25, chunks, paths
 from .disk import Disk, FileState
 from .limits import OpenClawLimits

@@ -17,10 +17,10 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
-from ..kernel import FsProblem, NotRegular, ParentNotDir
 from ..limits import DEFAULT_LIMITS, Limits
 from ..messages import IO_REASONS, escape, is_unsafe_char
 from ..paths import VirtualPath
+from ..problems import FsProblem, NotRegular, ParentNotDir
 from ..store import Root, TooBig
 from ..text import is_crlf
 from . import inputs, paths, search
