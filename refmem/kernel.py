@@ -131,6 +131,19 @@ class FdDir:
     def identity(self) -> Identity:
         return identity(os.fstat(self.fd))
 
+    def reach(self, parts: Tuple[str, ...]) -> Optional[FdDir]:
+        """The folder `parts` (two names or more) names below this one, in one call where Linux has
+        openat2; None: go name by name. (One name needs no more than `open_dir`.)"""
+        openat2 = _openat2
+        return None if openat2 is None else _beneath(openat2, self, parts)
+
+    def removed(self) -> bool:
+        """This folder was deleted (no name left) since it was opened."""
+        try:
+            return os.fstat(self.fd).st_nlink == 0
+        except OSError as error:  # EBADF once closed
+            raise os_failure(error) from None
+
     def fsync(self) -> None:
         with contextlib.suppress(OSError):
             os.fsync(self.fd)
@@ -205,24 +218,15 @@ class RootDir:
             self.top = FdDir(self._fd, self.real, owned=False)
 
     def check_removed(self) -> None:
-        """OsFailure("root_removed") when the root was deleted since it was opened (or closed)."""
-        if self.portable:
-            if not os.path.isdir(self.real):
-                raise OsFailure("root_removed")
-            return
-        if self._fd is None:
-            raise OsFailure("os")
-        try:
-            removed = os.fstat(self._fd).st_nlink == 0
-        except OSError as error:
-            raise os_failure(error) from None
-        if removed:
+        """OsFailure("root_removed") when the root was deleted since it was opened (OsFailure once closed)."""
+        if self.top.removed():
             raise OsFailure("root_removed")
 
     def walk(
         self, parts: Tuple[str, ...], create: bool = False, made: Optional[List[int]] = None, check: bool = True
     ) -> Dir:
-        """Open the folder `parts` names, one name at a time; with `create`, make missing folders.
+        """Open the folder `parts` names: one call where it can, else one name at a time; with `create`,
+        make missing folders.
 
         The caller closes the result (`with`); for the root it is the lent `top`, which closing
         leaves open. Raises Missing for a path through a non-folder or a link (ParentNotDir when
@@ -232,12 +236,10 @@ class RootDir:
         """
         if check:
             self.check_removed()
-        openat2 = _openat2
-        if parts and not create and isinstance(self.top, FdDir):
-            if len(parts) == 1:  # one entry of the root, never a link: all that openat2 would check
-                return self.top.open_dir(parts[0])
-            if openat2 is not None:
-                return _beneath(openat2, self.top, parts)
+        if parts and not create:  # one name is one entry of the root, never a link: all openat2 would check
+            reached: Optional[Dir] = self.top.open_dir(parts[0]) if len(parts) == 1 else self.top.reach(parts)
+            if reached is not None:
+                return reached
         current = self.top
         try:
             for index, name in enumerate(parts):

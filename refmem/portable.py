@@ -103,6 +103,13 @@ class PathDir:
         except OSError as error:
             raise os_failure(error) from None
 
+    def reach(self, parts: Tuple[str, ...]) -> None:
+        """No one call reaches a folder here: the walk goes name by name, each step checked."""
+        return None
+
+    def removed(self) -> bool:
+        return not os.path.isdir(self.path)
+
     def fsync(self) -> None:
         with contextlib.suppress(OSError):
             fd = os.open(self.path, os.O_RDONLY | O_DIRECTORY)
