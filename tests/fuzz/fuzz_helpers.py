@@ -29,9 +29,11 @@ def harness(
     return HARNESSES[kind](options, tmp / "work")
 
 
-def atheris_run(target: str, findings: pathlib.Path, max_time: int, timeout: float) -> subprocess.CompletedProcess:
+def atheris_run(
+    target: str, findings: pathlib.Path, max_time: int, timeout: float, *options: str
+) -> subprocess.CompletedProcess:
     """`python -m refmem_fuzz.cli` with the atheris engine, stopping at the first finding, as a user would run it."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(HERE)]))
     command = [sys.executable, "-m", "refmem_fuzz.cli", "--target", target, "--plain-layout", "--engine", "atheris",
-               "--max-time", str(max_time), "--stop-on-first", "--findings", str(findings)]
+               "--max-time", str(max_time), "--stop-on-first", "--findings", str(findings), *options]
     return subprocess.run(command, env=env, cwd=findings, capture_output=True, text=True, timeout=timeout)

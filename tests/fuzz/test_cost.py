@@ -27,6 +27,9 @@ from refmem_fuzz import finding as finding_files
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 RUNS = 3000
 """Inputs each fixed-seed search may take; the seeds below find their backend in far fewer."""
+SLOW_STEP = 60.0
+"""The step timeout for the planted backends: on a slow or loaded machine their quadratic steps outlast the default
+5 s and would be cut off as hangs; they must run to the end to be measured (and found) as cost."""
 
 
 @pytest.fixture()
@@ -38,7 +41,8 @@ def scratch() -> Iterator[pathlib.Path]:
 
 
 def _cost_harness(work: pathlib.Path, target: str, findings: pathlib.Path) -> Harness:
-    options = Options(target=target, hostile=False, findings_dir=findings, engine="random", seed=1)
+    options = Options(target=target, hostile=False, findings_dir=findings, engine="random", seed=1,
+                      step_timeout=SLOW_STEP)
     return HARNESSES["sequence"](options, work / "work")
 
 
@@ -72,7 +76,7 @@ def test_the_cost_oracle_finds_planted_quadratic_work(tmp_path: pathlib.Path, sc
     loaded = finding_files.load(saved[0])
     assert loaded.commands == found.commands
     assert max(cost.input_chars(command) for command in loaded.commands) > 10_000
-    assert oracle in {v.oracle for v in replay(loaded).violations}
+    assert oracle in {v.oracle for v in replay(loaded, step_timeout=SLOW_STEP).violations}
     # The same commands on the reference cost a small part of the budget.
     on_reference = replay(loaded, "refmem")
     step = next(r for r in on_reference.costs if r["step"] == found.step)
@@ -82,7 +86,7 @@ def test_the_cost_oracle_finds_planted_quadratic_work(tmp_path: pathlib.Path, sc
 
 @pytest.mark.skipif(not engine_atheris.available(), reason="atheris is not installed")
 def test_the_atheris_engine_finds_planted_quadratic_work(tmp_path: pathlib.Path) -> None:
-    done = atheris_run(PREFIX_REFERENCE, tmp_path, max_time=90, timeout=240)
+    done = atheris_run(PREFIX_REFERENCE, tmp_path, 90, 240, "--step-timeout", str(SLOW_STEP))
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
     assert "FINDING cost:time:str_replace" in done.stdout
     assert list(tmp_path.glob("cost-time-str_replace-*.json"))
