@@ -132,8 +132,11 @@ class FdDir:
         return identity(os.fstat(self.fd))
 
     def reach(self, parts: Tuple[str, ...]) -> Optional[FdDir]:
-        """The folder `parts` (two names or more) names below this one, in one call where Linux has
-        openat2; None: go name by name. (One name needs no more than `open_dir`.)"""
+        """The folder `parts` names below this one in one call, or None: go name by name. One name is
+        one entry of this folder, never a link (`open_dir`): all that openat2 would check. More go
+        through openat2 where Linux has it."""
+        if len(parts) == 1:
+            return self.open_dir(parts[0])
         openat2 = _openat2
         return None if openat2 is None else _beneath(openat2, self, parts)
 
@@ -236,8 +239,8 @@ class RootDir:
         """
         if check:
             self.check_removed()
-        if parts and not create:  # one name is one entry of the root, never a link: all openat2 would check
-            reached: Optional[Dir] = self.top.open_dir(parts[0]) if len(parts) == 1 else self.top.reach(parts)
+        if parts and not create:
+            reached = self.top.reach(parts)
             if reached is not None:
                 return reached
         current = self.top
@@ -384,8 +387,6 @@ def replace(folder: Dir, temp: str, name: str, expected: Optional[Identity] = No
 _AT_FDCWD = syscalls.AT_FDCWD
 _RENAME_NOREPLACE = syscalls.RENAME_NOREPLACE
 _renameat2 = syscalls.load_renameat2()
-
-
 _openat2 = syscalls.load_openat2(DIR_FLAGS & ~O_NOFOLLOW)  # None where missing: the walk goes name by name
 
 

@@ -35,22 +35,15 @@ def _libc_function(name: str) -> Optional[Callable[..., int]]:
 def load_openat2(flags: int) -> Optional[Callable[[int, bytes], int]]:
     """`openat2(dir_fd, path, flags, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)`:
     a descriptor, or -1 with the reason in `ctypes.get_errno()`."""
-    if not sys.platform.startswith("linux"):
+    syscall = _libc_function("syscall")
+    if syscall is None:
         return None
-    try:
-        prototype = ctypes.CFUNCTYPE(
-            ctypes.c_long, ctypes.c_long, ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p, ctypes.c_size_t,
-            use_errno=True,
-        )
-        syscall = prototype(("syscall", ctypes.CDLL(None, use_errno=True)))
-    except (OSError, AttributeError):
-        return None
+    syscall.restype = ctypes.c_long  # type: ignore[attr-defined]
     how = _OpenHow(flags, 0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
-    address, size = ctypes.addressof(how), ctypes.sizeof(how)
+    pointer, size = ctypes.byref(how), ctypes.c_size_t(ctypes.sizeof(how))
 
     def openat2(dir_fd: int, path: bytes) -> int:
-        fd: int = syscall(_SYS_OPENAT2, dir_fd, path, address, size)
-        return fd
+        return int(syscall(ctypes.c_long(_SYS_OPENAT2), ctypes.c_int(dir_fd), ctypes.c_char_p(path), pointer, size))
 
     openat2.how = how  # type: ignore[attr-defined]  # kept alive as long as the callable
     probe = openat2(AT_FDCWD, b".")
