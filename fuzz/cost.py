@@ -52,6 +52,10 @@ MEMORY_PER_CHAR = 128.0
 """Peak heap growth per input character: a file of short lines as a list of strings is about 60."""
 CONFIRM_RUNS = 2
 """Re-runs a cost finding must survive (each breaking the same budget) before it is reported."""
+STALL = 1.5
+"""A machine that runs the calibration job this many times slower than it did at calibration is stalled (a busy
+neighbour, a throttled CPU): re-runs made then are judged against budgets scaled by that slowdown, since a stall
+lasting a few runs would otherwise confirm noise as a finding."""
 MEMORY_EVERY = 4
 """In process, every fourth sequence runs under tracemalloc for the memory budget (no time figure)."""
 CALIBRATION_CHARS = 1 << 16
@@ -187,14 +191,23 @@ def calibrate() -> float:
     steps are (the smaller of CPU and wall time). The least of a few rounds (noise only ever adds
     time); once per process."""
     if not _CALIBRATED:
-        text = "ab\n" * (CALIBRATION_CHARS // 3)
-        best = math.inf
-        for _ in range(CALIBRATION_ROUNDS):
-            cpu, wall = time.process_time(), time.perf_counter()
-            _linear_job(text)
-            best = min(best, time.process_time() - cpu, time.perf_counter() - wall)
-        _CALIBRATED.append(max(best, 1e-9) / len(text))
+        _CALIBRATED.append(_job_seconds_per_char(CALIBRATION_ROUNDS))
     return _CALIBRATED[0]
+
+
+def slowdown() -> float:
+    """How many times slower the calibration job runs now than at calibration (the least of two rounds)."""
+    return _job_seconds_per_char(2) / calibrate()
+
+
+def _job_seconds_per_char(rounds: int) -> float:
+    text = "ab\n" * (CALIBRATION_CHARS // 3)
+    best = math.inf
+    for _ in range(rounds):
+        cpu, wall = time.process_time(), time.perf_counter()
+        _linear_job(text)
+        best = min(best, time.process_time() - cpu, time.perf_counter() - wall)
+    return max(best, 1e-9) / len(text)
 
 
 _FOLDER_SECONDS: Dict[int, float] = {}

@@ -144,15 +144,25 @@ class SequenceHarness(Harness):
 
     def confirm(self, commands: List[Any], oracle: str, first: Optional[Report] = None) -> Optional[Report]:
         """A cost finding stands only if re-runs break the same budget again; noise rarely does twice.
+        On a stalled machine (cost.STALL) every run, the first included, is judged against budgets
+        scaled by the slowdown measured now.
 
         Returns the run that cost least (so the finding shows the smallest figure), or None.
         """
         runs: List[Report] = [first] if first is not None else []
-        for _ in range(cost.CONFIRM_RUNS + (first is None)):
-            again = self.run_measuring(commands, oracle.startswith("cost:memory:"))
-            if not again.has(oracle):
-                return None
-            runs.append(again)
+        budget = self.settings.budget
+        slowdown = cost.slowdown() if budget is not None else 1.0
+        if budget is not None and slowdown >= cost.STALL:
+            self.settings.budget = dataclasses.replace(budget, factor=budget.factor * slowdown)
+            runs = []
+        try:
+            for _ in range(cost.CONFIRM_RUNS + (not runs)):
+                again = self.run_measuring(commands, oracle.startswith("cost:memory:"))
+                if not again.has(oracle):
+                    return None
+                runs.append(again)
+        finally:
+            self.settings.budget = budget
         kept = min(runs, key=lambda run: _step_cost(run, oracle))
         kept.violations = [v for v in kept.violations if v.family != "cost" or v.oracle == oracle]
         kept.confirmed = [_step_cost(run, oracle) for run in runs]

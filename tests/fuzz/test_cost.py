@@ -84,6 +84,29 @@ def test_the_cost_oracle_finds_planted_quadratic_work(tmp_path: pathlib.Path, sc
     assert not [v for v in on_reference.violations if v.family == "cost"]
 
 
+def test_a_stalled_machine_does_not_confirm_a_cost_finding(
+    tmp_path: pathlib.Path, scratch: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Re-runs on a machine measured eight times slower than at calibration are judged against budgets
+    eight times larger: the planted quadratic step, a few times over its budget, is then no finding."""
+    fuzzer = _cost_harness(scratch, PREFIX_REFERENCE, tmp_path / "findings")
+    try:
+        engine_random.fuzz(fuzzer, max_time=None, max_runs=RUNS, seed=2, stop_on_first=True)
+        assert fuzzer.findings
+        found = fuzzer.findings[0]
+        assert found.cost is not None and min(found.cost["runs_over_budget"]) < 8 * found.cost["budget"]["seconds"]
+        monkeypatch.setattr(cost, "slowdown", lambda: 8.0)
+        assert fuzzer.confirm(found.commands, found.oracle) is None
+        assert fuzzer.settings.budget is not None and fuzzer.settings.budget.factor == 1.0  # put back
+    finally:
+        fuzzer.close()
+
+
+def test_slowdown_compares_the_calibration_job_now_with_then(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(cost, "_CALIBRATED", [cost._job_seconds_per_char(2) / 10])
+    assert cost.slowdown() > cost.STALL  # the job "was" ten times faster at calibration
+
+
 @pytest.mark.skipif(not engine_atheris.available(), reason="atheris is not installed")
 def test_the_atheris_engine_finds_planted_quadratic_work(tmp_path: pathlib.Path) -> None:
     done = atheris_run(PREFIX_REFERENCE, tmp_path, 90, 240, "--step-timeout", str(SLOW_STEP))
