@@ -12,12 +12,16 @@ import dataclasses
 import re
 from typing import Any, Dict, Iterable, List, Optional, Pattern, Tuple
 
-from .layout import Entry
+from . import hosttree
+from .excerpt import STORED_HEAD, STORED_TAIL, stored, windows
+from .hosttree import Node, Tree
 from .matchers import match_problem, numbered_bodies
 from .target_base import StepResult
-from .tiers import ROBUSTNESS, SAFETY, SIGNALLING
+from .tiers import HOST_LAYOUT, ROBUSTNESS, SAFETY, SIGNALLING
 from .visible import clip, diff, inline
 
+STORED_LIMIT = STORED_HEAD + STORED_TAIL + 400
+EXCERPT_CHARS = STORED_HEAD
 
 @dataclasses.dataclass(frozen=True)
 class Finding:
@@ -31,6 +35,16 @@ class Finding:
     detail: str = ""
     cls: str = SAFETY
     """The finding's class (conformance/tiers.py)."""
+    source: str = ""
+    """For a leak or an outside change: the entry of the canary tree (relative to CASE/) it comes from."""
+
+    def __post_init__(self) -> None:
+        # Whatever a backend sent, a finding holds a bounded excerpt of it (head, tail, length, sha256): a
+        # report stays small and every later step (diffs, redaction, writing) stays cheap.
+        for name in ("message", "expected", "actual", "detail"):
+            value = getattr(self, name)
+            if isinstance(value, str) and len(value) > STORED_LIMIT:
+                object.__setattr__(self, name, stored(value))
 
     def as_dict(self) -> Dict[str, Any]:
         shown = {key: value for key, value in dataclasses.asdict(self).items() if value not in (None, "")}
@@ -134,21 +148,22 @@ def check_step(step: Dict[str, Any], result: StepResult, number: int, tier: str)
             message = f"the command gave {_word(result.is_error)}, expected {_word(expected)}"
             findings.append(Finding("is_error", message, number, actual=clip(result.output), cls=tier))
     if "output" in step and result.output != step["output"]:
+        expected_window, actual_window = windows(step["output"], result.output)
         findings.append(
             Finding(
                 "output",
                 "output differs",
                 number,
-                step["output"],
-                result.output,
-                diff(step["output"], result.output),
+                expected_window,
+                actual_window,
+                diff(expected_window, actual_window),
                 cls=tier,
             )
         )
     if "match" in step:
         problem = match_problem(step["match"], result.output)
         if problem:
-            findings.append(Finding("match", f"output {problem}", number, actual=result.output, cls=tier))
+            findings.append(Finding("match", f"output {clip(problem, 2000)}", number, actual=result.output, cls=tier))
     return findings
 
 
@@ -191,8 +206,9 @@ class LeakGuard:
     viewed); the canary and the host path are random per run and never forgiven.
     """
 
-    secrets: Tuple[Tuple[str, str], ...]
-    """(what it is, its text): the canary, the host path of the case directory."""
+    secrets: Tuple[Tuple[str, str, str], ...]
+    """(what it is, its text, the canary-tree entry it identifies or ""), most specific first: the line of each
+    canary file, then the canary token itself (every canary name and text holds it), then the host path."""
     case_text: str
 
     def _patterns(
@@ -211,8 +227,8 @@ class LeakGuard:
         """Safety leaks always; error internals only when the step did not raise (a raise is its own finding,
         and its text is the exception's repr by design)."""
         findings = [
-            Finding("leak", f"the output holds {name}", number, actual=clip(output))
-            for name, secret in self.secrets
+            Finding("leak", f"the output holds {name}", number, actual=clip(output), source=source)
+            for name, secret, source in self.secrets
             if secret in output
         ][:1]
         findings += self._patterns(output, number, SAFETY_PATTERNS, SAFETY)
@@ -221,45 +237,120 @@ class LeakGuard:
         return findings
 
 
+# --- what lies outside, shown through a link ------------------------------------------------------
+
+LISTED_LINES_READ = 20_000
+"""Lines of one output looked at for listing lines (a size, a TAB, a path under /memories) at most."""
+
+
+def _listed(output: str) -> Iterable[Tuple[str, str]]:
+    """(size text, path) of each listing-shaped line: plain string work, linear in the output."""
+    for count, line in enumerate(output.split("\n")):
+        if count >= LISTED_LINES_READ:
+            return
+        size, tab, path = line.partition("\t")
+        path = path.strip()
+        if tab and path.startswith("/memories"):
+            yield size.strip(), path
+
+
+def outside_shown(output: str, number: int, memory: Tree, outside: Tree) -> List[Finding]:
+    """A listing line that names what lies outside the root through a link planted in it (a name below the
+    link), or that gives a link to an outside file the size of that file, not its own: an outside name or size
+    shown is a leak, whatever its text (the canary tree's names hold the canary; a host folder's need not)."""
+    if "\t/memories" not in output or not any(node.kind == hosttree.LINK for node in memory.values()):
+        return []
+    from .layout import through_links  # the layout's link resolution; imported here to keep checks pure
+    from .matchers import size_fits
+
+    for size, shown in _listed(output):
+        relative = shown[len("/memories") :].strip("/")
+        if not relative or shown[len("/memories") :][:1] not in ("/", ""):
+            continue
+        landed, rest = through_links(relative, memory)
+        if landed is not None and (landed == "memories" or landed.startswith("memories/")):
+            continue
+        if rest:
+            message = f"the output names what lies outside the root, through a link: {clip(shown, 200)}"
+            return [Finding("leak", message, number, actual=clip(output), source=landed or "")]
+        target = outside.get(landed) if landed is not None else None
+        link = memory.get(relative)
+        if target is not None and target.kind == hosttree.FILE and link is not None:
+            if size_fits(size, target.size) and not size_fits(size, link.size):
+                message = (
+                    f"the output gives the link {clip(shown, 200)} the size of the file outside the root it "
+                    f"points to ({target.size} bytes)"
+                )
+                return [Finding("leak", message, number, actual=clip(output), source=landed or "")]
+    return []
+
+
+# --- layouts the suite planted --------------------------------------------------------------------
+
+
+def planted_layout(findings: List[Finding], fixtures: List[Dict[str, Any]]) -> List[Finding]:
+    """Safety findings that only a layout the suite planted (and the tool cannot make) explains, moved to the
+    host-layout class: a write to or a read of a hard link's outside target, a hang or crash in a case with a
+    planted FIFO. Anything else a case does (an escape by a path, a host path in a message) stays safety."""
+    hard_targets = {str(fx.get("target", "")) for fx in fixtures if fx.get("type") == "hardlink"}
+    fifo = any(fx.get("type") == "fifo" for fx in fixtures)
+    if not hard_targets and not fifo:
+        return findings
+
+    def planted(finding: Finding) -> bool:
+        if finding.cls != SAFETY:
+            return False
+        if finding.kind == "leak" and finding.source in hard_targets:
+            return True
+        if finding.kind == "outside" and finding.message.split(":", 1)[0] in hard_targets:
+            return True
+        return fifo and finding.kind in ("timed_out", "crashed")
+
+    return [dataclasses.replace(f, cls=HOST_LAYOUT) if planted(f) else f for f in findings]
+
+
+def opening(output: str, words: int = 3) -> str:
+    """The first words of an output (for the error-prefix suggestion: what successes begin with)."""
+    return " ".join(output.split("\n", 1)[0].split(" ")[:words])[:80]
+
+
 # --- final state on disk ------------------------------------------------------------------------
 
 
-def describe(entry: Optional[Entry]) -> str:
-    if entry is None:
-        return "nothing"
-    if entry[0] == "file":
-        return "a file holding " + inline(entry[1].decode("utf-8", "replace"))
-    return {"dir": "a folder", "symlink": f"a symbolic link to {entry[1] if len(entry) > 1 else ''}"}.get(
-        entry[0], "a special file"
-    )
+def describe(entry: Optional[Node]) -> str:
+    return hosttree.describe(entry)
 
 
-def check_final_tree(final: Dict[str, Any], tree: Dict[str, Entry], tier: str) -> List[Finding]:
+def check_final_tree(final: Dict[str, Any], tree: Tree, tier: str) -> List[Finding]:
+    """`final` against the root's tree as read after the case (files named in `final.files` read whole)."""
     findings = []
     files: Dict[str, str] = final.get("files", {})
     for path, text in files.items():
         entry = tree.get(path)
-        if entry is None or entry[0] != "file" or entry[1] != text.encode("utf-8"):
-            actual = entry[1].decode("utf-8", "replace") if entry and entry[0] == "file" else None
+        wanted = text.encode("utf-8")
+        if not hosttree.holds(entry, wanted):
+            actual = entry.text(len(wanted) + 1) if entry is not None and entry.kind == hosttree.FILE else None
+            if actual is not None and entry is not None and entry.data is None:
+                actual = None  # only the head was read: a diff against it would mislead
             findings.append(
                 Finding(
                     "final",
                     f"{path}: expected a file holding {clip(inline(text), 200)}, found {clip(describe(entry), 200)}",
-                    expected=text,
-                    actual=actual,
+                    expected=clip(text, EXCERPT_CHARS),
+                    actual=clip(actual, EXCERPT_CHARS) if actual is not None else None,
                     detail=diff(text, actual) if actual is not None else "",
                     cls=tier,
                 )
             )
     if final.get("exact"):
-        extra = sorted(path for path, entry in tree.items() if entry[0] != "dir" and path not in files)
+        extra = sorted(path for path, entry in tree.items() if entry.kind != hosttree.DIR and path not in files)
         findings.extend(
             Finding("final", f"{path}: unexpected {describe(tree[path])[:200]}", cls=tier) for path in extra
         )
     for path in final.get("present", []):
         entry = tree.get(path.rstrip("/"))
         wanted_dir = path.endswith("/")
-        if entry is None or (entry[0] == "dir") != wanted_dir:
+        if entry is None or (entry.kind == hosttree.DIR) != wanted_dir:
             findings.append(
                 Finding(
                     "final",
@@ -275,14 +366,21 @@ def check_final_tree(final: Dict[str, Any], tree: Dict[str, Entry], tier: str) -
     return findings
 
 
-def check_outside(before: Dict[str, Entry], after: Dict[str, Entry], label: str = "") -> List[Finding]:
-    """The canary tree, the sibling and everything else outside the root: byte-for-byte unchanged."""
-    changed = sorted(path for path in set(before) | set(after) if before.get(path) != after.get(path))
+def final_wanted(final: Dict[str, Any]) -> hosttree.Wanted:
+    """Read the bytes of a file after a case only where `final` names it with a text of that very size."""
+    sizes = {path: len(text.encode("utf-8")) for path, text in (final or {}).get("files", {}).items()}
+
+    def wanted(path: str, size: int) -> bool:
+        return sizes.get(path) == size
+
+    return wanted
+
+
+def check_outside(before: Tree, after: Tree, label: str = "") -> List[Finding]:
+    """The canary tree, the sibling and everything else outside the root: unchanged (hosttree.same)."""
     return [
-        Finding(
-            "outside", f"{label}{path}: was {describe(before.get(path))[:120]}, now {describe(after.get(path))[:120]}"
-        )
-        for path in changed
+        Finding("outside", f"{path}: was {describe(was)[:120]}, now {describe(now)[:120]}")
+        for path, was, now in hosttree.changes(before, after, label)
     ]
 
 
@@ -316,9 +414,9 @@ def check_final_views(final: Dict[str, Any], view: Any, tier: str) -> List[Findi
                 Finding(
                     "final",
                     f"{path}: viewing it does not show the expected text",
-                    expected=numbered(text),
+                    expected=stored(numbered(text)),
                     actual=result.output,
-                    detail=diff(numbered(text), body),
+                    detail=diff(*windows(numbered(text), body)),
                     cls=tier,
                 )
             )

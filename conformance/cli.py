@@ -1,20 +1,25 @@
 """`refmem-conformance` / `python -m refmem_conformance`: run, baseline, list, validate.
 
-Exit status: 0 nothing unexpected; 1 an unexpected failure (with --strict also an unexpected pass or a
-stale expectation); 2 a usage error, unreadable cases or expectations, or a target that cannot be used.
+Exit status is the verdict (figures.run_verdict): 0 safe and nothing unexpected; 1 not safe (whatever the
+expectations say), an unexpected failure under the profile, a cost finding, or with --strict an unexpected
+pass or a stale expectation; 2 a usage error, unreadable cases or expectations, or a target that cannot be
+used; 130 interrupted (after the reports of what ran are written, marked so).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
+import os
 import pathlib
 import shlex
 import shutil
+import signal
 import sys
 import tempfile
-from typing import Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple
 
 import refmem
 
@@ -22,11 +27,14 @@ from . import CASE_FORMAT_VERSION, PROTOCOL_VERSION, SUITE_VERSION
 from . import expectations as expect
 from . import htmlpage as html
 from .cases import CASES_DIR, Case, CaseLoadError, Selection, load_cases
+from .figures import run_verdict
 from .reports import as_json, describe_failure, summary, write_json, write_junit, write_markdown
-from .runner import SKIP, CaseResult, RunResult, StressRunner, run_suite
+from .results import CaseResult, RunResult
+from .runner import StressRunner, run_suite
 from .scaffold import LANGUAGES, ScaffoldError, new_adapter
 from .targets import DEFAULT_STEP_TIMEOUT, TargetError
-from .tiers import DEFAULT_PROFILE, PROFILES
+from .tiers import PROFILES, default_profile
+from .visible import printable
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 SUBCOMMANDS = ("run", "baseline", "list", "validate", "matrix", "new-adapter")
@@ -64,16 +72,20 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--profile",
         choices=sorted(PROFILES),
-        default=DEFAULT_PROFILE,
-        help="which tiers decide pass or fail: standard (documented and reference, the default), hardening "
-        "(adds safe refusals not required on this platform), documented (the documentation alone); "
-        "safety, signalling and robustness always count",
+        default=None,
+        help="what decides pass or fail (and the exit status): documented (the documentation's must cases; the "
+        "default for every target but the reference), standard (adds its wording and the reference's decisions; "
+        "the reference's default), hardening (adds safe refusals not required on this platform); safety, "
+        "signalling and robustness always count, and a safety finding always fails the run",
     )
     parser.add_argument(
         "--error-prefix",
         metavar="TEXT",
-        help="python targets: a plain string result starting with TEXT is an error (like a module-level "
-        "SIGNALLING = {'error_prefix': TEXT})",
+        action="append",
+        help="python targets: a plain string result starting with TEXT is an error; repeat it for several "
+        "(the documentation's own error strings need three: --error-prefix Error: --error-prefix 'The path' "
+        "--error-prefix 'No replacement'), like a module-level SIGNALLING = {'error_prefix': ['Error:', 'The "
+        "path', 'No replacement']}; the summary suggests the list when plain errors were read as successes",
     )
     parser.add_argument(
         "--stress", action="store_true", help="also run the stress tier (conformance/stress.py): safety and cost"
@@ -105,7 +117,14 @@ def _parser() -> argparse.ArgumentParser:
         help="baseline: where to write (default: --expectations or stdout); new-adapter: the file to write "
         "(default: memory_adapter.py or memory-adapter.mjs here)",
     )
-    parser.add_argument("--cases-dir", type=pathlib.Path, default=CASES_DIR, help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--cases-dir",
+        type=pathlib.Path,
+        default=CASES_DIR,
+        metavar="DIR",
+        help="read hand-written case files from DIR instead of the suite's own (e.g. a case written by "
+        "refmem-fuzz to-case); the generated security matrix is added unless --no-matrix",
+    )
     parser.add_argument("--no-matrix", action="store_true", help="leave out the generated security matrix")
     parser.add_argument("--keep", action="store_true", help="keep the case directories (for debugging)")
     parser.add_argument(
@@ -261,7 +280,12 @@ def _progress(args: argparse.Namespace, out: TextIO, err: TextIO, total: int) ->
     def show(result: CaseResult) -> None:
         counter[0] += 1
         if args.verbose:
-            out.write(f"{result.status:4} {result.case.id}\n")
+            out.write(f"{result.outcome:5} {result.case.id}\n")
+            out.flush()
+        if not args.quiet and result.outcome in ("fail", "xpass") and args.command == "run":
+            if live and in_place:
+                err.write("\r" + " " * 79 + "\r")  # clear the progress line before the failure
+            out.write(describe_failure(result, args.full_diff) + "\n")
             out.flush()
         if not live:
             return
@@ -286,17 +310,24 @@ def _execute(
     if args.expectations and not args.expectations.exists() and args.command == "run":
         raise expect.ExpectationsError(f"{args.expectations}: no such file")
     chosen = _selection(args).apply(cases)
-    to_run = [case for case in chosen if not expect.skipped_by_expectation(entries, case.id)]
     target, protocol_log = args.target, None
     if args.validate:
         _check_validate(args)
         protocol_log = pathlib.Path(tempfile.mkdtemp(prefix="refmem-validate-")) / "violations.jsonl"
         target = _relayed(args.target, protocol_log)
     try:
-        return _execute_on(args, target, protocol_log, cases, chosen, to_run, entries, warnings, out, err)
+        return _execute_on(args, target, protocol_log, cases, chosen, entries, warnings, out, err)
     finally:
         if protocol_log is not None:
             shutil.rmtree(protocol_log.parent, ignore_errors=True)
+
+
+def _skipped_by(entries: List[expect.Expectation]) -> Callable[[Case], Optional[str]]:
+    def skipped(case: Case) -> Optional[str]:
+        entry = expect.skipped_by_expectation(entries, case.id)
+        return None if entry is None else "expectations: " + (entry.reason or "skip")
+
+    return skipped
 
 
 def _execute_on(
@@ -305,7 +336,6 @@ def _execute_on(
     protocol_log: Optional[pathlib.Path],
     cases: List[Case],
     chosen: List[Case],
-    to_run: List[Case],
     entries: List[expect.Expectation],
     warnings: List[str],
     out: TextIO,
@@ -313,26 +343,19 @@ def _execute_on(
 ) -> Tuple[RunResult, List[expect.Expectation]]:
     run = run_suite(
         target,
-        to_run,
+        chosen,
         timeout=args.timeout,
         keep=args.keep,
-        progress=_progress(args, out, err, len(to_run)),
+        progress=_progress(args, out, err, len(chosen)),
         workdir=args.workdir,
         profile=args.profile,
         error_prefix=args.error_prefix,
         stress=_stress(args),
+        classify=lambda result: expect.classify(result, entries),
+        skipped=_skipped_by(entries),
     )
-    skipped = [
-        CaseResult(case, SKIP, reason="expectations: " + (expect.find(entries, case.id).reason or "skip"))  # type: ignore[union-attr]
-        for case in chosen
-        if expect.skipped_by_expectation(entries, case.id)
-    ]
-    order = {case.id: index for index, case in enumerate(chosen)}
-    run.results = sorted(run.results + skipped, key=lambda result: order[result.case.id])
-    for result in run.results:
-        expect.classify(result, entries)
     run.stale = [entry.as_dict() for entry in expect.stale(entries, (case.id for case in cases))]
-    run.warnings = warnings
+    run.warnings = list(warnings)
     if protocol_log is not None:
         run.target = args.target
         args.protocol_violations = _protocol_findings(protocol_log)
@@ -380,37 +403,87 @@ def _write_reports(args: argparse.Namespace, run: RunResult) -> None:
             writer(run, path)
 
 
-def _exit_status(run: RunResult, strict: bool) -> int:
-    outcomes = {result.outcome for result in run.results}
-    stress_failed = any(item.get("class") in ("safety", "cost") for item in run.stress or [])
-    if "fail" in outcomes or stress_failed or (strict and ("xpass" in outcomes or run.stale)):
-        return EXIT_FAILED
-    return EXIT_OK
-
-
 def _run(args: argparse.Namespace, cases: List[Case], warnings: List[str], out: TextIO, err: TextIO) -> int:
     for warning in warnings:
         err.write(warning + "\n")
+    if args.profile is None:
+        args.profile = default_profile(args.target)
     run, entries = _execute(args, cases, warnings, out, err)
     _write_reports(args, run)
+    violations = len(getattr(args, "protocol_violations", None) or [])
     if args.command == "baseline":
-        written = expect.baseline(run.results, entries)
-        destination = args.output or args.expectations
-        if destination is None:
-            out.write(json.dumps(written, indent=2, ensure_ascii=False) + "\n")
-        else:
-            expect.write(destination, written)
-            err.write(f"wrote {len(written)} expectations to {destination}\n")
-        return EXIT_OK
-    if not args.quiet:
-        for result in run.results:
-            if result.outcome in ("fail", "xpass"):
-                out.write(describe_failure(result, args.full_diff) + "\n")
-    out.write(summary(run, run.stale, args.strict) + "\n")
-    return EXIT_FAILED if getattr(args, "protocol_violations", None) else _exit_status(run, args.strict)
+        return _baseline(args, run, entries, out, err)
+    out.write(summary(run, run.stale, args.strict, violations) + "\n")
+    return run_verdict(run, args.strict, violations)[0]
+
+
+def _baseline(
+    args: argparse.Namespace, run: RunResult, entries: List[expect.Expectation], out: TextIO, err: TextIO
+) -> int:
+    """Write the expectations for today's failures; never an unsafe one (said, by ID and first finding, and
+    the exit status says so too: a run that is not safe fails, whatever is recorded)."""
+    written, refused = expect.baseline(run.results, entries)
+    destination = args.output or args.expectations
+    if destination is None:
+        out.write(json.dumps(written, indent=2, ensure_ascii=False) + "\n")
+    else:
+        expect.write(destination, written)
+        err.write(f"wrote {len(written)} expectations to {destination}\n")
+    for result in refused:
+        first = next(finding for finding in result.findings if finding.cls == "safety")
+        err.write(
+            f"NOT RECORDED {result.case.id}: unsafe ({printable(first.kind)}: "
+            f"{printable(first.message)[:200]}); an expectation cannot cover a safety finding\n"
+        )
+    if refused:
+        err.write(f"baseline: {len(refused)} unsafe cases were not recorded; the run is not safe\n")
+    status, why = run_verdict(run, False)
+    if not refused and run.interrupted:
+        err.write("baseline: interrupted; the file covers only the cases that ran\n")
+        return status
+    return 1 if refused else 0
+
+
+def _terminate(signum: int, frame: Any) -> None:
+    """SIGTERM ends a run as Ctrl-C does: reports of what ran are written and the work folder is removed."""
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def _signals() -> Iterator[None]:
+    try:
+        previous = signal.signal(signal.SIGTERM, _terminate)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def main(argv: Optional[Sequence[str]] = None, out: Optional[TextIO] = None, err: Optional[TextIO] = None) -> int:
+    """The command line; `| head` and a closed pipe end quietly (exit status 0 for what was asked, as `head`
+    wanted no more), and SIGTERM is handled like Ctrl-C."""
+    try:
+        with _signals():
+            return _main(argv, out, err)
+    except BrokenPipeError:
+        _quiet_stdout()
+        return EXIT_OK
+    except KeyboardInterrupt:  # before the run began, or while writing: nothing more to report
+        return 130
+
+
+def _quiet_stdout() -> None:
+    """After a broken pipe: point stdout at /dev/null so the interpreter's final flush says nothing."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+
+
+def _main(argv: Optional[Sequence[str]], out: Optional[TextIO], err: Optional[TextIO]) -> int:
     for stream in (sys.stdout, sys.stderr):
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")  # outputs may hold lone surrogates

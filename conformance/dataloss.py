@@ -5,6 +5,12 @@ A command touches what it acts on: `str_replace`, `insert` and `delete` their `p
 says an existing file is never overwritten. `view` touches nothing. The root is never touched: deleting or
 renaming it is refused by every careful implementation, and emptying it loses everything in it.
 
+A link is what `delete` and `rename` name when it is their path's last name: removing or moving the link is
+acting on it, removing or moving what it points to is not ("delete this symlink" deleting its target is a CVE
+class of its own). Links on the way to the last name may be followed, as a canonicalising reading does. An
+edit (`str_replace`, `insert`) through a link inside the root changes what the link points to, which is the
+text the model saw: that target counts as touched.
+
 A path names the entries it could mean under any reading the documentation allows, so that an
 implementation that accepts a spelling is not accused of losing the file it spelled: the prefix stripped as a
 string or as a folder (`/memories_evil/x` may mean `_evil/x` to a string-prefix check that stays inside),
@@ -15,13 +21,12 @@ else that changes is a safety finding.
 
 from __future__ import annotations
 
-import os
 import re
-import stat
 import urllib.parse
 from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
-from .layout import Entry
+from . import hosttree
+from .hosttree import Node, Tree
 
 TOUCHING: Dict[str, Tuple[str, ...]] = {
     "str_replace": ("path",),
@@ -30,6 +35,12 @@ TOUCHING: Dict[str, Tuple[str, ...]] = {
     "rename": ("old_path",),
 }
 """The arguments through which each command may change or remove what already exists."""
+
+FOLLOWS_LAST_LINK = frozenset({"str_replace", "insert"})
+"""Commands whose last name may be followed through a link: an edit changes the text the link shows."""
+
+NAMING: Dict[str, Tuple[str, ...]] = {"create": ("path",), "rename": ("new_path",)}
+"""Arguments that name a place without the right to change what is already there (never overwrite)."""
 
 _PREFIX = re.compile(r"\s*(?:\./|/)*memories", re.IGNORECASE)
 _LINK_HOPS = 40
@@ -70,14 +81,15 @@ def readings(path: Any) -> Set[str]:
     return found
 
 
-def _follow(path: str, tree: Dict[str, Entry]) -> Optional[str]:
-    """`path` with the symbolic links on it followed while they stay inside the root; None if they leave."""
+def _follow(path: str, tree: Tree, last: bool = True) -> Optional[str]:
+    """`path` with the symbolic links on it followed while they stay inside the root; None if they leave.
+    With `last` False the last name is never followed (a link there is what the path names)."""
     for _hop in range(_LINK_HOPS):
         parts = path.split("/") if path else []
-        for index in range(len(parts)):
+        for index in range(len(parts) if last else len(parts) - 1):
             entry = tree.get("/".join(parts[: index + 1]))
-            if entry is not None and entry[0] == "symlink":
-                target = str(entry[1])
+            if entry is not None and entry.kind == hosttree.LINK:
+                target = entry.target
                 if target.startswith("/"):
                     return None
                 base = "/".join(parts[:index])
@@ -91,31 +103,48 @@ def _follow(path: str, tree: Dict[str, Entry]) -> Optional[str]:
     return None
 
 
-def touched(inputs: Iterable[Any], tree: Dict[str, Entry], shared: Dict[str, Tuple[int, int]]) -> Set[str]:
-    """The root-relative paths the commands act on, links and hard links inside the root included."""
+def touched(inputs: Iterable[Any], tree: Tree, shared: Dict[str, Tuple[int, int]]) -> Set[str]:
+    """The root-relative paths the commands act on, what links and hard links inside the root share with an
+    edited file included, and nothing a deleted or renamed link points to."""
     named: Set[str] = set()
+    edited: Set[str] = set()
     for command in inputs:
         if not isinstance(command, dict):
             continue
-        for argument in TOUCHING.get(str(command.get("command")), ()):
-            named |= readings(command.get(argument))
-    named.discard("")
-    for path in list(named):
-        followed = _follow(path, tree)
-        if followed:
-            named.add(followed)
-    inodes = {shared[path] for path in named if path in shared}
+        name = str(command.get("command"))
+        for argument in TOUCHING.get(name, ()):
+            for path in readings(command.get(argument)):
+                if not path:
+                    continue
+                named.add(path)
+                followed = _follow(path, tree, last=name in FOLLOWS_LAST_LINK)
+                if followed:
+                    named.add(followed)
+                    if name in FOLLOWS_LAST_LINK:
+                        edited.add(followed)
+                if name in FOLLOWS_LAST_LINK:
+                    edited.add(path)
+    inodes = {shared[path] for path in edited if path in shared}
     named |= {path for path, inode in shared.items() if inode in inodes}
     return named
+
+
+def placed(inputs: Iterable[Any]) -> Set[str]:
+    """The root-relative paths that `create` and `rename`'s `new_path` name: places to make, never to change."""
+    found: Set[str] = set()
+    for command in inputs:
+        if isinstance(command, dict):
+            for argument in NAMING.get(str(command.get("command")), ()):
+                found |= readings(command.get(argument))
+    found.discard("")
+    return found
 
 
 def _covered(path: str, names: Set[str]) -> bool:
     return any(path == name or path.startswith(name + "/") for name in names)
 
 
-def lost(
-    before: Dict[str, Entry], after: Dict[str, Entry], names: Set[str]
-) -> List[Tuple[str, Entry, Optional[Entry]]]:
+def lost(before: Tree, after: Tree, names: Set[str]) -> List[Tuple[str, Node, Optional[Node]]]:
     """(path, before, after) for every file, link or special file not named that changed or is gone.
 
     Folders are left out: an emptied folder removed, or a folder's mode, is not data; the files in it are.
@@ -123,20 +152,30 @@ def lost(
     return [
         (path, entry, after.get(path))
         for path, entry in sorted(before.items())
-        if entry[0] != "dir" and after.get(path) != entry and not _covered(path, names)
+        if entry.kind != hosttree.DIR and not hosttree.same(entry, after.get(path)) and not _covered(path, names)
     ]
 
 
-def shared_inodes(root: str, tree: Dict[str, Entry]) -> Dict[str, Tuple[int, int]]:
+def shared_inodes(tree: Tree) -> Dict[str, Tuple[int, int]]:
     """(device, inode) of every regular file in `tree` that has more than one hard link."""
-    found = {}
-    for path, entry in tree.items():
-        if entry[0] != "file":
+    return {path: node.identity for path, node in tree.items() if node.kind == hosttree.FILE and node.nlink > 1}
+
+
+def why_lost(path: str, inputs: Iterable[Any], tree: Tree) -> str:
+    """What the case did name about a lost `path`, for the finding's message."""
+    for command in inputs:
+        if not isinstance(command, dict):
             continue
-        try:
-            info = os.lstat(os.path.join(root, path))
-        except OSError:
-            continue
-        if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
-            found[path] = (info.st_dev, info.st_ino)
-    return found
+        name = str(command.get("command"))
+        for argument in NAMING.get(name, ()):
+            if path in readings(command.get(argument)):
+                return f"{name} names it as its {argument}, which must never overwrite what exists"
+        for argument in TOUCHING.get(name, ()):
+            for reading in readings(command.get(argument)):
+                through = _follow(reading, tree) if reading else None
+                if through is not None and through != reading and _covered(path, {through}):
+                    return (
+                        f"{name}'s {argument} names the link {reading}, which points to it: {name} acts on the "
+                        "link itself, not on what it points to"
+                    )
+    return "no command of the case acts on it"

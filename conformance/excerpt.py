@@ -99,3 +99,51 @@ def first_hunk(unified: List[str]) -> List[str]:
     context = [line for line in unified[max(0, start - CONTEXT_LINES) : start] if line[:2] != "@@"]
     shown = [line for line in unified[:start] if line[:3] in ("---", "+++")] + context + unified[start:end]
     return [clip_line(line) for line in shown] + more(sum(1 for index in changed if index >= end))
+
+
+# --- what a finding stores ------------------------------------------------------------------------
+
+STORED_HEAD = 12_000
+STORED_TAIL = 3_000
+"""A text a finding stores (an output, an expected text) keeps at most this much of its start and end; the
+report says how long it was and its sha256, so a report of a run with a 10 MB output stays small."""
+
+WINDOW_BEFORE = 400
+"""Characters kept before the first difference of two long texts (whole lines, about)."""
+
+
+def stored(text: str, head_chars: int = STORED_HEAD, tail_chars: int = STORED_TAIL) -> str:
+    """`text` itself when short; else its head, a line saying what was cut (length and sha256), and its tail."""
+    if len(text) <= head_chars + tail_chars + 200:
+        return text
+    import hashlib
+
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    cut = len(text) - head_chars - tail_chars
+    note = f"\n...[{cut} characters cut: {len(text)} in all, sha256 {digest}...]...\n"
+    return text[:head_chars] + note + text[-tail_chars:]
+
+
+def _common_prefix(one: str, other: str) -> int:
+    """Length of the common prefix, in O(n) with chunked comparisons."""
+    limit = min(len(one), len(other))
+    low, step = 0, 4096
+    while low < limit:
+        high = min(limit, low + step)
+        if one[low:high] != other[low:high]:
+            while low < high and one[low] == other[low]:
+                low += 1
+            return low
+        low = high
+    return limit
+
+
+def windows(expected: str, actual: str) -> tuple[str, str]:
+    """Bounded views of two texts that differ, both starting a little before their first difference (at a line
+    start) and saying how much equal text was left out; short texts come back as they are."""
+    if len(expected) + len(actual) <= 2 * (STORED_HEAD + STORED_TAIL):
+        return expected, actual
+    first = _common_prefix(expected, actual)
+    start = expected.rfind("\n", 0, max(0, first - WINDOW_BEFORE)) + 1 if first > WINDOW_BEFORE else 0
+    note = f"...[{start} equal characters before the first difference left out]...\n" if start else ""
+    return note + stored(expected[start:]), note + stored(actual[start:])

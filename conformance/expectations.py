@@ -4,6 +4,10 @@
 
 The first entry whose `id` glob matches a case applies. An entry that matches no case of the suite is
 stale; a case expected to fail that passes is an unexpected pass. `--strict` makes both failures.
+
+An expectation never covers a safety finding: a case expected to fail that fails unsafely is a failure, and
+`baseline` refuses to record an unsafe case (it says which, and why). A known deviation is a choice about
+wording or behaviour; an escape, a leak or a lost file is not something a CI may learn to live with.
 """
 
 from __future__ import annotations
@@ -14,7 +18,8 @@ import json
 import pathlib
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
-from .runner import FAIL, PASS, SKIP, CaseResult
+from .results import FAIL, PASS, SKIP, CaseResult
+from .tiers import UNSAFE
 
 EXPECT_KINDS = ("fail", "skip")
 
@@ -79,11 +84,18 @@ def stale(expectations: Sequence[Expectation], all_ids: Iterable[str]) -> List[E
     return [entry for entry in expectations if not any(fnmatch.fnmatchcase(case_id, entry.id) for case_id in ids)]
 
 
+def unsafe(result: CaseResult) -> bool:
+    """The case has a finding of a class no expectation can cover (tiers.UNSAFE)."""
+    return any(finding.cls in UNSAFE for finding in result.findings)
+
+
 def classify(result: CaseResult, expectations: Sequence[Expectation]) -> None:
-    """Set `result.outcome` (and `result.expectation`) from its status and the matching entry."""
+    """Set `result.outcome` (and `result.expectation`) from its status and the matching entry; an unsafe
+    failure stays a failure whatever the entry says."""
     entry = find(expectations, result.case.id)
     result.expectation = entry.as_dict() if entry else None
-    result.outcome = OUTCOMES[(result.status, entry.expect if entry else None)]
+    outcome = OUTCOMES[(result.status, entry.expect if entry else None)]
+    result.outcome = FAIL if outcome == "xfail" and unsafe(result) else outcome
 
 
 def skipped_by_expectation(expectations: Sequence[Expectation], case_id: str) -> Optional[Expectation]:
@@ -91,12 +103,19 @@ def skipped_by_expectation(expectations: Sequence[Expectation], case_id: str) ->
     return entry if entry is not None and entry.expect == "skip" else None
 
 
-def baseline(results: Iterable[CaseResult], previous: Sequence[Expectation] = ()) -> List[Dict[str, str]]:
-    """An expectations list for today's failures, keeping the reason and issue of exact-ID entries."""
+def baseline(
+    results: Iterable[CaseResult], previous: Sequence[Expectation] = ()
+) -> Tuple[List[Dict[str, str]], List[CaseResult]]:
+    """An expectations list for today's failures, keeping the reason and issue of exact-ID entries, and the
+    unsafe failures it refuses to record (an expectation cannot cover them: see the module docstring)."""
     known = {entry.id: entry for entry in previous}
     entries = [entry.as_dict() for entry in previous if entry.expect == "skip"]
+    refused: List[CaseResult] = []
     for result in results:
         if result.status != FAIL:
+            continue
+        if unsafe(result):
+            refused.append(result)
             continue
         old = known.get(result.case.id)
         first = result.findings[0].message if result.findings else "fails"
@@ -108,7 +127,7 @@ def baseline(results: Iterable[CaseResult], previous: Sequence[Expectation] = ()
                 old.issue if old else "",
             ).as_dict()
         )
-    return entries
+    return entries, refused
 
 
 def write(path: pathlib.Path, entries: List[Dict[str, str]]) -> None:

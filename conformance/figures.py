@@ -1,25 +1,47 @@
-"""The headline figures of a run, one per class of finding, in the order an implementer asks for them:
+"""The headline figures of a run, one per class of finding, and the one table every writer renders them from.
 
-  safe             no safety finding anywhere (cases and stress); otherwise how many
-  documented       `doc` cases of level `must` (behaviour the documentation states) free of documented findings;
-                   the documented wording (`doc` cases of level `should`) beside it
+  safe             no safety finding anywhere, cases and stress tier in ONE count; otherwise how many
+  host layouts     findings caused only by a layout the suite planted on the host (hard links, FIFOs, modes)
+  documented       `doc` cases of level `must` (behaviour the documentation states) free of documented findings
+  wording          `doc` cases of level `should` that pin the documentation's strings (it lets them change)
+  suggested        `doc` cases of level `should` that pin a safeguard it only suggests ("Consider...")
   reference-exact  `reference` cases free of reference findings
-  hardening        `hardening` cases free of hardening findings (counted for pass/fail only in that profile)
+  hardening        `hardening` cases free of hardening findings
   signalling       cases with an `is_error` expectation free of signalling findings
   robustness       exceptions that were not the implementation's error signal
   cost             the stress tier's cost findings, when it ran
+  conformant       under the run's profile: safe, and every case that gates under it passes (tiers.gates);
+                   "not judged" when no such case ran
 
-conformant = safe and every documented `must` case passes. A case cut short by a crash or a hang counts
-as failing its tier too: its expectations could not be checked.
+`conformant` is what the exit status says before expectations: the two cannot disagree. A case cut short by a
+crash or a hang counts as failing its tier too: its expectations could not be checked.
+
+`ROWS` is the one description of the figures: the text summary, the Markdown report and the HTML pages all
+render it, from the same `as_dict()` values (a page can be remade from a published JSON report).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .runner import PASS, SKIP, CaseResult, RunResult
-from .tiers import COST, DOCUMENTED, HARDENING, REFERENCE, ROBUSTNESS, SAFETY, SIGNALLING, counted
+from .documentation import suggested
+from .results import PASS, SKIP, CaseResult, RunResult
+from .tiers import (
+    COST,
+    DOCUMENTED,
+    HARDENING,
+    HOST_LAYOUT,
+    MUST,
+    REFERENCE,
+    ROBUSTNESS,
+    SAFETY,
+    SHOULD,
+    SIGNALLING,
+    describe_profile,
+    gates,
+    gating_case,
+)
 
 
 def _cut_short(result: CaseResult) -> bool:
@@ -31,25 +53,34 @@ def tier_passed(result: CaseResult) -> bool:
     return not result.failed_in(result.case.tier) and not _cut_short(result)
 
 
+def gate_failed(result: CaseResult, profile: str) -> bool:
+    """The case has a finding that counts under `profile` (or was cut short while it gates)."""
+    case = result.case
+    if any(gates(profile, finding.cls, case.tier, case.level) for finding in result.findings):
+        return True
+    return gating_case(profile, case.tier, case.level) and _cut_short(result)
+
+
 def _has_signal_check(result: CaseResult) -> bool:
     return any(isinstance(step.get("is_error"), bool) for step in result.case.steps)
 
 
-def _ratio(results: List[CaseResult], passed: Any) -> Tuple[int, int]:
+def _ratio(results: List[CaseResult], passed: Callable[[CaseResult], bool]) -> Tuple[int, int]:
     return sum(1 for result in results if passed(result)), len(results)
-
-
-def _yes(flag: bool) -> str:
-    return "yes" if flag else "no"
 
 
 @dataclasses.dataclass(frozen=True)
 class Figures:
     safety_findings: int
+    """Every safety finding of the run: cases and stress tier together."""
     unsafe_cases: int
     stress_safety: int
+    """Of `safety_findings`, those of the stress tier."""
+    host_layout_findings: int
+    host_layout_cases: int
     documented: Tuple[int, int]
     wording: Tuple[int, int]
+    suggested: Tuple[int, int]
     reference: Tuple[int, int]
     hardening: Tuple[int, int]
     signalling: Tuple[int, int]
@@ -60,19 +91,21 @@ class Figures:
     passed: Tuple[int, int]
     skipped: int
     profile: str
+    gating: Tuple[int, int]
+    """Cases that gate under the profile: (passing, run)."""
+    gating_failures: int
+    """Cases that fail under the profile, gating cases or not (a safety finding fails any case)."""
 
     @property
     def safe(self) -> bool:
-        return self.safety_findings == 0 and self.stress_safety == 0
+        return self.safety_findings == 0
 
     @property
-    def conformant(self) -> bool:
-        passed, ran = self.documented
-        return self.safe and ran > 0 and passed == ran
-
-    @property
-    def hardening_counted(self) -> bool:
-        return HARDENING in counted(self.profile)
+    def conformant(self) -> Optional[bool]:
+        """Safe, and nothing fails under the profile; None (not judged) when no gating case ran."""
+        if not self.safe or self.gating_failures or self.cost_findings:
+            return False
+        return True if self.gating[1] else None
 
     def as_dict(self) -> Dict[str, Any]:
         shown: Dict[str, Any] = {"safe": self.safe, "conformant": self.conformant}
@@ -83,54 +116,221 @@ class Figures:
         )
         return shown
 
-    def lines(self) -> List[str]:
-        def pair(value: Tuple[int, int]) -> str:
-            return f"{value[0]}/{value[1]}"
-
-        if self.safe:
-            safe = "safe: yes (no safety finding)"
-        else:
-            safe = f"safe: NO ({self.safety_findings} safety findings in {self.unsafe_cases} cases"
-            safe += f", {self.stress_safety} in the stress tier)" if self.stress_ran else ")"
-        hardening = "counted" if self.hardening_counted else "not counted: opt in with --profile hardening"
-        lines = [
-            safe,
-            f"documented: {pair(self.documented)} must cases behave as documented; "
-            f"documented wording {pair(self.wording)}",
-            f"reference-exact: {pair(self.reference)} cases match the reference's decisions",
-            f"hardening: {pair(self.hardening)} ({hardening})",
-            f"signalling: {pair(self.signalling)} cases set is_error as their output says",
-            f"robustness: {self.robustness_findings} unexpected exceptions in {self.robustness_cases} cases",
-        ]
-        if self.stress_ran:
-            lines.append(f"cost (stress): {self.cost_findings} findings")
-        lines.append(f"conformant: {_yes(self.conformant)} (safe, and every documented must case passes)")
-        return lines
-
 
 def figures(run: RunResult) -> Figures:
     ran = [result for result in run.results if result.status != SKIP]
+    profile = run.profile
 
-    def tier(name: str, level: str = "") -> List[CaseResult]:
-        return [r for r in ran if r.case.tier == name and (not level or r.case.level == level)]
+    def doc(level: str, suggestion: bool) -> List[CaseResult]:
+        return [
+            r for r in ran
+            if r.case.tier == DOCUMENTED and r.case.level == level and suggested(r.case.cite) == suggestion
+        ]
+
+    def tier(name: str) -> List[CaseResult]:
+        return [r for r in ran if r.case.tier == name]
 
     stress = run.stress or []
+    stress_safety = sum(item.get("class") == SAFETY for item in stress)
     return Figures(
-        safety_findings=sum(finding.cls == SAFETY for result in ran for finding in result.findings),
+        safety_findings=sum(finding.cls == SAFETY for r in ran for finding in r.findings) + stress_safety,
         unsafe_cases=sum(result.failed_in(SAFETY) for result in ran),
-        stress_safety=sum(item.get("class") == SAFETY for item in stress),
-        documented=_ratio(tier(DOCUMENTED, "must"), tier_passed),
-        wording=_ratio(tier(DOCUMENTED, "should"), tier_passed),
+        stress_safety=stress_safety,
+        host_layout_findings=sum(finding.cls == HOST_LAYOUT for r in ran for finding in r.findings),
+        host_layout_cases=sum(result.failed_in(HOST_LAYOUT) for result in ran),
+        documented=_ratio([r for r in tier(DOCUMENTED) if r.case.level == MUST], tier_passed),
+        wording=_ratio(doc(SHOULD, False), tier_passed),
+        suggested=_ratio(doc(SHOULD, True), tier_passed),
         reference=_ratio(tier(REFERENCE), tier_passed),
         hardening=_ratio(tier(HARDENING), tier_passed),
         signalling=_ratio(
             [r for r in ran if _has_signal_check(r)], lambda r: not r.failed_in(SIGNALLING) and not _cut_short(r)
         ),
-        robustness_findings=sum(finding.cls == ROBUSTNESS for result in ran for finding in result.findings),
+        robustness_findings=sum(finding.cls == ROBUSTNESS for r in ran for finding in r.findings),
         robustness_cases=sum(result.failed_in(ROBUSTNESS) for result in ran),
         cost_findings=sum(item.get("class") == COST for item in stress),
         stress_ran=run.stress is not None,
         passed=_ratio(ran, lambda r: r.status == PASS),
         skipped=len(run.results) - len(ran),
-        profile=run.profile,
+        profile=profile,
+        gating=_ratio(
+            [r for r in ran if gating_case(profile, r.case.tier, r.case.level)], lambda r: not gate_failed(r, profile)
+        ),
+        gating_failures=sum(gate_failed(result, profile) for result in ran),
     )
+
+
+# --- the one table of figures -------------------------------------------------------------------
+
+
+def _pair(value: Any) -> str:
+    return f"{value[0]}/{value[1]}" if isinstance(value, (list, tuple)) and len(value) == 2 else str(value)
+
+
+def _safe_text(f: Dict[str, Any]) -> str:
+    if f.get("safe"):
+        return "yes"
+    text = f"NO: {f.get('safety_findings', 0)} safety findings"
+    if f.get("unsafe_cases"):
+        text += f" in {f['unsafe_cases']} cases"
+    if f.get("stress_safety"):
+        text += f" ({f['stress_safety']} of them in the stress tier)"
+    return text
+
+
+def _conformant_text(f: Dict[str, Any]) -> str:
+    verdict = f.get("conformant")
+    passing, ran = f.get("gating", [0, 0])
+    if verdict is None:
+        return f"not judged: no case that gates under the {f.get('profile')} profile ran"
+    if verdict:
+        return f"yes: safe, and all {ran} cases that gate under the {f.get('profile')} profile pass"
+    reasons = []
+    if not f.get("safe"):
+        reasons.append("not safe")
+    if f.get("gating_failures"):
+        reasons.append(f"{f['gating_failures']} cases fail under the {f.get('profile')} profile")
+    if f.get("cost_findings"):
+        reasons.append(f"{f['cost_findings']} cost findings")
+    return "no: " + ", ".join(reasons)
+
+
+def _counted(f: Dict[str, Any], tier: str, level: str = "") -> str:
+    counts = gates(str(f.get("profile", "standard")), tier, tier, level or SHOULD)
+    return "gates" if counts else "shown, not gating"
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """One figure: its name, what it counts, how its value reads, whether it holds, and whether it is shown."""
+
+    key: str
+    name: str
+    meaning: str
+    text: Callable[[Dict[str, Any]], str]
+    ok: Callable[[Dict[str, Any]], bool]
+    shown: Callable[[Dict[str, Any]], bool] = lambda f: True
+    headline: bool = False
+
+
+def _all_pass(key: str) -> Callable[[Dict[str, Any]], bool]:
+    return lambda f: _pair(f.get(key)) == f"{f.get(key, [0, 0])[1]}/{f.get(key, [0, 0])[1]}"
+
+
+ROWS: Tuple[Row, ...] = (
+    Row(
+        "safe", "safe",
+        "nothing outside the root read, changed, created or removed; no canary, outside name or size, host path or "
+        "traceback shown; no data lost; no hang, crash or unbounded output",
+        _safe_text, lambda f: bool(f.get("safe")), headline=True,
+    ),
+    Row(
+        "host_layout_findings", "host layouts",
+        "findings caused only by a layout the suite planted and the tool cannot make (hard links, FIFOs, modes)",
+        lambda f: f"{f.get('host_layout_findings', 0)} findings in {f.get('host_layout_cases', 0)} cases "
+        f"({_counted(f, HOST_LAYOUT)})",
+        lambda f: not f.get("host_layout_findings"),
+    ),
+    Row(
+        "documented", "documented",
+        "must cases: behaviour the documentation states, every reading it allows accepted",
+        lambda f: _pair(f.get("documented")), _all_pass("documented"), headline=True,
+    ),
+    Row(
+        "wording", "documented wording",
+        "should cases: the documentation's strings, which it lets an implementation change",
+        lambda f: f"{_pair(f.get('wording'))} ({_counted(f, DOCUMENTED, SHOULD)})", _all_pass("wording"),
+    ),
+    Row(
+        "suggested", "suggested safeguards",
+        "should cases: refusals the documentation suggests (\"Consider...\"); escaping is a safety finding anyway",
+        lambda f: f"{_pair(f.get('suggested'))} ({_counted(f, DOCUMENTED, SHOULD)})", _all_pass("suggested"),
+    ),
+    Row(
+        "reference", "reference-exact",
+        "the reference's decisions (docs/spec-notes.md), byte for byte",
+        lambda f: f"{_pair(f.get('reference'))} ({_counted(f, REFERENCE)})", _all_pass("reference"),
+    ),
+    Row(
+        "hardening", "hardening",
+        "safe refusals not required on this platform",
+        lambda f: f"{_pair(f.get('hardening'))} ({_counted(f, HARDENING)})", _all_pass("hardening"),
+    ),
+    Row(
+        "signalling", "signalling",
+        "cases whose is_error agrees with what their output says",
+        lambda f: _pair(f.get("signalling")), _all_pass("signalling"),
+    ),
+    Row(
+        "robustness_findings", "robustness",
+        "exceptions that were not the implementation's declared error signal",
+        lambda f: f"{f.get('robustness_findings', 0)} in {f.get('robustness_cases', 0)} cases",
+        lambda f: not f.get("robustness_findings"),
+    ),
+    Row(
+        "cost_findings", "cost (stress)",
+        "time or memory out of proportion to the input, in the stress tier",
+        lambda f: f"{f.get('cost_findings', 0)} findings", lambda f: not f.get("cost_findings"),
+        shown=lambda f: bool(f.get("stress_ran")),
+    ),
+    Row(
+        "conformant", "conformant",
+        "under the run's profile: safe, and every case that gates under it passes",
+        _conformant_text, lambda f: f.get("conformant") is not False, headline=True,
+    ),
+)
+
+
+def rows(f: Dict[str, Any]) -> List[Row]:
+    """The rows shown for the figures `f` (an `as_dict()`), in order."""
+    return [row for row in ROWS if row.shown(f)]
+
+
+def text_lines(f: Dict[str, Any]) -> List[str]:
+    """The figures as the terminal summary shows them."""
+    lines = [f"{row.name}: {row.text(f)}" for row in rows(f) if row.key != "conformant"]
+    lines.append(f"profile {f.get('profile')}: {describe_profile(str(f.get('profile', 'standard')))}")
+    lines.append(f"conformant: {_conformant_text(f)}")
+    return lines
+
+
+# --- the verdict the exit status gives ----------------------------------------------------------
+
+EXIT_OK, EXIT_FAILED, EXIT_INTERRUPTED = 0, 1, 130
+
+
+def run_verdict(run: RunResult, strict: bool, violations: int = 0) -> Tuple[int, str]:
+    """(exit status, why): the one place that decides a run's exit status. Not safe is a failure whatever
+    the expectations say; a failure under the profile that the expectations do not list is one; so is a cost
+    finding, a protocol violation, and under `strict` an unexpected pass or a stale expectation."""
+    numbers = figures(run)
+    reasons = []
+    if not numbers.safe:
+        reasons.append(f"not safe: {numbers.safety_findings} safety findings (no expectation can cover one)")
+    outcomes = [result.outcome for result in run.results]
+    failed = outcomes.count("fail")
+    if failed and numbers.safe:
+        reasons.append(f"{failed} cases fail under the {run.profile} profile")
+    elif failed > numbers.unsafe_cases:
+        reasons.append(f"{failed - numbers.unsafe_cases} more cases fail under the {run.profile} profile")
+    if numbers.cost_findings:
+        reasons.append(f"{numbers.cost_findings} cost findings in the stress tier")
+    if violations:
+        reasons.append(f"{violations} adapter protocol messages do not follow their schemas")
+    if strict and "xpass" in outcomes:
+        reasons.append(f"{outcomes.count('xpass')} unexpected passes (--strict)")
+    if strict and run.stale:
+        reasons.append(f"{len(run.stale)} stale expectations (--strict)")
+    if reasons:
+        return EXIT_FAILED, "; ".join(reasons)
+    if run.interrupted:
+        return EXIT_INTERRUPTED, "interrupted before every case ran"
+    expected = outcomes.count("xfail")
+    if expected:
+        return EXIT_OK, (
+            f"safe; every failure under the {run.profile} profile is a known deviation ({expected} expected "
+            "failures in the expectations file), so the run passes"
+        )
+    if numbers.conformant is None:
+        return EXIT_OK, f"safe; no case that gates under the {run.profile} profile ran"
+    return EXIT_OK, f"safe and conformant under the {run.profile} profile"

@@ -1,29 +1,38 @@
 """The directory a case runs in (CASE-FORMAT.md, "The layout a case runs in"), on-disk fixtures, snapshots.
 
-    CASE/memories/               the root given to the target
-    CASE/outside/secret.txt      canary text
-    CASE/outside/dir/inner.txt   canary text
-    CASE/memories_evil/secret.txt  a sibling whose name extends the root's
+    CASE/memories/                      the root given to the target
+    CASE/outside/secret.txt             canary text (SECRET_SIZE bytes: its size is told apart from a link's)
+    CASE/outside/dir/inner.txt          canary text
+    CASE/outside/CANARY.txt             a canary NAME (the run's canary token is the file's name)
+    CASE/outside/dir/CANARY/inner.txt   a canary-named folder
+    CASE/memories_evil/secret.txt       a sibling whose name extends the root's
+    CASE/memories_evil/CANARY.txt
 
-Nothing here follows a symbolic link: snapshots and tree reads use lstat and readlink only.
+Every name and every text of the canary tree holds the run's canary token, so an output that shows any of
+them (a file's text, or a listing that walked through a link to the outside) holds the canary: a leak.
+
+Trees are read, compared and removed through `hosttree` only (bounded, never following a link).
 """
 
 from __future__ import annotations
 
 import base64
-import contextlib
 import dataclasses
 import os
 import pathlib
-import shutil
-import stat
-from typing import Any, Callable, Dict, List, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from . import hosttree
+from .hosttree import Node, Read, Tree
 
 RESERVED_PREFIX = ".refmem"
 """Names the reference keeps for its own files; excluded from final-state checks."""
 
-Entry = Tuple[Any, ...]
-"""("file", bytes, mode) | ("dir", mode) | ("symlink", target) | ("other", kind)"""
+SECRET_SIZE = 4321
+"""outside/secret.txt's size: a listing that follows a link to it shows 4.3K, never a link's own size."""
+
+HOST_ONLY_FIXTURES = ("hardlink", "fifo", "mode")
+"""Fixture types that plant what the tool itself cannot make: findings they alone cause are host-layout."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,21 +44,42 @@ class CaseDir:
         return self.path / "memories"
 
 
-def canary_tree(canary: str) -> Dict[str, str]:
-    return {
-        "outside/secret.txt": f"{canary} outside secret\n",
-        "outside/dir/inner.txt": f"{canary} outside inner\n",
-        "memories_evil/secret.txt": f"{canary} sibling secret\n",
-    }
+@dataclasses.dataclass(frozen=True)
+class CanaryFile:
+    """One file of the canary tree: where it is (relative to CASE/) and the line that identifies its text."""
+
+    path: str
+    line: str
+
+
+def canary_files(canary: str) -> List[CanaryFile]:
+    return [
+        CanaryFile("outside/secret.txt", f"{canary} outside secret"),
+        CanaryFile("outside/dir/inner.txt", f"{canary} outside inner"),
+        CanaryFile(f"outside/{canary}.txt", f"{canary} outside named"),
+        CanaryFile(f"outside/dir/{canary}/inner.txt", f"{canary} outside named folder"),
+        CanaryFile("memories_evil/secret.txt", f"{canary} sibling secret"),
+        CanaryFile(f"memories_evil/{canary}.txt", f"{canary} sibling named"),
+    ]
+
+
+def canary_tree(canary: str) -> Dict[str, bytes]:
+    files = {}
+    for item in canary_files(canary):
+        data = (item.line + "\n").encode("utf-8")
+        if item.path == "outside/secret.txt":  # one line still: a single "\n" in it, as before
+            data = (item.line + " ").encode("utf-8").ljust(SECRET_SIZE - 1, b"s") + b"\n"
+        files[item.path] = data
+    return files
 
 
 def make_case_dir(path: pathlib.Path, canary: str) -> CaseDir:
     path.mkdir(parents=True)
     (path / "memories").mkdir()
-    for relative, text in canary_tree(canary).items():
+    for relative, data in canary_tree(canary).items():
         target = path / relative
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(text.encode("utf-8"))
+        target.write_bytes(data)
     return CaseDir(path)
 
 
@@ -59,20 +89,6 @@ def write_files(case: CaseDir, files: Dict[str, str]) -> None:
         target = case.root / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(text.encode("utf-8"))
-
-
-def tree_bytes(case: CaseDir) -> int:
-    """The bytes of every regular file in the case directory (root and canary tree), links not followed."""
-    total = 0
-    for top, _folders, names in os.walk(case.path):
-        for name in names:
-            try:
-                info = os.lstat(os.path.join(top, name))
-            except OSError:
-                continue
-            if stat.S_ISREG(info.st_mode):
-                total += info.st_size
-    return total
 
 
 # --- fixtures -----------------------------------------------------------------------------------
@@ -140,94 +156,84 @@ def apply_fixtures(case: CaseDir, fixtures: List[Dict[str, Any]]) -> None:
             raise
 
 
-# --- reading trees without following links ------------------------------------------------------
+# --- snapshots ----------------------------------------------------------------------------------
 
 
-def _entry(path: pathlib.Path) -> Entry:
-    info = os.lstat(path)
-    if stat.S_ISLNK(info.st_mode):
-        return ("symlink", os.readlink(path))
-    if stat.S_ISDIR(info.st_mode):
-        return ("dir", stat.S_IMODE(info.st_mode))
-    if stat.S_ISREG(info.st_mode):
-        try:
-            data = path.read_bytes()
-        except OSError as exc:  # a mode-000 fixture, for instance
-            data = f"<unreadable: {exc.strerror}>".encode()
-        return ("file", data, stat.S_IMODE(info.st_mode))
-    return ("other", stat.S_IFMT(info.st_mode))
+def _reserved(relative: str) -> bool:
+    return relative.split("/", 1)[0].startswith(RESERVED_PREFIX)
 
 
-def read_tree(top: pathlib.Path, skip: Callable[[str], bool] = lambda name: False) -> Dict[str, Entry]:
-    """Every entry below `top` by POSIX relative path; directories are entered, links are not.
-
-    Iterative: a backend under test may have built a tree far deeper than Python's recursion allows.
-    """
-    tree: Dict[str, Entry] = {}
-    pending = [(top, "")]
-    while pending:
-        directory, prefix = pending.pop()
-        try:
-            names = sorted(os.listdir(directory))
-        except OSError:
-            continue
-        for name in names:
-            if skip(name):
-                continue
-            relative = prefix + name
-            try:
-                entry = _entry(directory / name)
-            except OSError:
-                continue  # gone meanwhile, or a path too long to name
-            tree[relative] = entry
-            if entry[0] == "dir":
-                pending.append((directory / name, relative + "/"))
-    return dict(sorted(tree.items()))
+def memory_read(case: CaseDir, wanted: hosttree.Wanted = hosttree.want_all) -> Read:
+    """The root's tree as the final-state and data-loss checks see it: the handler's own `.refmem*` names left
+    out; a file's bytes read only where `wanted` says a check needs them."""
+    return hosttree.read(str(case.root), wanted, skip=_reserved)
 
 
-def memory_tree(case: CaseDir) -> Dict[str, Entry]:
-    """The root's tree as the final-state check sees it: the handler's own `.refmem*` names left out."""
-    return read_tree(case.root, skip=lambda name: name.startswith(RESERVED_PREFIX))
+def memory_tree(case: CaseDir, wanted: hosttree.Wanted = hosttree.want_all) -> Tree:
+    return memory_read(case, wanted).tree
 
 
-def outside_snapshot(case: CaseDir) -> Dict[str, Entry]:
-    """Everything in CASE/ except the root's contents (the root's own entry is kept: type and mode)."""
-    tree = read_tree(case.path, skip=lambda name: False)
-    snapshot = {path: entry for path, entry in tree.items() if not path.startswith("memories/")}
-    if snapshot.get("memories", ("",))[0] == "dir":
-        snapshot["memories"] = ("dir",)  # the root's own mode is the handler's business
-    return snapshot
+def outside_read(case: CaseDir, wanted: hosttree.Wanted = hosttree.want_all) -> Read:
+    """Everything in CASE/ except the root's contents (the root's own entry is kept, its mode left out: the
+    root's mode is the handler's business)."""
+    read = hosttree.read(str(case.path), wanted, enter=lambda relative: relative != "memories")
+    root = read.tree.get("memories")
+    if root is not None and root.kind == hosttree.DIR:
+        read.tree["memories"] = Node(hosttree.DIR)
+    return read
 
 
-def _unlock(directory: str) -> None:
-    """Give back the permissions mode fixtures took away, in every folder (iteratively: any depth)."""
-    pending = [directory]
-    while pending:
-        here = pending.pop()
-        try:
-            os.chmod(here, 0o700)
-            names = os.listdir(here)
-        except OSError:
-            continue
-        for name in names:
-            child = os.path.join(here, name)
-            with contextlib.suppress(OSError):
-                if stat.S_ISDIR(os.lstat(child).st_mode):
-                    pending.append(child)
+def outside_snapshot(case: CaseDir, wanted: hosttree.Wanted = hosttree.want_all) -> Tree:
+    return outside_read(case, wanted).tree
+
+
+def sizes(tree: Tree) -> Dict[str, int]:
+    """The size of every regular file of a tree."""
+    return {path: node.size for path, node in tree.items() if node.kind == hosttree.FILE}
 
 
 def remove(path: pathlib.Path) -> None:
-    """Delete a case directory, first giving back the permissions that mode fixtures took away. The
-    removal is the reference kernel's iterative one (any depth, no link followed); shutil's recursion
-    would fail on a tree a deep-nesting backend built."""
-    _unlock(str(path))
-    from refmem import kernel, problems, tree
+    """Delete a case directory whatever a backend left in it (hosttree.remove: any depth, no link followed,
+    permissions that mode fixtures took away given back first)."""
+    hosttree.remove(str(path))
 
-    try:
-        parent = kernel.RootDir(path.parent, create=False)
-        try:
-            tree.remove(parent.top, path.name, os.lstat(path))
-        finally:
-            parent.close()
-    except (OSError, problems.FsProblem):
-        shutil.rmtree(path, ignore_errors=True)
+
+def resolve_link(link: str, target: str) -> Optional[str]:
+    """Where the link at `link` (relative to CASE/memories) points, relative to CASE/; None for an absolute
+    target or one that climbs out of CASE/."""
+    if target.startswith("/"):
+        return None
+    parts: List[str] = ["memories"] + link.split("/")[:-1]
+    for segment in target.split("/"):
+        if segment in ("", "."):
+            continue
+        if segment == "..":
+            if not parts:
+                return None
+            parts.pop()
+        else:
+            parts.append(segment)
+    return "/".join(parts)
+
+
+def through_links(path: str, memory: Tree, hops: int = 40) -> Tuple[Optional[str], List[str]]:
+    """Follow the links on `path` (relative to the root) through `memory`: (where it lands relative to CASE/,
+    the names after the first link that leaves the root). Inside the root: (CASE/-relative path, []); through
+    a link that leaves it: (the outside place that link points to, the rest of the names), or (None, rest)
+    when the link points somewhere unknown (absolute, or above CASE/)."""
+    parts = [part for part in path.split("/") if part]
+    for _hop in range(hops):
+        for index in range(len(parts)):
+            prefix = "/".join(parts[: index + 1])
+            node = memory.get(prefix)
+            if node is None or node.kind != hosttree.LINK:
+                continue
+            landed = resolve_link(prefix, node.target)
+            rest = parts[index + 1 :]
+            if landed is None or not (landed == "memories" or landed.startswith("memories/")):
+                return landed, rest
+            parts = [part for part in landed[len("memories") :].split("/") if part] + rest
+            break
+        else:
+            return "/".join(["memories"] + parts), []
+    return "memories/" + "/".join(parts), []

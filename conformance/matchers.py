@@ -7,9 +7,10 @@ view and a directory listing, and accept every reading the documentation leaves 
   "Separator: tab", "1-indexed"); the documentation does not say whether a final newline ends the last line
   or starts an empty one, so both are accepted;
 - a listing is one header line, then `{size}\t{path}` per entry, in any order; a size is human-readable
-  ("e.g. `5.5K`, `1.2M`": `5.5K`, `6K`, `5.0K`, `60B`...) and, for a file of known size, within one unit of
-  its last digit of the true size; a folder's own size depends on the filesystem and is any human size;
-  a folder may be shown with or without a trailing `/`.
+  ("e.g. `5.5K`, `1.2M`": `5.5K`, `6K`, `5.0K`, `60B`, and below 1K a bare count of bytes such as `60` or
+  `0`, as `ls -h` and `du -h` print it) and, for a file of known size, within one unit of its last digit of the
+  true size; a folder's own size depends on the filesystem (`4.0K` on ext4, `60` or `0` on tmpfs) and is any
+  human size; a folder may be shown with or without a trailing `/`.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .visible import inline
 
-HUMAN_SIZE = re.compile(r"(\d+(?:\.\d+)?) ?([BKMGTPE])(?:i?B)?")
+HUMAN_SIZE = re.compile(r"(\d+(?:\.\d+)?) ?([BKMGTPE])(?:i?B)?|(\d+)")
 UNITS = {"B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50, "E": 1 << 60}
 
 
@@ -32,6 +33,9 @@ def parse_size(text: str) -> Optional[Tuple[Fraction, Fraction]]:
     found = HUMAN_SIZE.fullmatch(text)
     if not found:
         return None
+    if found.group(3) is not None:  # a bare count of bytes: human-readable below 1K only, as `ls -h` prints it
+        count = int(found.group(3))
+        return (Fraction(count), Fraction(1)) if count < 1024 else None
     number, unit = found.group(1), UNITS[found.group(2)]
     decimals = len(number.partition(".")[2])
     return Fraction(number) * unit, Fraction(unit, 10**decimals)

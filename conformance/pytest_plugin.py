@@ -27,7 +27,9 @@ from . import expectations as expect
 from .cases import CASES_DIR, Case, Selection, load_cases
 from .layout import make_case_dir, remove
 from .reports import describe_failure
-from .runner import FAIL, SKIP, run_case
+from .results import FAIL, SKIP
+from .runner import run_case
+from .signalling import ErrorPrefix
 from .targets import DEFAULT_STEP_TIMEOUT, Target, open_target
 from .tiers import DEFAULT_PROFILE, PROFILES, TIERS
 
@@ -117,7 +119,7 @@ class _Session:
     """The one target shared by every case item, opened on first use and closed at session end."""
 
     def __init__(
-        self, spec: str, timeout: float, workdir: Optional[str], profile: str, error_prefix: Optional[str]
+        self, spec: str, timeout: float, workdir: Optional[str], profile: str, error_prefix: ErrorPrefix
     ) -> None:
         self.spec = spec
         self.profile = profile

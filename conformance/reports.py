@@ -7,17 +7,19 @@ bounded: the generated security matrix is one row per payload family, not one pe
 
 from __future__ import annotations
 
+import html
 import json
 import pathlib
 import xml.etree.ElementTree as ET
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional
 
 from . import excerpt
 from .checks import Finding
 from .documentation import quote
-from .figures import figures, tier_passed
-from .runner import SKIP, CaseResult, RunResult
-from .tiers import CLASSES, DOCUMENTED, SAFETY, TIERS
+from .figures import figures, run_verdict, text_lines, tier_passed
+from .figures import rows as figure_rows
+from .results import SKIP, CaseResult, RunResult
+from .tiers import CLASSES, DOCUMENTED, SAFETY, SIGNALLING, TIERS, describe_profile
 from .visible import clip, printable, redact
 
 
@@ -30,8 +32,8 @@ def counts(run: RunResult) -> Dict[str, int]:
 
 def _implementation(run: RunResult) -> str:
     info = run.implementation
-    text = " ".join(part for part in (info.get("name", "?"), info.get("version", "")) if part)
-    return f"{text} ({info.get('language', '?')}, storage: {run.storage})"
+    text = " ".join(printable(part)[:200] for part in (info.get("name", "?"), info.get("version", "")) if part)
+    return f"{text} ({printable(info.get('language', '?'))[:40]}, storage: {printable(run.storage)})"
 
 
 def _label(result: CaseResult) -> str:
@@ -101,10 +103,15 @@ def finding_lines(findings: List[Finding], full: bool = False) -> List[str]:
     return lines
 
 
-def summary(run: RunResult, stale: List[Dict[str, str]], strict: bool) -> str:
+def summary(run: RunResult, stale: List[Dict[str, str]], strict: bool, violations: int = 0) -> str:
+    """The terminal summary: who was run, the figures (one table: figures.ROWS), the counts, and last the
+    verdict the exit status gives, with why."""
     tally = counts(run)
-    lines = [f"refmem conformance {run.versions['suite']}: {_implementation(run)}, target {run.target}"]
-    lines += [f"  {line}" for line in figures(run).lines()]
+    numbers = figures(run).as_dict()
+    lines = [f"refmem conformance {run.versions['suite']}: {_implementation(run)}, target {printable(run.target)}"]
+    if run.interrupted:
+        lines.append("  INTERRUPTED: the figures cover the cases that ran before the interrupt")
+    lines += [f"  {line}" for line in text_lines(numbers)]
     lines.append(
         "  "
         + ", ".join(f"{count} {name}" for name, count in tally.items())
@@ -113,9 +120,61 @@ def summary(run: RunResult, stale: List[Dict[str, str]], strict: bool) -> str:
     for item in run.stress or []:
         lines.append(f"  stress [{item.get('class')}] {item.get('check')}: {printable(str(item.get('detail', '')))}")
     for entry in stale:
-        lines.append(f"  {'STALE' if strict else 'stale'} expectation {entry['id']!r}: matches no case")
-    lines.extend(run.warnings)
-    return "\n".join(lines)
+        lines.append(f"  {'STALE' if strict else 'stale'} expectation {printable(entry['id'])!r}: matches no case")
+    lines.extend("  " + printable(warning) for warning in run.warnings)
+    suggestion = prefix_suggestion(run)
+    if suggestion:
+        lines.append("  " + suggestion)
+    unsafe = unsafe_ids(run)
+    if unsafe:
+        more = f" and {len(unsafe) - UNSAFE_SHOWN} more" if len(unsafe) > UNSAFE_SHOWN else ""
+        shown = ", ".join(unsafe[:UNSAFE_SHOWN]) + more
+        lines.append(f"  unsafe cases ({len(unsafe)}): {shown}")
+    status, why = run_verdict(run, strict, violations)
+    lines.append(f"  verdict: {'PASS' if status == 0 else 'FAIL'} (exit {status}): {why}")
+    return redact("\n".join(lines))
+
+
+UNSAFE_SHOWN = 50
+"""Unsafe case IDs listed at the end of the summary at most (the JSON report lists them all)."""
+
+
+def unsafe_ids(run: RunResult) -> List[str]:
+    """The IDs of the cases with a safety finding, in run order."""
+    return [result.case.id for result in run.results if result.failed_in(SAFETY)]
+
+
+def prefix_suggestion(run: RunResult) -> str:
+    """When error results came back as plain strings read as successes, the `error_prefix` list that would
+    have read them as errors (and begins no output that was a success), as a line to paste."""
+    misread: Dict[str, int] = {}
+    successes = {opening for result in run.results for opening in result.success_openings}
+    for result in run.results:
+        for finding in result.findings:
+            if finding.cls == SIGNALLING and finding.message.startswith("is_error is false") and finding.actual:
+                prefix = _distinguishing_prefix(finding.actual, successes)
+                if prefix:
+                    misread[prefix] = misread.get(prefix, 0) + 1
+    if not misread:
+        return ""
+    prefixes = [prefix for prefix, _count in sorted(misread.items(), key=lambda item: (-item[1], item[0]))][:8]
+    quoted = ", ".join(json.dumps(prefix, ensure_ascii=True) for prefix in prefixes)
+    return (
+        f"signalling: {sum(misread.values())} error results were plain strings read as successes; declare "
+        f'SIGNALLING = {{"error_prefix": [{quoted}]}} next to the factory (or repeat --error-prefix) to read them'
+    )
+
+
+def _distinguishing_prefix(output: str, successes: set[str]) -> str:
+    """The shortest run of leading words (one to four) of `output` that begins no success seen."""
+    words = output.split("\n", 1)[0].split(" ")
+    for count in range(1, min(4, len(words)) + 1):
+        prefix = " ".join(words[:count])
+        if len(prefix) < 3:
+            continue
+        if not any(opening.startswith(prefix) for opening in successes):
+            return prefix[:60]
+    return ""
 
 
 # --- JSON ---------------------------------------------------------------------------------------
@@ -251,7 +310,10 @@ def write_junit(run: RunResult, path: pathlib.Path) -> None:
 
 
 def _cell(text: str, limit: int = 160) -> str:
-    return printable(clip(text, limit)).replace("|", "\\|").replace("`", "'")
+    """Any text (a backend's included) as one Markdown table cell: non-printable characters escaped
+    (`printable`: no line break, no escape sequence), HTML and the table's own syntax neutralised."""
+    escaped = html.escape(printable(clip(text, limit)), quote=False)
+    return escaped.replace("|", "\\|").replace("`", "'")
 
 
 # The Markdown report is a page to read (a CI step summary, a published report): it is bounded.
@@ -273,34 +335,14 @@ def _family_titles() -> Dict[str, str]:
 
 
 def _headline(run: RunResult) -> List[str]:
-    numbers = figures(run)
-
-    def pair(value: Tuple[int, int]) -> str:
-        return f"{value[0]}/{value[1]}"
-
-    safe = "**yes**: no safety finding" if numbers.safe else f"**NO**: {numbers.safety_findings} safety findings"
-    if not numbers.safe:
-        safe += f" in {numbers.unsafe_cases} cases"
-        safe += f", {numbers.stress_safety} in the stress tier" if numbers.stress_ran else ""
-    rows = [
-        f"| **safe** (nothing outside the root touched, nothing leaked, no data lost, no hang) | {safe} |",
-        f"| **documented** (`must` cases: behaviour the documentation states) | **{pair(numbers.documented)}** |",
-        f"| documented wording (`should`: the documentation's strings, which it lets you change) "
-        f"| {pair(numbers.wording)} |",
-        f"| **reference-exact** (the reference's decisions, docs/spec-notes.md) | {pair(numbers.reference)} |",
-        f"| hardening (safe refusals not required on this platform; "
-        f"{'counted' if numbers.hardening_counted else 'opt-in profile, not counted'}) | {pair(numbers.hardening)} |",
-        f"| signalling (`is_error` as the output says) | {pair(numbers.signalling)} |",
-        f"| robustness (unexpected exceptions) | {numbers.robustness_findings} in {numbers.robustness_cases} cases |",
-    ]
-    if numbers.stress_ran:
-        rows.append(f"| cost (stress tier) | {numbers.cost_findings} findings |")
-    rows.append(f"| **conformant** (safe, and every documented `must` case passes) | **{_yes(numbers.conformant)}** |")
+    numbers = figures(run).as_dict()
+    rows = []
+    for row in figure_rows(numbers):
+        name = f"**{row.name}**" if row.headline else row.name
+        value = row.text(numbers)
+        value = f"**{_cell(value, 300)}**" if row.headline else _cell(value, 300)
+        rows.append(f"| {name} ({_cell(row.meaning, 300)}) | {value} |")
     return rows
-
-
-def _yes(flag: bool) -> str:
-    return "yes" if flag else "no"
 
 
 def _class_table(run: RunResult) -> List[str]:
@@ -425,13 +467,17 @@ def markdown(run: RunResult, title: str = "") -> str:
         f"| target | `{_cell(run.target)}` |",
         f"| error signalling | {_cell(run.signalling)} |",
         "| suite / protocol / case format | {suite} / {protocol} / {case_format} |".format(**run.versions),
-        f"| profile | {run.profile} |",
+        f"| profile | {run.profile}: {describe_profile(run.profile)} |",
         *_headline(run),
         f"| cases run / skipped | {numbers.passed[1]} / {numbers.skipped} |",
         f"| adapter restarts | {run.restarts} |",
         "",
     ]
-    lines += [f"> {warning}" for warning in run.warnings] + ([""] if run.warnings else [])
+    lines += [f"> {_cell(warning, 2000)}" for warning in run.warnings] + ([""] if run.warnings else [])
+    status, why = run_verdict(run, False)
+    if run.interrupted:
+        lines += ["> **Interrupted**: the figures cover the cases that ran before the interrupt.", ""]
+    lines += [f"**Verdict**: {'PASS' if status == 0 else 'FAIL'} (exit {status}): {_cell(why, 500)}", ""]
     lines += _class_table(run)
     if run.stress:
         lines += ["## Stress tier", "", "| class | check | detail |", "|---|---|---|"]

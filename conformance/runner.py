@@ -6,15 +6,13 @@ fails when it has a finding of a class its profile counts.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import pathlib
 import secrets
 import tempfile
 import time
-from typing import Any, Callable, Dict, List, Optional, Set
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
-from . import CASE_FORMAT_VERSION, PROTOCOL_VERSION, SUITE_VERSION
 from .cases import Case
 from .checks import (
     Finding,
@@ -24,76 +22,38 @@ from .checks import (
     check_outside,
     check_step,
     describe,
+    final_wanted,
     misbehaviour,
+    opening,
     output_bound,
+    outside_shown,
+    planted_layout,
     strings_in,
 )
-from .dataloss import lost, shared_inodes, touched
+from .dataloss import lost, shared_inodes, touched, why_lost
+from .hosttree import Tree, wanted_like
 from .hostwatch import HostWatch, named_paths
 from .layout import (
     CaseDir,
     FixtureUnavailable,
     apply_fixtures,
+    canary_files,
     make_case_dir,
-    memory_tree,
-    outside_snapshot,
+    memory_read,
+    outside_read,
     remove,
-    tree_bytes,
     write_files,
 )
+from .results import FAIL, PASS, SKIP, CaseResult, Classify, RunResult, as_found
+from .signalling import ErrorPrefix
 from .targets import DEFAULT_STEP_TIMEOUT, StepResult, Target, open_target
-from .tiers import DEFAULT_PROFILE, counted
-
-PASS, FAIL, SKIP = "pass", "fail", "skip"
+from .tiers import DEFAULT_PROFILE, gates
 
 OUTPUT_BOUND_BASE = 65_536
 OUTPUT_BOUND_FACTOR = 16
 """An output may be at most BASE + FACTOR x (bytes in the case directory + characters sent so far)
 characters, unless the step states its own `max_output_chars`: a view of N bytes numbered and paginated
 stays far below it; an output past it is unbounded (a safety finding)."""
-
-
-@dataclasses.dataclass
-class CaseResult:
-    case: Case
-    status: str
-    findings: List[Finding] = dataclasses.field(default_factory=list)
-    reason: str = ""
-    seconds: float = 0.0
-    outcome: str = ""
-    """After expectations: pass, fail, skip, xfail (expected failure), xpass (unexpected pass)."""
-    expectation: Optional[Dict[str, str]] = None
-
-    def classes(self) -> List[str]:
-        """The classes of its findings, each once, in the order found."""
-        return list(dict.fromkeys(finding.cls for finding in self.findings))
-
-    def failed_in(self, cls: str) -> bool:
-        return any(finding.cls == cls for finding in self.findings)
-
-
-@dataclasses.dataclass
-class RunResult:
-    target: str
-    implementation: Dict[str, str]
-    storage: str
-    results: List[CaseResult]
-    restarts: int
-    seconds: float
-    warnings: List[str] = dataclasses.field(default_factory=list)
-    stale: List[Dict[str, str]] = dataclasses.field(default_factory=list)
-    profile: str = DEFAULT_PROFILE
-    signalling: str = ""
-    """How the target's plain results and exceptions were read (conformance/signalling.py), for the report."""
-    stress: Optional[List[Dict[str, Any]]] = None
-    """The stress tier's findings ({"class", "check", "detail"}) when it ran; None when it did not."""
-    versions: Dict[str, Any] = dataclasses.field(
-        default_factory=lambda: {
-            "suite": SUITE_VERSION,
-            "protocol": PROTOCOL_VERSION,
-            "case_format": CASE_FORMAT_VERSION,
-        }
-    )
 
 
 class CaseRun:
@@ -105,17 +65,24 @@ class CaseRun:
         self.directory = directory
         self.base = base
         self.findings: List[Finding] = []
-        secrets = [("the canary text", canary)]
-        secrets += [("the host path", path) for path in sorted({str(base), os.path.realpath(base)})]
+        secrets: List[Tuple[str, str, str]] = [
+            (f"the text of {item.path}", item.line, item.path) for item in canary_files(canary)
+        ]
+        secrets.append(("a name or text from the canary tree (outside the root)", canary, ""))
+        secrets += [("the host path", path, "") for path in sorted({str(base), os.path.realpath(base)})]
         self.guard = LeakGuard(tuple(secrets), "\x00".join(strings_in(case.raw)))
         self.sent = 0
         self.size = 0
+        self.memory_before: Tree = {}
+        self.outside_before: Tree = {}
+        self.success_openings: List[str] = []
 
     def _execute(self, input: Any, number: int, limit: Optional[int] = None) -> Optional[StepResult]:
         """Run one input; record leaks, its bound and misbehaviour. None when the case cannot go on."""
         self.sent += sum(len(text) for text in strings_in(input))
         result = self.target.execute(input)
         self.findings.extend(self.guard.check(result.output, number, result.raised))
+        self.findings.extend(outside_shown(result.output, number, self.memory_before, self.outside_before))
         bound = limit if limit is not None else OUTPUT_BOUND_BASE + OUTPUT_BOUND_FACTOR * (self.size + self.sent)
         self.findings.extend(output_bound(result, bound, number))
         self.findings.extend(misbehaviour(result, number))
@@ -143,13 +110,15 @@ class CaseRun:
             if result is None:
                 return
             self.findings.extend(check_step(step, result, number, self.case.tier))
+            if step.get("is_error") is False and not result.is_error:
+                self.success_openings.append(opening(result.output))
 
-    def final(self) -> None:
+    def final(self, after: Tree) -> None:
         final = self.case.raw.get("final")
         if not final:
             return
         if self.target.storage == "filesystem":
-            self.findings.extend(check_final_tree(final, memory_tree(self.directory), self.case.tier))
+            self.findings.extend(check_final_tree(final, after, self.case.tier))
             return
 
         def view(path: str) -> StepResult:
@@ -158,43 +127,66 @@ class CaseRun:
 
         self.findings.extend(check_final_views(final, view, self.case.tier))
 
-    def data_loss(self, before: Dict[str, Any], shared: Dict[str, Any]) -> None:
-        names = touched((step["input"] for step in self.case.steps), before, shared)
-        for path, was, now in lost(before, memory_tree(self.directory), names):
+    def data_loss(self, before: Tree, after: Tree) -> None:
+        inputs = [step["input"] for step in self.case.steps]
+        names = touched(inputs, before, shared_inodes(before))
+        for path, was, now in lost(before, after, names):
             message = (
-                f"{path}: no command of the case acts on it, but it was {describe(was)[:120]}, "
+                f"{path}: {why_lost(path, inputs, before)}, but it was {describe(was)[:120]}, "
                 f"now {describe(now)[:120]}"
             )
             self.findings.append(Finding("data_loss", message))
 
     def run(self) -> List[Finding]:
-        outside = outside_snapshot(self.directory)
+        outside = outside_read(self.directory)
+        self.outside_before = outside.tree
         base_before = set(os.listdir(self.base))
         host = HostWatch(named_paths((step["input"] for step in self.case.steps), str(self.directory.path)))
         try:
-            self._run(outside, base_before)
+            self._run(base_before)
         finally:
             # last, and always: what the case did to host paths it names is reported and undone
             for path, change in host.settle():
                 self.findings.append(Finding("outside", f"host path {path}: {change} (put back)"))
+        self.findings = planted_layout(self.findings, self.case.setup.get("fixtures", []))
         return self.findings
 
-    def _run(self, outside: Dict[str, Any], base_before: Set[str]) -> None:
+    def _run(self, base_before: Set[str]) -> None:
         # inside the watch: a reset must not write outside either
         self.target.reset(self.directory.root, self.case.options or None)
         if self.setup():
             on_disk = self.target.storage == "filesystem"
-            before = memory_tree(self.directory) if on_disk else {}
-            shared = shared_inodes(str(self.directory.root), before) if on_disk else {}
-            self.size = tree_bytes(self.directory)
+            read = memory_read(self.directory) if on_disk else None
+            self.memory_before = read.tree if read is not None else {}
+            self.size = (read.total_bytes if read is not None else 0) + sum(
+                node.size for node in self.outside_before.values()
+            )
             self.steps()
+            after = self._after(on_disk)
             if not any(f.kind in ("crashed", "timed_out") for f in self.findings):
-                self.final()
+                self.final(after)
             if on_disk:
-                self.data_loss(before, shared)
-        self.findings.extend(check_outside(outside, outside_snapshot(self.directory)))
+                self.data_loss(self.memory_before, after)
+        outside_after = outside_read(self.directory, wanted_like(self.outside_before))
+        if outside_after.truncated:
+            self.findings.append(Finding("unbounded", "more entries appeared around the root than can be read"))
+        self.findings.extend(check_outside(self.outside_before, outside_after.tree))
         new = sorted(set(os.listdir(self.base)) - base_before)
         self.findings.extend(Finding("outside", f"{name}: appeared next to the case directory") for name in new)
+
+    def _after(self, on_disk: bool) -> Tree:
+        """The root's tree after the steps, its bytes read only where a check needs them: a file that was there
+        with the same size (data loss), or a file `final` names with a text of that size."""
+        if not on_disk:
+            return {}
+        before_wanted = wanted_like(self.memory_before)
+        final_wanted_files = final_wanted(self.case.raw.get("final") or {})
+        read = memory_read(
+            self.directory, lambda path, size: before_wanted(path, size) or final_wanted_files(path, size)
+        )
+        if read.truncated:
+            self.findings.append(Finding("unbounded", "the root holds more entries than can be read after the case"))
+        return read.tree
 
 
 def skip_reason(case: Case, target: Target) -> str:
@@ -206,10 +198,10 @@ def skip_reason(case: Case, target: Target) -> str:
     return ""
 
 
-def verdict(findings: List[Finding], profile: str) -> str:
-    """FAIL when a finding is of a class the profile counts (safety, signalling and robustness always)."""
-    classes = counted(profile)
-    return FAIL if any(finding.cls in classes for finding in findings) else PASS
+def verdict(findings: List[Finding], profile: str, case: Case) -> str:
+    """FAIL when a finding counts under the profile (safety, signalling and robustness always; a documented
+    finding of a `should` case only where the profile gates on the documentation's wording: tiers.gates)."""
+    return FAIL if any(gates(profile, finding.cls, case.tier, case.level) for finding in findings) else PASS
 
 
 def run_case(
@@ -220,25 +212,39 @@ def run_case(
     canary: str,
     keep: bool = False,
     profile: str = DEFAULT_PROFILE,
+    classify: Classify = as_found,
 ) -> CaseResult:
+    """One case, its outcome set (by `classify`, from the expectations) before it is returned."""
     started = time.monotonic()
     reason = skip_reason(case, target)
     if reason:
-        return CaseResult(case, SKIP, reason=reason)
+        return _classified(CaseResult(case, SKIP, reason=reason), classify)
     directory = make_case_dir(base / f"{index:05d}-{case.id}"[:120], canary)
     try:
         apply_fixtures(directory, case.setup.get("fixtures", []))
-        findings = CaseRun(target, case, directory, canary, base).run()
+        run = CaseRun(target, case, directory, canary, base)
+        findings = run.run()
     except FixtureUnavailable as exc:
-        return CaseResult(case, SKIP, reason=str(exc))
+        return _classified(CaseResult(case, SKIP, reason=str(exc)), classify)
     finally:
         if not keep:
             remove(directory.path)
-    return CaseResult(case, verdict(findings, profile), findings, seconds=time.monotonic() - started)
+    result = CaseResult(
+        case, verdict(findings, profile, case), findings, seconds=time.monotonic() - started,
+        success_openings=run.success_openings,
+    )
+    return _classified(result, classify)
+
+
+def _classified(result: CaseResult, classify: Classify) -> CaseResult:
+    classify(result)
+    return result
 
 
 Progress = Callable[[CaseResult], None]
 StressRunner = Callable[[Callable[[pathlib.Path], Target], pathlib.Path], List[Dict[str, Any]]]
+Skipped = Callable[[Case], Optional[str]]
+"""A case the expectations file skips: the reason shown, or None to run it."""
 
 
 def run_suite(
@@ -250,39 +256,59 @@ def run_suite(
     progress: Optional[Progress] = None,
     workdir: Optional[pathlib.Path] = None,
     profile: str = DEFAULT_PROFILE,
-    error_prefix: Optional[str] = None,
+    error_prefix: ErrorPrefix = None,
     stress: Optional[StressRunner] = None,
+    classify: Classify = as_found,
+    skipped: Optional[Skipped] = None,
 ) -> RunResult:
     """Run `cases` (then `stress`, when given) against the target `spec`; raises TargetError when the
-    target cannot be used at all."""
+    target cannot be used at all.
+
+    Each result's outcome is set once, when it is made (`classify`), and handed to `progress` at once, so a
+    caller can show failures as they happen. An interrupt (KeyboardInterrupt: Ctrl-C, or SIGTERM turned into
+    one by the command line) ends the run early: the cases run so far are returned with `interrupted` set, and
+    the work folder is removed on that path as on every other.
+    """
     started = time.monotonic()
     base = pathlib.Path(tempfile.mkdtemp(prefix="refmem-conformance-", dir=workdir))
     canary = "canary-" + secrets.token_hex(8)
-    start_dir = make_case_dir(base / "00000-start", canary)
     results: List[CaseResult] = []
     stress_findings: Optional[List[Dict[str, Any]]] = None
+    interrupted = False
+    target: Optional[Target] = None
     try:
+        start_dir = make_case_dir(base / "00000-start", canary)
         target = open_target(spec, start_dir.root, timeout, error_prefix=error_prefix)
         try:
             remove(start_dir.path)
             for index, case in enumerate(cases, 1):
-                result = run_case(target, case, base, index, canary, keep, profile)
+                why = skipped(case) if skipped is not None else None
+                if why is not None:
+                    result = _classified(CaseResult(case, SKIP, reason=why), classify)
+                else:
+                    result = run_case(target, case, base, index, canary, keep, profile, classify)
                 results.append(result)
                 if progress is not None:
                     progress(result)
+        except KeyboardInterrupt:
+            interrupted = True
         finally:
             target.close()
-        if stress is not None:
+        if stress is not None and not interrupted:
             stress_dir = base / "stress"
             stress_dir.mkdir()
 
             def open_fresh(root: pathlib.Path) -> Target:
                 return open_target(spec, root, timeout, error_prefix=error_prefix)
 
-            stress_findings = stress(open_fresh, stress_dir)
+            try:
+                stress_findings = stress(open_fresh, stress_dir)
+            except KeyboardInterrupt:
+                interrupted = True
     finally:
         if not keep:
             remove(base)
+    assert target is not None
     rules = getattr(target, "rules", None)
     return RunResult(
         spec,
@@ -294,4 +320,5 @@ def run_suite(
         profile=profile,
         signalling=rules.describe() if rules is not None else "is_error as the adapter replies",
         stress=stress_findings,
+        interrupted=interrupted,
     )

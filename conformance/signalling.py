@@ -26,7 +26,7 @@ import asyncio
 import dataclasses
 import inspect
 import traceback
-from typing import Any, Callable, Mapping, Optional, Tuple
+from typing import Any, Callable, Mapping, Optional, Sequence, Tuple, Union
 
 from .target_base import StepResult, TargetError
 
@@ -64,8 +64,12 @@ def _strings(value: Any, key: str) -> Tuple[str, ...]:
     return tuple(items)
 
 
-def convention(declared: Any = None, error_prefix: Optional[str] = None) -> Convention:
-    """The convention from a `SIGNALLING` declaration (a dict or None) and the `--error-prefix` option."""
+ErrorPrefix = Union[str, Sequence[str], None]
+"""`--error-prefix`: one prefix, or several (the option repeated)."""
+
+
+def convention(declared: Any = None, error_prefix: ErrorPrefix = None) -> Convention:
+    """The convention from a `SIGNALLING` declaration (a dict or None) and the `--error-prefix` option(s)."""
     if declared is None:
         declared = {}
     if not isinstance(declared, Mapping):
@@ -74,8 +78,10 @@ def convention(declared: Any = None, error_prefix: Optional[str] = None) -> Conv
     if unknown:
         raise TargetError(f"{DECLARATION} has unknown keys {unknown}: use error_prefix and error_exceptions")
     prefixes = _strings(declared["error_prefix"], "error_prefix") if "error_prefix" in declared else ()
-    if error_prefix:
-        prefixes = tuple(dict.fromkeys(prefixes + (error_prefix,)))
+    extra = (error_prefix,) if isinstance(error_prefix, str) else tuple(error_prefix or ())
+    if any(not isinstance(item, str) or not item for item in extra):
+        raise TargetError("--error-prefix must be non-empty text")
+    prefixes = tuple(dict.fromkeys(prefixes + extra))
     exceptions = _strings(declared["error_exceptions"], "error_exceptions") if "error_exceptions" in declared else ()
     return Convention(prefixes, exceptions)
 

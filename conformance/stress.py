@@ -56,7 +56,8 @@ import time
 import tracemalloc
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from .layout import CaseDir, make_case_dir, read_tree
+from . import hosttree
+from .layout import CaseDir, make_case_dir
 from .targets import InProcessTarget, StepResult, Target
 
 SAFETY, COST = "safety", "cost"
@@ -226,8 +227,8 @@ def _outside(case: CaseDir) -> Dict[str, Any]:
     snapshot: Dict[str, Any] = {"": sorted(os.listdir(case.path))}
     for name in snapshot[""]:
         if name != "memories":
-            tree = read_tree(case.path / name)
-            folders = [""] + [path for path, entry in tree.items() if entry[0] == "dir"]
+            tree: Dict[str, Any] = dict(hosttree.read(str(case.path / name)).tree)
+            folders = [""] + [path for path, entry in tree.items() if entry.kind == hosttree.DIR]
             for folder in folders:
                 tree[f"{folder}/(modified)".lstrip("/")] = ("mtime", os.lstat(case.path / name / folder).st_mtime_ns)
             snapshot[name] = tree

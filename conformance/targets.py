@@ -26,6 +26,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from . import signalling
 from .adapter_client import AdapterTarget
+from .signalling import ErrorPrefix
 from .target_base import (
     DEFAULT_STEP_TIMEOUT,
     OPTION_NAMES,
@@ -197,7 +198,7 @@ def option_converters(factory: Callable[..., Any]) -> Dict[str, Callable[[Any], 
     return {name: convert for name, convert in OPTION_VALUES.items() if name in accepted}
 
 
-def _python_target(spec: str, root: pathlib.Path, timeout: Optional[float], error_prefix: Optional[str]) -> Target:
+def _python_target(spec: str, root: pathlib.Path, timeout: Optional[float], error_prefix: ErrorPrefix) -> Target:
     module_name, _, attr_path = spec[len("python:") :].partition(":")
     if not module_name or not attr_path:
         raise TargetError(f"{spec}: expected python:MODULE:CALLABLE")
@@ -209,17 +210,17 @@ def _python_target(spec: str, root: pathlib.Path, timeout: Optional[float], erro
     return InProcessTarget(spec, factory, root, _module_info(module), timeout, option_converters(factory), rules)
 
 
-def _reference_target(spec: str, root: pathlib.Path, timeout: Optional[float], error_prefix: Optional[str]) -> Target:
+def _reference_target(spec: str, root: pathlib.Path, timeout: Optional[float], error_prefix: ErrorPrefix) -> Target:
     module, factory = _import_callable(spec, f"{__package__}.reference_target", "make")
     info = implementation_info("refmem", "python", module.version())
     return InProcessTarget(spec, factory, root, info, timeout, OPTION_VALUES, signalling.convention(None, error_prefix))
 
 
-def _command_target(spec: str, root: pathlib.Path, timeout: Optional[float], error_prefix: Optional[str]) -> Target:
+def _command_target(spec: str, root: pathlib.Path, timeout: Optional[float], error_prefix: ErrorPrefix) -> Target:
     return AdapterTarget(spec, spec[len("cmd:") :], root, timeout or DEFAULT_STEP_TIMEOUT)
 
 
-_KINDS: Dict[str, Callable[[str, pathlib.Path, Optional[float], Optional[str]], Target]] = {
+_KINDS: Dict[str, Callable[[str, pathlib.Path, Optional[float], ErrorPrefix], Target]] = {
     "refmem": _reference_target,
     "python:": _python_target,
     "cmd:": _command_target,
@@ -231,7 +232,7 @@ def open_target(
     root: pathlib.Path,
     timeout: Optional[float] = DEFAULT_STEP_TIMEOUT,
     *,
-    error_prefix: Optional[str] = None,
+    error_prefix: ErrorPrefix = None,
 ) -> Target:
     """Open the target named by `spec` on `root`: `refmem`, `python:MODULE:CALLABLE` or `cmd:COMMAND LINE`.
 

@@ -17,7 +17,7 @@ import re
 from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 from .cases import CASES_DIR, GENERATED_SOURCE, generated_cases, read_case_files
-from .documentation import sentences
+from .documentation import may_be_must, sentences, strength
 from .security.matrix import differences as matrix_differences
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -134,6 +134,11 @@ def _case_rules(case: Dict[str, Any], where: str, decisions: Optional[Set[str]])
         problems.append(f"{where}: cite {cite} is not a sentence of conformance/documentation.json")
     if case.get("level") == "must" and case.get("basis") not in ("doc", "security"):
         problems.append(f"{where}: only the documentation makes a must; a {case.get('basis')} case is should")
+    if case.get("level") == "must" and isinstance(cite, str) and cite in sentences() and not may_be_must(cite):
+        problems.append(
+            f"{where}: cite {cite} is a sentence of strength {strength(cite)!r}: only one that says MUST or states "
+            "the behaviour carries a must case"
+        )
     for number, step in enumerate(case.get("steps", []), 1):
         pattern = (
             step.get("match", {}).get("regex")

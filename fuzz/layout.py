@@ -19,17 +19,15 @@ from __future__ import annotations
 import base64
 import os
 import secrets
-import stat
 import tempfile
 from pathlib import Path
 from typing import Dict, List, Optional, Tuple
 
+from .suite import hosttree
 from .suite import layout as suite_layout
 
-Entry = suite_layout.Entry
 apply_fixtures = suite_layout.apply_fixtures
 make_case_dir = suite_layout.make_case_dir
-read_tree = suite_layout.read_tree
 remove = suite_layout.remove
 
 Fixture = Dict[str, str]
@@ -50,7 +48,7 @@ HOSTILE_FIXTURES: List[Fixture] = [
 ]
 """Names the decoder's dictionary also knows (see tokens.py)."""
 
-Snapshot = Dict[str, Entry]
+Snapshot = Dict[str, "hosttree.Node"]
 Fingerprint = Dict[str, Tuple[object, ...]]
 
 
@@ -86,7 +84,7 @@ class Layout:
         entry: a write that keeps all of those is not something a handler can do by accident, and
         reading every byte of a megabyte file after each sequence would halve the fuzzer's speed.
         """
-        if self.baseline_print and self.work.exists() and fingerprint(self.work) == self.baseline_print:
+        if self.baseline_print and self.work.exists() and hosttree.fingerprint(str(self.work)) == self.baseline_print:
             return
         if self.work.exists():
             remove(self.work)
@@ -94,26 +92,19 @@ class Layout:
         self.work.mkdir(parents=True)
         apply_fixtures(make_case_dir(self.case, self.canary), [dict(fixture) for fixture in self.fixtures])
         self.baseline = self.snapshot_outside()
-        self.baseline_print = fingerprint(self.work)
+        self.baseline_print = hosttree.fingerprint(str(self.work))
 
-    def snapshot_all(self) -> Snapshot:
-        """Everything under WORK, the root's contents included: type, mode, bytes or link text."""
-        return read_tree(self.work)
-
-    def snapshot_outside(self) -> Snapshot:
+    def snapshot_outside(self, wanted: hosttree.Wanted = hosttree.want_all) -> Snapshot:
         """Everything under WORK except the root's contents (the root's own entry is kept)."""
-        snapshot: Snapshot = {}
-        _read_outside(self.work, "", self.root, snapshot)
+        root = os.path.relpath(self.root, self.work)
+        snapshot: Snapshot = hosttree.read(str(self.work), wanted, enter=lambda relative: relative != root).tree
         return snapshot
 
     def outside_changes(self) -> List[str]:
         """Human-readable differences from the baseline; empty when nothing outside changed."""
-        now = self.snapshot_outside()
+        now = self.snapshot_outside(hosttree.wanted_like(self.baseline))
         changes = []
-        for rel in sorted(set(now) | set(self.baseline)):
-            before, after = self.baseline.get(rel), now.get(rel)
-            if before == after:
-                continue
+        for rel, before, after in hosttree.changes(self.baseline, now):
             if before is None:
                 changes.append(f"new outside the root: {rel}")
             elif after is None:
@@ -125,58 +116,6 @@ class Layout:
     def remove(self) -> None:
         if self.work.exists():
             remove(self.work)
-
-
-def _read_outside(directory: Path, prefix: str, root: Path, into: Snapshot) -> None:
-    """`refmem_conformance.layout.read_tree`'s entries for everything below `directory` but inside `root`."""
-    try:
-        names = sorted(os.listdir(directory))
-    except OSError:
-        return
-    for name in names:
-        path = directory / name
-        try:
-            info = os.lstat(path)
-        except OSError:
-            continue
-        relative = prefix + name
-        if stat.S_ISLNK(info.st_mode):
-            into[relative] = ("symlink", os.readlink(path))
-        elif stat.S_ISDIR(info.st_mode):
-            into[relative] = ("dir", stat.S_IMODE(info.st_mode))
-            if path != root:
-                _read_outside(path, relative + "/", root, into)
-        elif stat.S_ISREG(info.st_mode):
-            try:
-                data = path.read_bytes()
-            except OSError as exc:
-                data = f"<unreadable: {exc.strerror}>".encode()
-            into[relative] = ("file", data, stat.S_IMODE(info.st_mode))
-        else:
-            into[relative] = ("other", stat.S_IFMT(info.st_mode))
-
-
-def fingerprint(top: Path) -> Fingerprint:
-    """Metadata of every entry below `top` (links not followed): cheap to take, and any write changes it."""
-    found: Fingerprint = {}
-    pending = [(str(top), "")]
-    while pending:
-        directory, prefix = pending.pop()
-        try:
-            entries = list(os.scandir(directory))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                info = entry.stat(follow_symlinks=False)
-            except OSError:
-                continue
-            relative = prefix + entry.name
-            link = os.readlink(entry.path) if stat.S_ISLNK(info.st_mode) else ""
-            found[relative] = (info.st_mode, info.st_ino, info.st_size, info.st_mtime_ns, info.st_nlink, link)
-            if stat.S_ISDIR(info.st_mode):
-                pending.append((entry.path, relative + "/"))
-    return found
 
 
 def scratch_dir_base() -> Optional[str]:

@@ -15,6 +15,8 @@ import re
 import urllib.parse
 from typing import Any, Dict, List, Optional, Tuple
 
+from .. import documentation
+
 PAYLOADS_FILE = pathlib.Path(__file__).resolve().parent / "payloads.json"
 CASE_SCHEMA_FILE = pathlib.Path(__file__).resolve().parent.parent / "schema" / "case.schema.json"
 
@@ -115,9 +117,19 @@ def documented_refusal(payload: str) -> Optional[str]:
     return None
 
 
+def _level(basis: str, reason: str) -> str:
+    """`must` only for a `doc` case whose sentence says MUST or states the behaviour; a safeguard the documentation
+    suggests ("Consider these protections": start with /memories, reject `../`, watch for `%2e%2e%2f`, resolve to
+    the canonical form) is `should`: refusing is the careful reading, accepting what stays inside is allowed, and
+    escaping is a safety finding whatever the level."""
+    if basis == "doc" and not documentation.may_be_must(reason):
+        return "should"
+    return LEVEL[basis]
+
+
 def _judged(case: Dict[str, Any], basis: str, reason: str) -> Dict[str, Any]:
     """`case` with its basis, level and the documentation sentence (doc) or decision (otherwise)."""
-    judged = dict(case, basis=basis, level=LEVEL[basis])
+    judged = dict(case, basis=basis, level=_level(basis, reason))
     judged["cite" if basis == "doc" else "decision"] = reason
     order = ("id", "description", "features", "basis", "level", "cite", "decision", "requires", "setup", "steps")
     return {key: judged[key] for key in order + ("final",) if key in judged}

@@ -15,7 +15,11 @@ The bugs (`BUGS`), one per factory:
 - `fifo_blocking_open`: a FIFO is opened with a blocking open (the call hangs);
 - `host_path_in_errors`: error text carries the host path;
 - `rename_overwrites`: rename replaces an existing destination;
-- `delete_root_wipes`: `delete /memories` removes everything in the root.
+- `delete_root_wipes`: `delete /memories` removes everything in the root;
+- `delete_follows_link`: `delete` of a link resolves it (inside the root) and removes what it points to;
+- `listing_follows_links`: listings stat and enter through links (names and sizes from outside are shown);
+- `edits_in_place`: hard-linked files are read and edited in place (written through a planted hard link):
+  not a bug the model can cause (it cannot make a hard link), so the suite calls it host-layout, not unsafe.
 
 Error conventions: this module's `make_<bug>` factories raise `BackendError(message)` on error and
 return the text on success; `buggy_backends_plain` returns errors as text starting with "Error: ".
@@ -50,6 +54,9 @@ BUGS = (
     "host_path_in_errors",
     "rename_overwrites",
     "delete_root_wipes",
+    "delete_follows_link",
+    "listing_follows_links",
+    "edits_in_place",
 )
 
 MAX_FILE_BYTES = 1_048_576
@@ -246,6 +253,7 @@ class CarefulMemory:
         self.root = os.path.abspath(root)
         self.bug = bug
         self.follow = bug == "follows_symlink"
+        self.follow_listing = bug == "listing_follows_links"
         self.implementation = {"name": f"buggy-{bug or 'clean'}", "language": "python", "version": "", "homepage": ""}
         self._commands: Dict[str, Callable[[Mapping[str, Any]], str]] = {
             "view": self._view,
@@ -373,7 +381,7 @@ class CarefulMemory:
             opened = os.fstat(file_fd)
             if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
                 raise Refusal(f"Error: The path {shown} is not a regular file.", names)
-            if opened.st_nlink > 1:
+            if opened.st_nlink > 1 and self.bug != "edits_in_place":
                 raise Refusal(f"Error: The path {shown} has more than one hard link and is refused.", names)
         except BaseException:
             os.close(file_fd)
@@ -467,13 +475,13 @@ class CarefulMemory:
             if len(lines) > MAX_LISTING_ENTRIES:
                 return True
             try:
-                info = os.stat(name, dir_fd=fd, follow_symlinks=self.follow)
+                info = os.stat(name, dir_fd=fd, follow_symlinks=self.follow_listing)
             except OSError:
                 continue
             lines.append(f"{human_size(info.st_size)}\t{prefix}/{echo(name)}")
             if stat.S_ISDIR(info.st_mode) and depth < LISTING_DEPTH:
                 try:
-                    sub = os.open(name, _DIR_FLAGS | (0 if self.follow else _NOFOLLOW), dir_fd=fd)
+                    sub = os.open(name, _DIR_FLAGS | (0 if self.follow_listing else _NOFOLLOW), dir_fd=fd)
                 except OSError:
                     continue
                 try:
@@ -540,6 +548,13 @@ class CarefulMemory:
                 raise Refusal(f"Error: The file {shown} is not valid UTF-8 text.", names) from None
             new_text, message = change(shown, text)
             new_data = self._encoded(new_text, "new text")
+            if self.bug == "edits_in_place":
+                out = os.open(names[-1], os.O_WRONLY | os.O_TRUNC | os.O_CLOEXEC | _NOFOLLOW, dir_fd=fd)
+                try:
+                    _write_all(out, new_data)
+                finally:
+                    os.close(out)
+                return message
             temporary = f".buggy-{secrets.token_hex(8)}.tmp"
             out = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | _NOFOLLOW, 0o644, dir_fd=fd)
             try:
@@ -605,6 +620,10 @@ class CarefulMemory:
             finally:
                 os.close(fd)
             return f"Successfully deleted {shown}"
+        if self.bug == "delete_follows_link":
+            resolved = os.path.realpath(os.path.join(self.root, *names))
+            if self._inside(resolved) and resolved != self.root:
+                names = tuple(os.path.relpath(resolved, self.root).split(os.sep))
         with self._folder(names[:-1], shown) as fd:
             try:
                 _remove(fd, names[-1])
@@ -705,3 +724,6 @@ make_fifo_blocking_open = _factory("fifo_blocking_open")
 make_host_path_in_errors = _factory("host_path_in_errors")
 make_rename_overwrites = _factory("rename_overwrites")
 make_delete_root_wipes = _factory("delete_root_wipes")
+make_delete_follows_link = _factory("delete_follows_link")
+make_listing_follows_links = _factory("listing_follows_links")
+make_edits_in_place = _factory("edits_in_place")

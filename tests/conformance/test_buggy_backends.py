@@ -17,7 +17,8 @@ import buggy_backends
 import buggy_backends_plain
 import pytest
 
-from refmem_conformance.layout import CaseDir, make_case_dir, outside_snapshot, read_tree
+from refmem_conformance.hosttree import read as read_tree
+from refmem_conformance.layout import CaseDir, make_case_dir, outside_snapshot
 
 CANARY = "CANARY-buggy-5e1f"
 HANG_SECONDS = 0.5
@@ -52,6 +53,8 @@ class Demo(NamedTuple):
     shows_bug: Callable[[CaseDir, Optional[Outcome]], bool]
     """Given the outcome (None: the call hung), whether the bug happened."""
     unblock: Callable[[CaseDir], None] = lambda case: None
+    refused: bool = True
+    """Whether a backend without this bug refuses the command (a delete of a link, a listing, succeed)."""
 
 
 def _nothing(case: CaseDir) -> None:
@@ -68,6 +71,19 @@ def _files(**files: str) -> Callable[[CaseDir], None]:
 
 def _symlink(case: CaseDir) -> None:
     os.symlink("../outside/secret.txt", case.root / "link.txt")
+
+
+def _inside_link(case: CaseDir) -> None:
+    (case.root / "a.txt").write_text("keep me\n")
+    os.symlink("a.txt", case.root / "link.txt")
+
+
+def _folder_link(case: CaseDir) -> None:
+    os.symlink("../outside", case.root / "out")
+
+
+def _hard_link(case: CaseDir) -> None:
+    os.link(case.path / "outside" / "secret.txt", case.root / "hard.txt")
 
 
 def _fifo(case: CaseDir) -> None:
@@ -110,6 +126,21 @@ DEMOS: Dict[str, Demo] = {
         _files(**{"notes.txt": "keep me\n"}),
         {"command": "delete", "path": "/memories"},
         lambda case, outcome: os.listdir(case.root) == [],
+    ),
+    "delete_follows_link": Demo(
+        _inside_link,
+        {"command": "delete", "path": "/memories/link.txt"},
+        lambda case, outcome: not (case.root / "a.txt").exists(),
+        refused=False,
+    ),
+    "listing_follows_links": Demo(
+        _folder_link, _view("/memories"), lambda case, outcome: outcome is not None and "/out/" in outcome.text,
+        refused=False,
+    ),
+    "edits_in_place": Demo(
+        _hard_link,
+        {"command": "str_replace", "path": "/memories/hard.txt", "old_str": "outside secret", "new_str": "pwned"},
+        lambda case, outcome: b"pwned" in (case.path / "outside" / "secret.txt").read_bytes(),
     ),
 }
 
@@ -163,7 +194,8 @@ def test_the_bug_shows_in_its_own_backend_only(
     shown, (outcome, before, case) = _demonstrate(convention, backend_bug, demo_bug, tmp_path)
     assert shown == (backend_bug == demo_bug), outcome
     if backend_bug != demo_bug:
-        assert outcome is not None and outcome.is_error, outcome  # each demonstration is refused
+        demo = DEMOS[demo_bug]
+        assert outcome is not None and outcome.is_error == demo.refused, outcome  # refused, or done with care
         assert CANARY not in outcome.text
         assert backend_bug == "host_path_in_errors" or str(case.path) not in outcome.text
         assert outside_snapshot(case) == before
@@ -181,7 +213,7 @@ def test_escapes_also_write_outside(bug: str, convention: str, tmp_path: Path) -
         os.symlink("../outside", case.root / "out")
         backend = getattr(module, f"make_{backend_bug or 'clean'}")(case.root)
         call(backend, {"command": "create", "path": path, "file_text": "pwned\n"})
-        planted = [name for name in read_tree(case.path) if name.endswith("planted.txt")]
+        planted = [name for name in read_tree(str(case.path)).tree if name.endswith("planted.txt")]
         planted_outside[backend_bug] = any(not name.startswith("memories/") for name in planted)
     assert planted_outside == {bug: True, None: False}
 
@@ -214,6 +246,6 @@ def test_the_clean_backend_does_the_six_commands(convention: str, tmp_path: Path
     assert listing[3][0] == "17B"
     assert outcomes[6].text.splitlines()[1:] == ["     1\tzero", "     2\tone", "     3\t2", "     4\tthree"]
     assert outcomes[8].text.endswith("The path /memories/a does not exist. Please provide a valid path.")
-    tree = read_tree(case.root)
+    tree = read_tree(str(case.root)).tree
     assert sorted(tree) == ["b", "b/n.txt"]
-    assert tree["b/n.txt"][:2] == ("file", b"zero\none\n2\nthree\n")
+    assert (tree["b/n.txt"].kind, tree["b/n.txt"].data) == ("file", b"zero\none\n2\nthree\n")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from refmem_conformance.checks import reads_as_error
-from refmem_conformance.dataloss import lost, readings, touched
+from refmem_conformance.dataloss import lost, readings, shared_inodes, touched, why_lost
+from refmem_conformance.hosttree import DIR, FILE, LINK, Node
 from refmem_conformance.matchers import match_problem, size_fits
 
 HEADER = "Here's the content of /memories/a.txt with line numbers:"
@@ -15,6 +18,9 @@ def test_human_readable_sizes_accept_roundings_and_refuse_other_values() -> None
     for shown in ("7K", "5.4K", "5632", "5.5 kilobytes", "4.0K"):
         assert not size_fits(shown, 5632), shown
     assert size_fits("60B", None) and size_fits("4.0K", None) and not size_fits("4096", None)
+    # below 1K a bare count is what `ls -h` prints (a folder on tmpfs is 60, an empty one 0 for `du -h`)
+    assert size_fits("60", None) and size_fits("0", None) and size_fits("60", 60) and not size_fits("61", 59)
+    assert not size_fits("1024", None) and not size_fits("5.5", None)
 
 
 def test_a_final_newline_may_end_the_last_line_or_show_as_an_empty_one() -> None:
@@ -55,13 +61,44 @@ def test_a_path_names_what_every_allowed_reading_makes_of_it() -> None:
     assert readings("/memories/valid.txt\x00.md") == {"valid.txt\x00.md"}  # NUL truncation is not a reading
 
 
+def _file(data: bytes, identity: int = 0, nlink: int = 1) -> Node:
+    return Node(FILE, 0o600, len(data), digest=hashlib.sha256(data).hexdigest(), data=data, identity=(1, identity),
+                nlink=nlink)
+
+
 def test_data_loss_spares_what_commands_act_on_and_follows_links_inside() -> None:
-    tree = {"a.txt": ("file", b"a", 0o600), "link": ("symlink", "a.txt"), "keep": ("file", b"k", 0o600)}
+    tree = {"a.txt": _file(b"a"), "link": Node(LINK, target="a.txt"), "keep": _file(b"k")}
     names = touched([{"command": "str_replace", "path": "/memories/link"}], tree, {})
     assert names == {"link", "a.txt"}
-    after = {"link": ("symlink", "a.txt"), "a.txt": ("file", b"b", 0o600)}
+    after = {"link": Node(LINK, target="a.txt"), "a.txt": _file(b"b")}
     assert [path for path, _, _ in lost(tree, after, names)] == ["keep"]
     # create and rename's destination act on nothing that exists; the root is never acted on
     assert touched([{"command": "create", "path": "/memories/keep"}], tree, {}) == set()
     assert touched([{"command": "rename", "old_path": "/memories/a.txt", "new_path": "/memories/keep"}], tree, {}) == {"a.txt"}
     assert touched([{"command": "delete", "path": "/memories/"}], tree, {}) == set()
+
+
+def test_deleting_or_renaming_a_link_names_the_link_not_its_target() -> None:
+    """ "Delete this symlink" deleting its target is data loss: the command named the link (issue: a link's
+    target lost came out as a reference finding)."""
+    tree = {"a.txt": _file(b"a"), "link": Node(LINK, target="a.txt"), "dir": Node(DIR), "dir/x": _file(b"x"),
+            "to_dir": Node(LINK, target="dir")}
+    for command in ({"command": "delete", "path": "/memories/link"},
+                    {"command": "rename", "old_path": "/memories/link", "new_path": "/memories/moved"}):
+        names = touched([command], tree, {})
+        assert names == {"link"}
+        after = {"dir": Node(DIR), "dir/x": _file(b"x"), "to_dir": Node(LINK, target="dir")}
+        assert [path for path, _, _ in lost(tree, after, names)] == ["a.txt"]
+        assert "points to it" in why_lost("a.txt", [command], tree)
+    # a link on the way to the last name may be followed (a canonicalising reading): dir/x is what it names
+    assert touched([{"command": "delete", "path": "/memories/to_dir/x"}], tree, {}) == {"to_dir/x", "dir/x"}
+    # create names what it must not overwrite: the message says so, not "no command acts on it"
+    assert "never overwrite" in why_lost("a.txt", [{"command": "create", "path": "/memories/a.txt"}], tree)
+    assert why_lost("keep", [{"command": "view", "path": "/memories"}], tree) == "no command of the case acts on it"
+
+
+def test_an_edit_through_a_hard_link_touches_every_name_of_the_file_a_delete_only_its_own() -> None:
+    tree = {"a": _file(b"same", identity=7, nlink=2), "b": _file(b"same", identity=7, nlink=2)}
+    shared = shared_inodes(tree)
+    assert touched([{"command": "str_replace", "path": "/memories/a"}], tree, shared) == {"a", "b"}
+    assert touched([{"command": "delete", "path": "/memories/a"}], tree, shared) == {"a"}

@@ -32,7 +32,8 @@ def test_all_three_reports_are_written(basic_cases: pathlib.Path, tmp_path: path
     assert status == 1
     report = json.loads(paths["r.json"].read_text())
     figures = report["figures"]
-    assert (figures["safe"], figures["conformant"]) == (True, True)
+    # exit status and the headline agree: signalling failures fail the run, so it is not conformant
+    assert (figures["safe"], figures["conformant"], report["profile"]) == (True, False, "documented")
     assert figures["documented"] == [3, 3] and figures["wording"] == [0, 1]
     assert figures["signalling"] == [1, 4] and figures["passed"] == [1, 4] and figures["skipped"] == 0
     by_id = {entry["id"]: entry for entry in report["cases"]}
@@ -55,7 +56,9 @@ def test_all_three_reports_are_written(basic_cases: pathlib.Path, tmp_path: path
     }
     markdown = paths["r.md"].read_text()
     assert markdown.startswith("# Fake report")
-    assert "| **documented** (`must` cases: behaviour the documentation states) | **3/3** |" in markdown
+    assert "| **documented** (must cases: behaviour the documentation states, every reading it allows accepted) | **3/3** |" in markdown
+    assert "| **conformant** (" in markdown and "| **no: 3 cases fail under the documented profile** |" in markdown
+    assert "**Verdict**: FAIL (exit 1): 3 cases fail under the documented profile" in markdown
     assert "| `t-002` | must, documented |" in markdown
 
 
@@ -70,6 +73,8 @@ def test_junit_survives_control_characters(tmp_path: pathlib.Path) -> None:
         "--no-matrix",
         "--target",
         "python:conformance_fakes:tiny",
+        "--profile",
+        "standard",  # the documentation's wording gates: the should case fails and its failure is written
         "--junit",
         str(path),
     )

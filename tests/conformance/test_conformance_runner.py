@@ -13,8 +13,9 @@ def test_a_correct_target_passes_with_exit_0(basic_cases: pathlib.Path) -> None:
         "--cases-dir", str(basic_cases), "--no-matrix", "--target", "python:conformance_fakes:tiny"
     )
     assert status == 0, out
-    assert "safe: yes" in out and "documented: 3/3 must cases" in out and "documented wording 1/1" in out
-    assert "conformant: yes" in out
+    assert "safe: yes" in out and "documented: 3/3" in out and "documented wording: 1/1 (shown, not gating)" in out
+    assert "conformant: yes: safe, and all 3 cases that gate under the documented profile pass" in out
+    assert "verdict: PASS (exit 0)" in out
 
 
 def test_a_wrong_target_fails_with_exit_1_and_drawn_diffs(basic_cases: pathlib.Path) -> None:
@@ -25,8 +26,10 @@ def test_a_wrong_target_fails_with_exit_1_and_drawn_diffs(basic_cases: pathlib.P
     assert "FAIL t-001 [should, documented]" in out and "FAIL t-002 [must, documented]" in out
     assert "[signalling] is_error: is_error is true, expected false" in out
     assert "+␣␣␣␣␣1—»hello␣∎" in out  # the trailing space and the missing final newline, drawn
-    # Every output still says what happened: a wrong is_error is a signalling finding, not a documented one.
-    assert "signalling: 1/4" in out and "documented wording 0/1" in out and "conformant: yes" in out
+    # Every output still says what happened: a wrong is_error is a signalling finding, not a documented one;
+    # the headline and the exit status agree (signalling always counts).
+    assert "signalling: 1/4" in out and "documented wording: 0/1" in out and "documented: 3/3" in out
+    assert "conformant: no: 3 cases fail under the documented profile" in out and "verdict: FAIL (exit 1)" in out
 
 
 def test_an_unexpected_exception_is_an_error_result_and_a_raised_finding(basic_cases: pathlib.Path) -> None:

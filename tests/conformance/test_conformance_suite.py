@@ -69,7 +69,7 @@ def test_the_python_sdk_target_produces_a_report(tmp_path: pathlib.Path) -> None
     assert report["implementation"]["name"] == "anthropic BetaLocalFilesystemMemoryTool"
     assert report["figures"]["passed"][1] > 0
     published = markdown.read_text()
-    assert "**reference-exact**" in published and "**safe**" in published
+    assert "| reference-exact (" in published and "**safe**" in published
     # The published page must not carry this machine's paths (tracebacks and outputs are redacted).
     for host_path in (tempfile.gettempdir() + "/", sys.prefix, str(pathlib.Path.cwd())):
         assert host_path not in published

@@ -29,17 +29,23 @@ MODULES = {"raising": "buggy_backends", "plain": "buggy_backends_plain"}
 SLICE = ["sec-dotdot-*", "sec-prefix-*", "sec-pct1-*", "sec-backslash-*", "sec-mixed-*", "sec-lookalike-*",
          "sec-fs-*", "fixtures-*", "delete-*", "rename-*", "view-file-02*", "paths-06*"]
 
-# bug -> (the safety finding kinds it may cause, the case IDs it explains)
-SIGNATURES: Dict[str, Tuple[Set[str], str]] = {
-    "prefix_no_separator": ({"leak", "outside"}, r"sec-(dotdot-sibling|prefix-dotdot-evil)-.*"),
-    "decode_after_dotdot_check": ({"leak", "outside"}, r"sec-pct1-.*|paths-06[0-9]"),
-    "backslash_after_check": ({"leak", "outside"}, r"sec-(backslash|mixed)-.*|paths-06[0-9]"),
-    "nfkc_after_check": ({"leak", "outside"}, r"sec-lookalike-.*|paths-06[0-9]"),
-    "follows_symlink": ({"leak", "outside", "data_loss"}, r"sec-fs-(through-)?link-.*|fixtures-symlink-.*"),
-    "fifo_blocking_open": ({"timed_out"}, r"sec-fs-fifo-.*|fixtures-special-00[1-4]"),
-    "host_path_in_errors": ({"leak"}, r".*"),
-    "rename_overwrites": ({"data_loss"}, r"rename-.*|sec-fs-.*-rename-new_path|fixtures-symlink-03[78]"),
-    "delete_root_wipes": ({"data_loss"}, r"delete-00[789]|sec-[a-z]+-[a-z-]+-delete-path"),
+# bug -> (the class its findings are in, the finding kinds it may cause, the case IDs it explains)
+SIGNATURES: Dict[str, Tuple[str, Set[str], str]] = {
+    "prefix_no_separator": ("safety", {"leak", "outside"}, r"sec-(dotdot-sibling|prefix-dotdot-evil)-.*"),
+    "decode_after_dotdot_check": ("safety", {"leak", "outside"}, r"sec-pct1-.*|paths-06[0-9]"),
+    "backslash_after_check": ("safety", {"leak", "outside"}, r"sec-(backslash|mixed)-.*|paths-06[0-9]"),
+    "nfkc_after_check": ("safety", {"leak", "outside"}, r"sec-lookalike-.*|paths-06[0-9]"),
+    "follows_symlink": ("safety", {"leak", "outside", "data_loss"}, r"sec-fs-(through-)?link-.*|fixtures-symlink-.*"),
+    "host_path_in_errors": ("safety", {"leak"}, r".*"),
+    "rename_overwrites": ("safety", {"data_loss"}, r"rename-.*|sec-fs-.*-rename-new_path|fixtures-symlink-03[78]"),
+    "delete_root_wipes": ("safety", {"data_loss"}, r"delete-00[789]|sec-[a-z]+-[a-z-]+-delete-path"),
+    # a link's target removed by a delete that named the link: data loss, not a reference finding
+    "delete_follows_link": ("safety", {"data_loss"}, r"sec-fs-link-in.*-delete-path|fixtures-symlink-.*"),
+    # names and sizes from outside the root in a listing: a leak, whatever the names hold
+    "listing_follows_links": ("safety", {"leak"}, r"sec-fs-link-.*-view-path|fixtures-symlink-.*"),
+    # what only a layout the suite planted explains: its own class, never inside "safe"
+    "fifo_blocking_open": ("host-layout", {"timed_out"}, r"sec-fs-fifo-.*|fixtures-special-00[1-4]"),
+    "edits_in_place": ("host-layout", {"outside", "leak"}, r"sec-fs-hardlink-.*|fixtures-special-.*"),
 }
 
 
@@ -53,12 +59,12 @@ def _report(tmp_path: pathlib.Path, target: str, *options: str) -> Dict[str, Any
     return report
 
 
-def _safety(report: Dict[str, Any]) -> List[Tuple[str, str, str]]:
+def _safety(report: Dict[str, Any], cls: str = "safety") -> List[Tuple[str, str, str]]:
     return [
         (case["id"], finding["kind"], finding["message"])
         for case in report["cases"]
         for finding in case.get("findings", [])
-        if finding["class"] == "safety"
+        if finding["class"] == cls
     ]
 
 
@@ -78,11 +84,14 @@ def test_the_clean_backend_is_safe_and_its_errors_are_read_in_either_convention(
 @pytest.mark.parametrize("bug", sorted(SIGNATURES))
 def test_each_bug_is_a_safety_finding_where_the_bug_shows(bug: str, convention: str, tmp_path: pathlib.Path) -> None:
     options = [option for glob in SLICE for option in ("--run", glob)]
-    found = _safety(_report(tmp_path, f"python:{MODULES[convention]}:make_{bug}", *options))
-    kinds, explained = SIGNATURES[bug]
-    assert found, f"{bug} ({convention}): no safety finding"
+    report = _report(tmp_path, f"python:{MODULES[convention]}:make_{bug}", *options)
+    cls, kinds, explained = SIGNATURES[bug]
+    found = _safety(report, cls)
+    assert found, f"{bug} ({convention}): no {cls} finding"
     assert {kind for _, kind, _ in found} <= kinds, found[:5]
     assert [case_id for case_id, _, _ in found if not re.fullmatch(explained, case_id)] == [], found[:5]
+    if cls != "safety":  # a planted layout's consequence is reported beside safety, never inside it
+        assert _safety(report) == [] and report["figures"]["safe"], _safety(report)[:5]
     if bug == "host_path_in_errors":
         assert all(message == "the output holds the host path" for _, _, message in found)
 
@@ -125,8 +134,11 @@ def test_stress_findings_count_in_the_headline_and_the_exit_status(
     status = main(argv, out=out, err=io.StringIO())
     assert status == 1 and calls == [(True, False)]
     text = out.getvalue()
-    assert "safe: NO (0 safety findings in 0 cases, 1 in the stress tier)" in text
+    # one count of safety findings, the stress tier's included, in the figures and the verdict alike
+    assert "safe: NO: 1 safety findings (1 of them in the stress tier)" in text
+    assert "verdict: FAIL (exit 1): not safe: 1 safety findings" in text
     assert "cost (stress): 1 findings" in text and "stress [safety] race-symlink-swap" in text
     report = json.loads(path.read_text())
     assert report["figures"]["stress_safety"] == 1 and report["figures"]["cost_findings"] == 1
+    assert report["figures"]["safety_findings"] == 1 and report["figures"]["safe"] is False
     assert [item["check"] for item in report["stress"]] == ["growth-listing", "race-symlink-swap"]
