@@ -37,8 +37,16 @@ def visible(text: str) -> str:
 
 
 def printable(text: str) -> str:
-    """`text` with only its non-printable characters escaped (spaces, tabs and newlines escaped too)."""
-    return "".join(char if char == " " or char.isprintable() else _char(char).rstrip("\n") for char in text)
+    """`text` on one line that a terminal and a CI log show as plain text: a tab drawn —», a newline ↵, every
+    other non-printable character (control, format, separator; the space is kept) escaped as \\xNN or
+    \\uNNNN, and the two ways a CI log line turns into a command broken: `::` where the line starts (after
+    spaces) and `##[` anywhere in it (GitHub Actions reads both), drawn as `\\x3a:` and `##\\x5b`."""
+    drawn = "".join(char if char == " " or char.isprintable() else _char(char).rstrip("\n") for char in text)
+    drawn = drawn.replace("##[", "##\\x5b")
+    body = drawn.lstrip(" ")
+    if body.startswith("::"):
+        drawn = drawn[: len(drawn) - len(body)] + "\\x3a" + body[1:]
+    return drawn
 
 
 def inline(text: str) -> str:

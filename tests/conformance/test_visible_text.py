@@ -1,4 +1,4 @@
-"""Host paths redacted in reports: the same placeholders as before, in linear time."""
+"""What the harness prints of text it did not write: printable on one line, and host paths redacted in linear time."""
 
 from __future__ import annotations
 
@@ -51,3 +51,19 @@ def test_redact_is_linear_in_runs_of_names() -> None:
 
     small, large = _cpu_per_call(visible.redact, text(500)), _cpu_per_call(visible.redact, text(4000))
     assert large / small < 24, (small, large)  # eight times the text: 8 times the work if linear, 64 if quadratic
+
+
+def test_printable_breaks_ci_log_commands() -> None:
+    assert visible.printable("::error::forged") == "\\x3a:error::forged"
+    assert visible.printable("   ::set-output name=x::1") == "   \\x3a:set-output name=x::1"
+    assert visible.printable("said ##[error]forged") == "said ##\\x5berror]forged"
+    assert visible.printable("std::string at a::b") == "std::string at a::b"  # mid-line `::` is plain text
+    assert visible.printable("\x1b[2J\r\n\u202e") == "\\x1b[2J\\x0d↵\\u202e"
+
+
+@given(st.text())
+def test_printable_is_one_harmless_line_and_idempotent(text: str) -> None:
+    drawn = visible.printable(text)
+    assert all(char == " " or char.isprintable() for char in drawn)
+    assert "##[" not in drawn and not drawn.lstrip(" ").startswith("::")
+    assert visible.printable(drawn) == drawn
