@@ -7,8 +7,6 @@ timed out, and the next `reset` starts a new child.
 
 from __future__ import annotations
 
-import collections
-import json
 import os
 import pathlib
 import queue
@@ -16,11 +14,22 @@ import shlex
 import signal
 import subprocess
 import threading
-from typing import IO, Any, Deque, Dict, List, Optional
+from typing import IO, Any, Dict, List, Optional, Union
 
 from refmem import protocol as P  # the protocol's vocabulary, defined once and shared with `refmem serve`
 
-from .target_base import Options, StepResult, Target, TargetError
+from . import adapter_wire as wire
+from .target_base import (
+    DETAIL_CHARS,
+    MESSAGE_CHARS,
+    Options,
+    StepResult,
+    Target,
+    TargetError,
+    described,
+    shown,
+    shown_lines,
+)
 
 START_TIMEOUT = P.START_TIMEOUT_SECONDS
 """Seconds an adapter may take to answer `start` (an interpreter or a JIT may be slow to load)."""
@@ -28,18 +37,27 @@ START_TIMEOUT = P.START_TIMEOUT_SECONDS
 STOP_GRACE = P.STOP_GRACE_SECONDS
 """Seconds an adapter has to exit after `stop` before it is killed."""
 
-STDERR_KEPT = 200
-"""Lines of the adapter's standard error kept for crash reports."""
+STDERR_KEPT = wire.STDERR_LINES
+"""Lines of the adapter's standard error kept for crash reports (each cut to wire.STDERR_LINE_BYTES)."""
+
+THREAD_GRACE = 2.0
+"""Seconds a killed adapter's reading threads have to see the end of their pipes."""
 
 _EOF = object()
+Item = Union[wire.Line, object]
 
 
 class ProtocolViolation(Exception):
     """The adapter wrote something that is not a reply the protocol allows here."""
 
 
+def quoted(line: wire.Line) -> str:
+    """The start of an adapter's line, as a report may show it."""
+    return shown(wire.excerpt(line), wire.EXCERPT_BYTES)
+
+
 class _Child:
-    """A started adapter process, its reply queue and the tail of its standard error."""
+    """A started adapter process, its replies (one line read ahead at most) and the tail of its standard error."""
 
     def __init__(self, argv: List[str]) -> None:
         self.process = subprocess.Popen(
@@ -49,45 +67,63 @@ class _Child:
             stderr=subprocess.PIPE,
             start_new_session=(os.name == "posix"),
         )
-        self.replies: queue.Queue[Any] = queue.Queue()
-        self.stderr: Deque[str] = collections.deque(maxlen=STDERR_KEPT)
-        threading.Thread(target=self._pump_stdout, daemon=True).start()
-        threading.Thread(target=self._pump_stderr, daemon=True).start()
+        assert self.process.stdout is not None and self.process.stderr is not None
+        self.replies: queue.Queue[Item] = queue.Queue(maxsize=1)
+        self.stderr = wire.StderrTail()
+        self._closed = threading.Event()
+        self._readers = [
+            threading.Thread(target=self._pump_stdout, args=(wire.reader(self.process.stdout),), daemon=True),
+            threading.Thread(target=self.stderr.drain, args=(wire.reader(self.process.stderr),), daemon=True),
+        ]
+        for thread in self._readers:
+            thread.start()
 
-    def _pump_stdout(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.replies.put(line)
-        self.replies.put(_EOF)
+    def _pump_stdout(self, read: wire.Read) -> None:
+        try:
+            for line in wire.lines(read):
+                if not self._offer(line):
+                    return
+        except (OSError, ValueError):  # the pipe was closed under the thread: the adapter is gone
+            pass
+        self._offer(_EOF)
 
-    def _pump_stderr(self) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self.stderr.append(line.decode("utf-8", "replace").rstrip("\n"))
+    def _offer(self, item: Item) -> bool:
+        """Queue one item, waiting while the runner has not taken the previous one; False once killed."""
+        while not self._closed.is_set():
+            try:
+                self.replies.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
 
     def send(self, message: Dict[str, Any]) -> None:
         stdin: Optional[IO[bytes]] = self.process.stdin
         assert stdin is not None
-        stdin.write(json.dumps(message).encode("ascii") + b"\n")  # ASCII: lone surrogates survive as escapes
+        stdin.write(P.encode_message(message).encode("ascii") + b"\n")  # ASCII: lone surrogates survive as escapes
         stdin.flush()
 
     def receive(self, timeout: float) -> Dict[str, Any]:
-        """The next reply; raises queue.Empty on timeout, EOFError on a closed stdout."""
+        """The next reply; raises queue.Empty on timeout, EOFError on a closed stdout, ProtocolViolation for a
+        line that is not a reply (too long, too deep, not JSON, not an object)."""
         line = self.replies.get(timeout=timeout)
         if line is _EOF:
             raise EOFError
+        assert isinstance(line, (bytes, wire.TooLong))
         try:
-            reply = json.loads(line.decode("utf-8"))
-        except ValueError as exc:
-            raise ProtocolViolation(f"not a JSON line: {line[:200]!r}") from exc
+            reply = wire.decode(line)
+        except wire.Unreadable as exc:
+            raise ProtocolViolation(f"{exc}: {quoted(line)}") from None
         if not isinstance(reply, dict):
-            raise ProtocolViolation(f"a reply must be a JSON object, got {line[:200]!r}")
+            raise ProtocolViolation(f"a reply must be a JSON object, got {P.json_type(reply)}: {quoted(line)}")
         return reply
 
     def tail(self) -> str:
-        return "\n".join(self.stderr)
+        """The end of the adapter's standard error, printable, at most DETAIL_CHARS characters."""
+        return shown_lines("\n".join(self.stderr.lines()), DETAIL_CHARS, keep_end=True)
 
     def kill(self) -> None:
+        self._closed.set()
         if self.process.poll() is None:
             try:
                 if os.name == "posix":
@@ -97,8 +133,18 @@ class _Child:
             except ProcessLookupError:
                 pass
         self.process.wait()
+        while not self.replies.empty():  # a line read ahead is dropped now, not when the child is collected
+            try:
+                self.replies.get_nowait()
+            except queue.Empty:
+                break
+        for thread in self._readers:
+            thread.join(THREAD_GRACE)
+        # A pipe still held open by a process that left the group keeps its reader: closing it would block.
+        readers = {id(self.process.stdout): self._readers[0], id(self.process.stderr): self._readers[1]}
         for stream in (self.process.stdin, self.process.stdout, self.process.stderr):
-            if stream is not None:
+            reading = readers.get(id(stream))
+            if stream is not None and (reading is None or not reading.is_alive()):
                 try:
                     stream.close()
                 except OSError:
@@ -107,11 +153,13 @@ class _Child:
 
 def _check_ready(reply: Dict[str, Any]) -> None:
     if reply.get(P.READY) is not True:
-        error = reply.get(P.ERROR) or {}
-        raise ProtocolViolation(f"the adapter is not ready: {error.get(P.ERROR_MESSAGE, reply)}")
-    if reply.get(P.VERSION_FIELD) != P.VERSION:
+        error = reply.get(P.ERROR)
+        message = error.get(P.ERROR_MESSAGE, "") if isinstance(error, dict) else error
+        raise ProtocolViolation(f"the adapter is not ready: {shown(message or P.json_type(reply), MESSAGE_CHARS)}")
+    version = reply.get(P.VERSION_FIELD)
+    if version != P.VERSION:
         raise ProtocolViolation(
-            f"the adapter speaks protocol version {reply.get(P.VERSION_FIELD)!r}; this runner speaks {P.VERSION}"
+            f"the adapter speaks protocol version {shown(version, MESSAGE_CHARS)}; this runner speaks {P.VERSION}"
         )
     info = reply.get(P.IMPLEMENTATION)
     if not isinstance(info, dict) or not isinstance(info.get("name"), str):
@@ -124,8 +172,9 @@ def _check_ready(reply: Dict[str, Any]) -> None:
 
 
 def _check_reply(reply: Dict[str, Any], seq: int) -> None:
-    if reply.get(P.SEQ) != seq:
-        raise ProtocolViolation(f"expected a reply to seq {seq}, got {reply!r:.200}")
+    if not P.valid_seq(reply.get(P.SEQ)) or reply[P.SEQ] != seq:  # true is not 1
+        got = shown(reply[P.SEQ], MESSAGE_CHARS) if P.SEQ in reply else "none"
+        raise ProtocolViolation(f"expected a reply to seq {seq}, got seq {got}")
 
 
 class AdapterTarget(Target):
@@ -164,8 +213,7 @@ class AdapterTarget(Target):
             raise TargetError(
                 f"{self.spec}: the adapter did not start: {exc or type(exc).__name__}\n{child.tail()}"
             ) from exc
-        info = reply[P.IMPLEMENTATION]
-        self.implementation = {key: str(info.get(key, "")) for key in P.IMPLEMENTATION_FIELDS}
+        self.implementation = described(reply[P.IMPLEMENTATION])
         self.storage = reply.get(P.STORAGE, P.STORAGE_FILESYSTEM)
         self.options = frozenset(name for name in reply.get(P.OPTIONS, []) if name in P.OPTION_NAMES)
         self.restarts += 1
@@ -193,7 +241,7 @@ class AdapterTarget(Target):
                 reply = self._request(self._child, request, self._step_timeout)
                 if reply.get(P.OK) is True:
                     return
-                problem = f"reset refused: {reply.get(P.ERROR, reply)}"
+                problem = f"reset refused: {_error_text(reply)}"
             except (OSError, EOFError, queue.Empty, ProtocolViolation) as exc:
                 problem = f"reset failed: {exc or type(exc).__name__}"
             self._discard()
@@ -230,20 +278,30 @@ class AdapterTarget(Target):
                 "", True, timed_out=True, detail=f"no reply within {self._step_timeout:g}s; the adapter was killed"
             )
         except (OSError, EOFError, ProtocolViolation) as exc:
+            self._discard()  # first: the killed child's reading threads finish its stderr
             tail = child.tail()
-            self._discard()
             what = str(exc) or "the adapter exited"
             return StepResult("", True, crashed=True, detail=f"{what}\n{tail}".strip())
 
 
+def _error_text(reply: Dict[str, Any]) -> str:
+    """What an error reply says (its message, else its code), as a report may show it."""
+    error = reply.get(P.ERROR)
+    if isinstance(error, dict):
+        error = error.get(P.ERROR_MESSAGE) or error.get(P.ERROR_CODE) or ""
+    return shown(error if error is not None else f"no error, but {P.json_type(reply.get(P.OK))} ok", MESSAGE_CHARS)
+
+
 def _step_from_reply(reply: Dict[str, Any]) -> StepResult:
     if P.ERROR in reply:
-        error = reply[P.ERROR] if isinstance(reply[P.ERROR], dict) else {P.ERROR_MESSAGE: str(reply[P.ERROR])}
-        return StepResult("", True, crashed=True, detail=f"adapter error: {error.get(P.ERROR_MESSAGE, error)}")
+        return StepResult("", True, crashed=True, detail=f"adapter error: {_error_text(reply)}")
     output, is_error = reply.get(P.OUTPUT), reply.get(P.IS_ERROR)
     if not isinstance(output, str) or not isinstance(is_error, bool):
-        raise ProtocolViolation(f"an execute reply needs a string output and a boolean is_error: {reply!r:.200}")
+        raise ProtocolViolation(
+            "an execute reply needs a string output and a boolean is_error, "
+            f"got {P.json_type(output)} output and {P.json_type(is_error)} is_error"
+        )
     raised = reply.get(P.RAISED)
     if raised is not None:
-        return StepResult(output, is_error, raised=True, detail=str(raised))
+        return StepResult(output, is_error, raised=True, detail=shown_lines(raised, DETAIL_CHARS))
     return StepResult(output, is_error)

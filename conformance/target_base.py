@@ -12,6 +12,8 @@ from typing import Any, Dict, FrozenSet, Mapping, Optional
 
 from refmem import protocol
 
+from .visible import printable
+
 DEFAULT_STEP_TIMEOUT = protocol.STEP_TIMEOUT_SECONDS
 """Seconds one command may take before the target counts as hung."""
 
@@ -22,6 +24,13 @@ OPTION_NAMES = protocol.OPTION_NAMES
 """Handler options a case may set (CASE-FORMAT.md `options`); a target lists those it honours."""
 
 Options = Optional[Mapping[str, Any]]
+
+NAME_CHARS = 200
+"""Longest implementation name, language, version or homepage kept from what an implementation says."""
+MESSAGE_CHARS = 1000
+"""Longest error message kept from an implementation or an adapter."""
+DETAIL_CHARS = 4000
+"""Longest detail kept: an exception's text and stack, the tail of an adapter's standard error."""
 
 
 class TargetError(Exception):
@@ -84,3 +93,40 @@ class Target:
 
 def implementation_info(name: str, language: str, version: str = "", homepage: str = "") -> Dict[str, str]:
     return {"name": name, "language": language, "version": version, "homepage": homepage}
+
+
+# --- text an implementation supplies -------------------------------------------------------------------
+# Names, messages, exception texts and stderr lines come from the implementation under test and end up on a
+# terminal, in a CI log and in a job summary. They are made printable (conformance/visible.py: no escape
+# sequence, no line break that could start a CI log command) and cut to a bound where they are taken in.
+
+
+def _cut(text: str, limit: int, keep_end: bool) -> str:
+    if len(text) <= limit:
+        return text
+    if keep_end:
+        return f"[{len(text) - limit} characters before] ..." + text[-limit:]
+    return text[:limit] + f"... [{len(text) - limit} more characters]"
+
+
+def shown(value: Any, limit: int) -> str:
+    """`value` (any JSON value; its text when it is a string) as one printable line of about `limit` characters."""
+    text = value if isinstance(value, str) else str(value)
+    drawn = printable(text[:limit])
+    if len(text) <= limit and len(drawn) <= limit:
+        return drawn
+    return drawn[:limit] + f"... [{len(text)} characters in all]"
+
+
+def shown_lines(value: Any, limit: int, keep_end: bool = False) -> str:
+    """`value` as printable lines (its line breaks kept, every line printable on its own), about `limit`
+    characters in all: the first ones, or the last ones with `keep_end` (the end of a log says most)."""
+    text = value if isinstance(value, str) else str(value)
+    drawn = "\n".join(printable(line) for line in _cut(text, limit, keep_end).split("\n"))
+    return _cut(drawn, limit, keep_end)
+
+
+def described(info: Mapping[str, Any]) -> Dict[str, str]:
+    """An implementation's description (`implementation` in the start reply, or a python target's dict): its
+    four fields as printable one-line texts, missing ones empty."""
+    return {key: shown(info.get(key, ""), NAME_CHARS) for key in protocol.IMPLEMENTATION_FIELDS}

@@ -29,13 +29,16 @@ from .adapter_client import AdapterTarget
 from .signalling import ErrorPrefix
 from .target_base import (
     DEFAULT_STEP_TIMEOUT,
+    MESSAGE_CHARS,
     OPTION_NAMES,
     STORAGE_KINDS,
     Options,
     StepResult,
     Target,
     TargetError,
+    described,
     implementation_info,
+    shown,
 )
 
 __all__ = [
@@ -118,10 +121,12 @@ class InProcessTarget(Target):
         self.rules = rules or signalling.Convention()
         self.implementation = implementation
         self.reset(root)
-        self.implementation = dict(getattr(self._handler, "implementation", None) or implementation)
+        declared = getattr(self._handler, "implementation", None)
+        self.implementation = described(declared if isinstance(declared, dict) and declared else implementation)
         self.storage = str(getattr(self._handler, "storage", None) or getattr(factory, "storage", "filesystem"))
         if self.storage not in STORAGE_KINDS:
-            raise TargetError(f"{spec}: storage must be one of {STORAGE_KINDS}, not {self.storage!r}")
+            storage = shown(self.storage, MESSAGE_CHARS)
+            raise TargetError(f"{spec}: storage must be one of {STORAGE_KINDS}, not {storage}")
 
     def reset(self, root: pathlib.Path, options: Options = None) -> None:
         missing = self.unsupported(options)
@@ -131,7 +136,7 @@ class InProcessTarget(Target):
             kwargs = {name: self._converters[name](value) for name, value in (options or {}).items()}
             self._handler = signalling.settle(self._factory(root, **kwargs))
         except Exception as exc:  # noqa: BLE001
-            raise TargetError(f"{self.spec}: building the handler failed: {exc!r}") from exc
+            raise TargetError(f"{self.spec}: building the handler failed: {shown(repr(exc), MESSAGE_CHARS)}") from exc
         try:
             self._call = _method(self._handler)
         except TargetError as exc:
@@ -173,8 +178,8 @@ def _import_callable(spec: str, module_name: str, attr_path: str) -> Tuple[Any, 
 def _module_info(module: Any, language: str = "python") -> Dict[str, str]:
     declared = getattr(module, "IMPLEMENTATION", None)
     if isinstance(declared, dict):
-        return {key: str(declared.get(key, "")) for key in ("name", "language", "version", "homepage")}
-    return implementation_info(module.__name__, language, str(getattr(module, "__version__", "")))
+        return described(declared)
+    return described(implementation_info(module.__name__, language, str(getattr(module, "__version__", ""))))
 
 
 OPTION_VALUES: Dict[str, Callable[[Any], Any]] = {

@@ -37,8 +37,16 @@ def visible(text: str) -> str:
 
 
 def printable(text: str) -> str:
-    """`text` with only its non-printable characters escaped (spaces, tabs and newlines escaped too)."""
-    return "".join(char if char == " " or char.isprintable() else _char(char).rstrip("\n") for char in text)
+    """`text` on one line that a terminal and a CI log show as plain text: a tab drawn —», a newline ↵, every
+    other non-printable character (control, format, separator; the space is kept) escaped as \\xNN or
+    \\uNNNN, and the two ways a CI log line turns into a command broken: `::` where the line starts (after
+    spaces) and `##[` anywhere in it (GitHub Actions reads both), drawn as `\\x3a:` and `##\\x5b`."""
+    drawn = "".join(char if char == " " or char.isprintable() else _char(char).rstrip("\n") for char in text)
+    drawn = drawn.replace("##[", "##\\x5b")
+    body = drawn.lstrip(" ")
+    if body.startswith("::"):
+        drawn = drawn[: len(drawn) - len(body)] + "\\x3a" + body[1:]
+    return drawn
 
 
 def inline(text: str) -> str:
@@ -67,7 +75,12 @@ def diff(expected: str, actual: str, limit: int = 6000) -> str:
 
 # --- host paths out of published reports --------------------------------------------------------
 
-_RUN_DIR = re.compile(r"(?:/[^/\s'\"`]+)*/refmem-conformance-[A-Za-z0-9_]+")
+RUN_PLACEHOLDER = "<RUN>"
+_RUN_MARK = "/refmem-conformance-"
+_PATH = re.compile(r"(?:/[^/\s'\"`]+)+")
+"""A run of path names, `/name/name...`: each name starts at its slash and holds none, so a run is matched
+in one pass to its end and never re-read (no backtracking)."""
+_RUN_NAME = re.compile(r"/refmem-conformance-[A-Za-z0-9_]+")
 
 
 def _host_prefixes() -> List[Tuple[str, str]]:
@@ -85,9 +98,27 @@ def _host_prefixes() -> List[Tuple[str, str]]:
     return sorted(((path, mark) for path, mark in found.items() if len(path) > 1), key=lambda item: -len(item[0]))
 
 
+def _run_dirs(text: str) -> str:
+    """Each path that runs into a run's folder (`.../refmem-conformance-XXXX`) drawn as `<RUN>`, up to and
+    including the last such folder name in the path; the rest of the path is kept. Linear: every character
+    is looked at a bounded number of times."""
+    if _RUN_MARK not in text:
+        return text
+    pieces: List[str] = []
+    done = 0
+    for path in _PATH.finditer(text):
+        last = None
+        for found in _RUN_NAME.finditer(text, path.start(), path.end()):
+            last = found
+        if last is not None:
+            pieces += [text[done : path.start()], RUN_PLACEHOLDER]
+            done = last.end()
+    return "".join(pieces) + text[done:]
+
+
 def redact(text: str) -> str:
     """Draw host paths as placeholders (`<RUN>` for the run's case folders), so a report can be published."""
-    text = _RUN_DIR.sub("<RUN>", text)
+    text = _run_dirs(text)
     for path, mark in _host_prefixes():
         text = text.replace(path, mark)
     return text

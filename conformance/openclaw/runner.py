@@ -33,7 +33,7 @@ import tempfile
 import threading
 from typing import IO, Any, Deque, Dict, List, Optional, Sequence, Tuple
 
-from .. import layout
+from .. import adapter_wire, layout
 from ..openclaw import expect
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -152,7 +152,7 @@ class AdapterTarget(Target):
         self.argv = argv
         self.timeout = timeout
         self.process: Optional[subprocess.Popen[bytes]] = None
-        self.replies: queue.Queue[Optional[bytes]] = queue.Queue()
+        self.replies: queue.Queue[Optional[adapter_wire.Line]] = queue.Queue()
         self.stderr: Deque[str] = collections.deque(maxlen=50)
         self.seq = 0
         self.root: Optional[pathlib.Path] = None
@@ -180,13 +180,19 @@ class AdapterTarget(Target):
         return info
 
     def _pump(self, stream: IO[bytes]) -> None:
-        for line in stream:
-            self.replies.put(line)
+        try:
+            for line in adapter_wire.lines(adapter_wire.reader(stream)):  # each at most the protocol's bound
+                self.replies.put(line)
+        except (OSError, ValueError):  # the pipe was closed under the thread: the adapter is gone
+            pass
         self.replies.put(None)
 
     def _drain(self, stream: IO[bytes]) -> None:
-        for line in stream:
-            self.stderr.append(line.decode("utf-8", "replace").rstrip("\n"))
+        try:
+            for line in adapter_wire.stderr_lines(adapter_wire.reader(stream)):  # each cut to a bound
+                self.stderr.append(line)
+        except (OSError, ValueError):
+            pass
 
     def _request(self, message: Dict[str, Any]) -> Dict[str, Any]:
         assert self.process is not None and self.process.stdin is not None
@@ -206,7 +212,11 @@ class AdapterTarget(Target):
         if line is None:
             self._kill()
             raise TargetError("the adapter exited: " + " | ".join(list(self.stderr)[-5:]))
-        reply = json.loads(line.decode("utf-8"))
+        try:
+            reply = adapter_wire.decode(line)  # bounded in length and nesting
+        except adapter_wire.Unreadable as error:
+            self._kill()
+            raise TargetError(f"protocol violation: {error}") from None
         if not isinstance(reply, dict) or ("seq" in message and reply.get("seq") != message["seq"]):
             self._kill()
             raise TargetError("protocol violation: a reply that does not answer the request")
