@@ -9,25 +9,15 @@ from __future__ import annotations
 
 import html
 import pathlib
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any, Dict, List, Sequence
 
 from .checks import Finding
+from .figures import ROWS
+from .figures import rows as figure_rows
 from .reports import finding_lines
 from .visible import printable, redact
 
 OUTCOMES = ("pass", "fail", "xfail", "xpass", "skip")
-
-FIGURES: Tuple[Tuple[str, str], ...] = (
-    ("safe", "safe: nothing outside the root touched, nothing leaked, no data lost, no hang"),
-    ("documented", "documented: must cases, behaviour the documentation states"),
-    ("wording", "documented wording: should cases, the documentation's strings"),
-    ("reference", "reference-exact: the reference's decisions (docs/spec-notes.md)"),
-    ("hardening", "hardening: safe refusals not required on this platform"),
-    ("signalling", "signalling: is_error as the output says"),
-    ("robustness_findings", "robustness: unexpected exceptions"),
-    ("conformant", "conformant: safe, and every documented must case passes"),
-)
-"""The headline figures, in the order of the text summary, keyed as in the JSON report's `figures`."""
 
 STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:80em;padding:0 1em;color:#1b1b1b}
@@ -48,22 +38,9 @@ def _e(value: Any) -> str:
 
 
 def figure_text(figures: Dict[str, Any], key: str) -> str:
-    """A figure as shown: yes/no for a verdict, x/y for a tier, a count for robustness."""
-    value = figures.get(key)
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, list) and len(value) == 2:
-        return f"{value[0]}/{value[1]}"
-    return str(value)
-
-
-def _figure_class(figures: Dict[str, Any], key: str) -> str:
-    value = figures.get(key)
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, list) and len(value) == 2:
-        return "yes" if value[0] == value[1] else "no"
-    return "yes" if not value else "no"
+    """A figure as every writer shows it (conformance/figures.py ROWS)."""
+    row = next(row for row in ROWS if row.key == key)
+    return row.text(figures)
 
 
 def _document(title: str, body: List[str]) -> str:
@@ -129,11 +106,11 @@ def case_text(case: Dict[str, Any]) -> str:
 
 def _figures_table(figures: Dict[str, Any]) -> List[str]:
     rows = ["<table>", "<tr><th>figure</th><th>value</th></tr>"]
-    for key, label in FIGURES:
-        css = _figure_class(figures, key)
+    for row in figure_rows(figures):
+        css = "yes" if row.ok(figures) else "no"
         rows.append(
-            f'<tr id="figure-{key}"><td>{_e(label)}</td>'
-            f'<td class="num {css}">{_e(figure_text(figures, key))}</td></tr>'
+            f'<tr id="figure-{row.key}"><td>{_e(row.name)}: {_e(row.meaning)}</td>'
+            f'<td class="num {css}">{_e(row.text(figures))}</td></tr>'
         )
     return rows + ["</table>"]
 
@@ -188,12 +165,15 @@ def matrix_page(reports: Sequence[Dict[str, Any]], title: str = "") -> str:
     names = [_name(report) for report in reports]
     head = "<tr><th></th>" + "".join(f"<th>{_e(name)}</th>" for name in names) + "</tr>"
     body = [f"<h1>{_e(title)}</h1>", "<h2>Figures by tier</h2>", '<table id="figures">', head]
-    for key, label in FIGURES:
-        row = "".join(
-            f'<td class="num {_figure_class(figures, key)}">{_e(figure_text(figures, key))}</td>'
-            for figures in (report.get("figures", {}) for report in reports)
+    for figure in ROWS:
+        all_figures = [report.get("figures", {}) for report in reports]
+        if not any(figure.shown(figures) for figures in all_figures):
+            continue
+        values = "".join(
+            f'<td class="num {"yes" if figure.ok(figures) else "no"}">{_e(figure.text(figures))}</td>'
+            for figures in all_figures
         )
-        body.append(f'<tr id="figure-{key}"><th>{_e(label)}</th>{row}</tr>')
+        body.append(f'<tr id="figure-{figure.key}"><th>{_e(figure.name)}: {_e(figure.meaning)}</th>{values}</tr>')
     body.append("</table>")
     outcomes = [{case["id"]: case for case in report.get("cases", [])} for report in reports]
     order = list(dict.fromkeys(case_id for by_id in outcomes for case_id in by_id))

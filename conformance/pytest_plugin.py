@@ -31,7 +31,7 @@ from .results import FAIL, SKIP
 from .runner import run_case
 from .signalling import ErrorPrefix
 from .targets import DEFAULT_STEP_TIMEOUT, Target, open_target
-from .tiers import DEFAULT_PROFILE, PROFILES, TIERS
+from .tiers import PROFILES, TIERS, default_profile
 
 ROOT_NAME = "memory-conformance"
 """The collector every case item hangs under; its node ID is this name, so a case's ID is ROOT_NAME::CASE."""
@@ -55,8 +55,9 @@ def pytest_addoption(parser: Any) -> None:
     group.addoption(
         "--memory-profile",
         choices=sorted(PROFILES),
-        default=DEFAULT_PROFILE,
-        help="which tiers fail a case: standard, hardening or documented (safety always)",
+        default=None,
+        help="what fails a case: documented (the default for every target but the reference), standard (the "
+        "reference's default) or hardening; safety, signalling and robustness always",
     )
     group.addoption(
         "--memory-stress",
@@ -64,7 +65,10 @@ def pytest_addoption(parser: Any) -> None:
         help="also run the stress tier (conformance/stress.py) as one test: any safety or cost finding fails it",
     )
     group.addoption(
-        "--memory-error-prefix", metavar="TEXT", help="python targets: a plain string starting with TEXT is an error"
+        "--memory-error-prefix",
+        metavar="TEXT",
+        action="append",
+        help="python targets: a plain string starting with TEXT is an error; repeat it for several",
     )
     group.addoption(
         "--memory-full-diff", action="store_true", help="print every line of a failure (default: the first difference)"
@@ -244,7 +248,7 @@ def pytest_collection_modifyitems(session: Any, config: Any, items: List[Any]) -
         spec,
         config.getoption("memory_timeout"),
         config.getoption("memory_workdir"),
-        config.getoption("memory_profile"),
+        config.getoption("memory_profile") or default_profile(spec),
         config.getoption("memory_error_prefix"),
     )
     collector = ConformanceCollector.from_parent(

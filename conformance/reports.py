@@ -20,7 +20,7 @@ from .figures import figures, run_verdict, text_lines, tier_passed
 from .figures import rows as figure_rows
 from .results import SKIP, CaseResult, RunResult
 from .tiers import CLASSES, DOCUMENTED, SAFETY, SIGNALLING, TIERS, describe_profile
-from .visible import clip, printable, redact
+from .visible import clip, log_safe, printable, redact
 
 
 def counts(run: RunResult) -> Dict[str, int]:
@@ -81,7 +81,7 @@ def describe_failure(result: CaseResult, full: bool = False) -> str:
     if case.cite and result.failed_in(DOCUMENTED):
         lines.append(f"    documentation: {printable(quote(case.cite))}")
     lines += finding_lines(result.findings, full)
-    return redact("\n".join(lines))
+    return log_safe(redact("\n".join(lines)))
 
 
 def finding_lines(findings: List[Finding], full: bool = False) -> List[str]:
@@ -132,7 +132,7 @@ def summary(run: RunResult, stale: List[Dict[str, str]], strict: bool, violation
         lines.append(f"  unsafe cases ({len(unsafe)}): {shown}")
     status, why = run_verdict(run, strict, violations)
     lines.append(f"  verdict: {'PASS' if status == 0 else 'FAIL'} (exit {status}): {why}")
-    return redact("\n".join(lines))
+    return log_safe(redact("\n".join(lines)))
 
 
 UNSAFE_SHOWN = 50
@@ -235,6 +235,9 @@ def as_json(run: RunResult) -> Dict[str, Any]:
         "stale_expectations": run.stale,
         "warnings": run.warnings,
         "stress": run.stress,
+        "interrupted": run.interrupted,
+        "unsafe": unsafe_ids(run),
+        "verdict": dict(zip(("exit", "why"), run_verdict(run, False))),
         "cases": [_case_dict(result) for result in run.results],
     }
 

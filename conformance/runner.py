@@ -28,6 +28,7 @@ from .checks import (
     output_bound,
     outside_shown,
     planted_layout,
+    reads_as_error,
     strings_in,
 )
 from .dataloss import lost, shared_inodes, touched, why_lost
@@ -109,9 +110,11 @@ class CaseRun:
             result = self._execute(step["input"], number, step.get("max_output_chars"))
             if result is None:
                 return
-            self.findings.extend(check_step(step, result, number, self.case.tier))
-            if step.get("is_error") is False and not result.is_error:
-                self.success_openings.append(opening(result.output))
+            found = check_step(step, result, number, self.case.tier)
+            self.findings.extend(found)
+            succeeded = step.get("is_error") is False and not result.is_error
+            if succeeded and not reads_as_error(result.output, step["input"]):
+                self.success_openings.append(opening(result.output))  # a success that reads as one
 
     def final(self, after: Tree) -> None:
         final = self.case.raw.get("final")

@@ -8,11 +8,15 @@ Implementations signal errors in many ways, and the suite judges what they do, n
 - a plain string, which is a success unless the implementation declares a convention for it:
 
       SIGNALLING = {"error_prefix": "Error:"}          # module level, next to the factory
-      SIGNALLING = {"error_prefix": ["Error:", "The path"], "error_exceptions": ["BackendError"]}
+      SIGNALLING = {"error_prefix": ["Error:", "The path", "No replacement"], "error_exceptions": ["BackendError"]}
+      SIGNALLING = {"error_prefix": [...], "error_pattern": r"File .+ exceeds maximum line limit"}
 
-  (`--error-prefix` on the command line does the same). A plain string starting with one of the prefixes is
-  an error result; an exception whose class (or a base) is named in `error_exceptions` is an error result
-  like a `ToolError`, not a robustness finding.
+  (`--error-prefix`, repeatable, on the command line does the first). A plain string starting with one of the
+  prefixes, or whose first line matches `error_pattern` from its start (a Python regular expression, for the one
+  documented error a prefix cannot tell from a success: "File {path} exceeds maximum line limit..." against
+  "File created successfully..."), is an error result; an exception whose class (or a base) is named in
+  `error_exceptions` is an error result like a `ToolError`, not a robustness finding. The documentation's own
+  error strings need `["Error:", "The path", "No replacement", "Invalid", "Parameter"]` and that pattern.
 
 Any other exception is an error result whose text is the exception's repr, as the SDKs' tool runners show an
 unexpected exception to the model, and is marked `raised`: a robustness finding, and a safety finding only when
@@ -25,8 +29,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import inspect
+import re
 import traceback
-from typing import Any, Callable, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Mapping, Optional, Pattern, Sequence, Tuple, Union
 
 from .target_base import StepResult, TargetError
 
@@ -43,9 +48,15 @@ class Convention:
 
     error_prefixes: Tuple[str, ...] = ()
     error_exceptions: Tuple[str, ...] = ()
+    error_pattern: Optional[Pattern[str]] = None
 
     def text_is_error(self, text: str) -> bool:
-        return any(text.startswith(prefix) for prefix in self.error_prefixes)
+        if any(text.startswith(prefix) for prefix in self.error_prefixes):
+            return True
+        if self.error_pattern is None:
+            return False
+        first = text[:PATTERN_CHARS].split("\n", 1)[0]  # bounded: the pattern never sees a whole output
+        return self.error_pattern.match(first) is not None
 
     def designed(self, exc: BaseException) -> bool:
         names = {cls.__name__ for cls in type(exc).__mro__}
@@ -53,8 +64,14 @@ class Convention:
 
     def describe(self) -> str:
         parts = [f"plain strings starting with {prefix!r} are errors" for prefix in self.error_prefixes]
+        if self.error_pattern is not None:
+            parts.append(f"plain strings whose first line matches {self.error_pattern.pattern!r} are errors")
         parts += [f"{name} is an error signal" for name in self.error_exceptions]
         return "; ".join(parts) or "plain strings are successes"
+
+
+PATTERN_CHARS = 2000
+"""Characters of an output's first line that `error_pattern` is matched against at most."""
 
 
 def _strings(value: Any, key: str) -> Tuple[str, ...]:
@@ -74,16 +91,25 @@ def convention(declared: Any = None, error_prefix: ErrorPrefix = None) -> Conven
         declared = {}
     if not isinstance(declared, Mapping):
         raise TargetError(f"{DECLARATION} must be a dict such as {{'error_prefix': 'Error:'}}")
-    unknown = sorted(set(declared) - {"error_prefix", "error_exceptions"})
+    unknown = sorted(set(declared) - {"error_prefix", "error_exceptions", "error_pattern"})
     if unknown:
-        raise TargetError(f"{DECLARATION} has unknown keys {unknown}: use error_prefix and error_exceptions")
+        raise TargetError(
+            f"{DECLARATION} has unknown keys {unknown}: use error_prefix, error_pattern and error_exceptions"
+        )
     prefixes = _strings(declared["error_prefix"], "error_prefix") if "error_prefix" in declared else ()
     extra = (error_prefix,) if isinstance(error_prefix, str) else tuple(error_prefix or ())
     if any(not isinstance(item, str) or not item for item in extra):
         raise TargetError("--error-prefix must be non-empty text")
     prefixes = tuple(dict.fromkeys(prefixes + extra))
     exceptions = _strings(declared["error_exceptions"], "error_exceptions") if "error_exceptions" in declared else ()
-    return Convention(prefixes, exceptions)
+    pattern = None
+    if "error_pattern" in declared:
+        (text,) = _strings(declared["error_pattern"], "error_pattern")[:1]
+        try:
+            pattern = re.compile(text)
+        except re.error as exc:
+            raise TargetError(f"{DECLARATION}['error_pattern'] is not a regular expression: {exc}") from None
+    return Convention(prefixes, exceptions, pattern)
 
 
 # --- results ------------------------------------------------------------------------------------

@@ -49,6 +49,19 @@ def printable(text: str) -> str:
     return drawn
 
 
+def log_safe(text: str) -> str:
+    """`text` (many lines, already drawn) with the ways a CI log line turns into a command broken on every line:
+    `::` where a line starts and `##[` anywhere, as `printable` breaks them on one line. For what the runner
+    prints to a terminal or a CI log that may quote an implementation's output (a failure's excerpt)."""
+    if "::" not in text and "##[" not in text:
+        return text
+    lines = []
+    for line in text.replace("##[", "##\\x5b").split("\n"):
+        body = line.lstrip(" ")
+        lines.append(line[: len(line) - len(body)] + "\\x3a" + body[1:] if body.startswith("::") else line)
+    return "\n".join(lines)
+
+
 def inline(text: str) -> str:
     """`visible` on one line: the real line breaks after ↵ are left out."""
     return visible(text).replace("\n", "")

@@ -9,7 +9,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from conformance_support import run_cli
 
-from refmem_conformance.htmlpage import FIGURES, OUTCOMES, figure_text
+from refmem_conformance.figures import rows as figure_rows
+from refmem_conformance.htmlpage import OUTCOMES, figure_text
 
 
 class Page(HTMLParser):
@@ -84,8 +85,8 @@ def test_the_page_has_every_failure_and_the_json_figures(basic_cases: pathlib.Pa
     report, page = _run(basic_cases, tmp_path, "wrong")
     failing = [case["id"] for case in report["cases"] if case["outcome"] in ("fail", "xpass")]
     assert failing and page.failures == failing
-    for key, _ in FIGURES:
-        assert page.rows[f"figure-{key}"][1] == figure_text(report["figures"], key)
+    for row in figure_rows(report["figures"]):
+        assert page.rows[f"figure-{row.key}"][1] == figure_text(report["figures"], row.key)
     features: Dict[str, Dict[str, int]] = {}
     for case in report["cases"]:
         for feature in case["features"]:
@@ -115,8 +116,8 @@ def test_the_matrix_lays_implementations_side_by_side(basic_cases: pathlib.Path,
     status, _, err = run_cli("matrix", str(tmp_path / "tiny.json"), str(tmp_path / "wrong.json"), "--html", str(matrix))
     assert status == 0, err
     page = _read(matrix)
-    for key, _ in FIGURES:
-        assert page.rows[f"figure-{key}"][1:] == [figure_text(r["figures"], key) for r in (tiny, wrong)]
+    for row in figure_rows(tiny["figures"]):
+        assert page.rows[f"figure-{row.key}"][1:] == [figure_text(r["figures"], row.key) for r in (tiny, wrong)]
     failing = {case["id"] for r in (tiny, wrong) for case in r["cases"] if case["outcome"] in ("fail", "xpass")}
     rows = page.table_rows["cases"][1:]
     assert {row[0] for row in rows} == failing and len(rows) == len(failing)

@@ -94,3 +94,25 @@ def test_an_async_factory_and_a_plain_callable_handler_work(tmp_path: pathlib.Pa
 
     target = InProcessTarget("python:x:y", factory, tmp_path, {"name": "x"}, timeout=None)
     assert target.execute({"command": "view", "path": "/memories"}).output == "seen /memories"
+
+
+def test_the_documentations_own_error_strings_need_a_prefix_list_and_one_pattern() -> None:
+    """The line-limit error and the create success both start with "File ": no prefix tells them apart."""
+    rules = convention(
+        {"error_prefix": ["Error:", "The path", "No replacement"], "error_pattern": r"File .+ exceeds maximum line limit"},
+        ["Invalid", "Parameter"],
+    )
+    for text in (
+        "The path /memories/x does not exist. Please provide a valid path.",
+        "No replacement was performed, old_str `a` did not appear verbatim in /memories/x.",
+        "File /memories/big.txt exceeds maximum line limit of 999,999 lines.",
+        "Invalid `view_range`. It should be a list of two integers.",
+        "Parameter `file_text` is required for command: create",
+    ):
+        assert rules.text_is_error(text), text
+    for text in ("File created successfully at: /memories/x", "Here's the content of /memories/x with line numbers:"):
+        assert not rules.text_is_error(text), text
+    # the pattern sees a bounded first line only: a huge output costs nothing more to read
+    assert not rules.text_is_error("File " + "x" * 10_000_000 + " exceeds maximum line limit")
+    with pytest.raises(TargetError):
+        convention({"error_pattern": "("})
