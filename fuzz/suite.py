@@ -12,12 +12,13 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from conformance import layout, targets
+    from conformance import layout, targets, visible
     from conformance.openclaw import runner as openclaw_runner
 else:
     NAME = __package__[: -len("fuzz")] + "conformance"
     layout = importlib.import_module(NAME + ".layout")
     targets = importlib.import_module(NAME + ".targets")
     openclaw_runner = importlib.import_module(NAME + ".openclaw.runner")
+    visible = importlib.import_module(NAME + ".visible")
 
-__all__ = ["layout", "openclaw_runner", "targets"]
+__all__ = ["layout", "openclaw_runner", "targets", "visible"]
