@@ -363,17 +363,17 @@ def cmd_replay(ns: argparse.Namespace) -> int:
     if not ns.raw and (ns.harness is not None or ns.plain_layout is not None):
         raise ValueError("--harness and --plain-layout describe a raw fuzzer input: give them with --raw")
     target = ns.target or REFERENCE
+    try:
+        data = finding_files.read_bounded(ns.file)
+    except FindingError as exc:  # too large, or not a regular file
+        raise ValueError(f"{shown(ns.file, 'name')}: {exc}") from None
     if ns.raw:
         harness = ns.harness or "sequence"
-        try:
-            data = finding_files.read_bounded(ns.file)
-        except FindingError as exc:  # too large, or not a regular file
-            raise ValueError(f"{shown(ns.file, 'name')}: {exc}") from None
         found = finding_from_raw_input(data, target, harness, not ns.plain_layout)
         _emit(f"raw fuzzer input ({len(data):,} bytes) decoded by the {harness} harness into "
               f"{len(found.commands)} command(s)")
     else:
-        found = finding_files.load(ns.file)
+        found = finding_files.parse(data)
         _emit(f"finding {shown(found.oracle, 'name')}, found on {shown(found.target, 'name')} "
               f"({found.harness} harness, {len(found.commands)} command(s))")
     if ns.target is None:

@@ -290,10 +290,14 @@ def read_bounded(path: pathlib.Path, limit: int = MAX_FILE_BYTES) -> bytes:
     """At most `limit` bytes of a regular file (FindingError beyond): a FIFO or a device is not
     waited on, a huge file not read whole. OSError (a missing file) passes through."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        regular = stat.S_ISREG(os.fstat(fd).st_mode)
+    except OSError:
+        regular = False
+    if not regular:
+        os.close(fd)
+        raise FindingError("not a regular file")
     with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(handle.fileno())
-        if not stat.S_ISREG(info.st_mode):
-            raise FindingError("not a regular file")
         chunks: List[bytes] = []
         size = 0
         while size <= limit:  # in chunks: a read of limit + 1 bytes would take that much memory for any file
