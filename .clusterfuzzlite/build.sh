@@ -5,7 +5,7 @@
 # fuzz/ (fuzz/libfuzzer_entry.py for the command-sequence and path harnesses, fuzz/robustness.py
 # for the content policy, `refmem serve` and `refmem exec`). compile_python_fuzzer bundles each
 # one with pyinstaller into $OUT. A broken oracle raises, so ClusterFuzzLite records the input as
-# a crash; `refmem-fuzz replay CRASH_FILE [--harness paths]` replays the sequence and paths ones,
+# a crash; `refmem-fuzz replay CRASH_FILE --raw [--harness paths]` replays the sequence and paths ones,
 # `python .clusterfuzzlite/fuzz_NAME.py CRASH_FILE` any of them.
 
 cd "$SRC/refmem"

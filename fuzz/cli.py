@@ -2,11 +2,17 @@
 
     refmem-fuzz --target SPEC --max-time SECONDS [--jobs N] [--engine auto|atheris|random]
     refmem-fuzz replay FINDING.json [--target SPEC]
-    refmem-fuzz to-case FINDING.json [--id ID] [--decision D-...]
+    refmem-fuzz replay CRASH_FILE --raw [--harness sequence|paths] [--plain-layout] [--target SPEC]
+    refmem-fuzz to-case FINDING.json [--id GROUP-NNN] [--decision D-...] [--out FILE]
 
 SPEC is what the conformance runner takes: `refmem`, `python:MODULE:CALLABLE`, `cmd:COMMAND LINE`,
 or the alias `anthropic-sdk`. Exit status: 0 nothing found (or not reproduced), 1 findings (or
-reproduced), 2 usage or target errors.
+reproduced), 2 usage or target errors, or a file that is not a well-formed finding.
+
+A finding file may come from anyone (SECURITY.md asks reporters for one): `replay` never starts the
+target a file names (the reference, or `--target`), and everything this command prints that came
+from a file or a backend is escaped (`conformance.visible.printable`) and cut, so no escape sequence
+or line break of theirs reaches the terminal.
 """
 
 from __future__ import annotations
@@ -19,35 +25,94 @@ import shutil
 import subprocess
 import sys
 import time
-from typing import Dict, List, Optional, Set
+from typing import Any, Dict, List, Optional, Set, TextIO
 
 import refmem
 
 from . import engine_atheris, engine_random
 from . import finding as finding_files
 from .cost import MEMORY_EVERY
-from .finding import Finding
+from .finding import Finding, FindingError
 from .harness import HARNESSES, Harness, Options
 from .layout import scratch_dir
+from .suite import visible
 
 SUBCOMMANDS = ("run", "replay", "to-case", "robust")
+RUN_SLACK = 5.0
+"""Seconds a run may end after --max-time: a step still running at the deadline is given up a
+second after it (session.STEP_GRACE), then the findings are written and the target closed."""
+SHOWN_CHARS = {"name": 200, "command": 300, "output": 200, "detail": 300, "error": 500}
+"""How much of each kind of text from a file or a backend is printed (more is cut, with a count)."""
+MAX_ORACLES_SHOWN = 20
+STATUS_READER_GONE = 141
+"""As `refmem exec`: the reader left before a print this command could not tell apart from its work."""
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    """The `refmem-fuzz` command. A reader that leaves early (`| head`) ends the output quietly:
+    what is left to print is dropped, the work goes on, and the exit status is the command's own."""
+    began = time.monotonic()
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] not in SUBCOMMANDS + ("-h", "--help", "--version"):
         args = ["run"] + args
     parser = _parser()
     ns = parser.parse_args(args)
+    ns.began = began
     try:
-        return int(ns.func(ns))
+        status = int(ns.func(ns))
+    except BrokenPipeError:  # a print that did not go through _emit (robust's): the status is unknown
+        _stream_to_devnull(sys.stdout)
+        return STATUS_READER_GONE
     except KeyboardInterrupt:
-        return 130
-    except Exception as exc:  # a target that cannot be opened, a bad file: say so, briefly
-        if type(exc).__name__ in ("TargetError", "ValueError", "FileNotFoundError", "JSONDecodeError"):
-            print(f"refmem-fuzz: {exc}", file=sys.stderr)
-            return 2
-        raise
+        status = 130
+    except FindingError as exc:
+        hint = "; a raw fuzzer input is replayed with --raw" if ns.subcommand == "replay" else ""
+        _emit(f"refmem-fuzz: {shown(ns.file, 'name')}: not a well-formed finding file: {exc}{hint}", sys.stderr)
+        status = 2
+    except Exception as exc:  # a target that cannot be opened, a file that cannot be read: say so, on one line
+        if not isinstance(exc, (OSError, ValueError)) and type(exc).__name__ != "TargetError":
+            raise
+        _emit(f"refmem-fuzz: {shown(exc, 'error')}", sys.stderr)
+        status = 2
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _stream_to_devnull(sys.stdout)
+    return status
+
+
+def shown(text: Any, kind: str) -> str:
+    """`text` from a file or a backend as it may be printed: non-printable characters escaped
+    (line breaks and escape sequences included), cut at SHOWN_CHARS[kind]."""
+    text = str(text)
+    limit = SHOWN_CHARS[kind]
+    drawn = visible.printable(text[: limit + 1])
+    if len(text) <= limit and len(drawn) <= limit:
+        return drawn
+    return drawn[:limit] + f"... [{len(text):,} characters]"
+
+
+def _emit(text: str, stream: Optional[TextIO] = None) -> None:
+    """Print a line now; once its reader has gone, print nothing more (no BrokenPipeError)."""
+    stream = stream or sys.stdout
+    try:
+        print(text, file=stream, flush=True)
+    except BrokenPipeError:
+        _stream_to_devnull(stream)
+
+
+def _stream_to_devnull(stream: TextIO) -> None:
+    """Point the stream's descriptor at /dev/null, so that later prints and the interpreter's last
+    flush find somewhere to write (refmem/cli.py does the same for `refmem exec`)."""
+    try:
+        fileno = stream.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (a test's capture)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fileno)
+    finally:
+        os.close(devnull)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -57,7 +122,10 @@ def _parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="fuzz a target (the default subcommand)")
     run.add_argument("--target", default="refmem", help="refmem | python:MODULE:CALLABLE | cmd:COMMAND | anthropic-sdk")
-    run.add_argument("--max-time", type=float, default=60.0, help="seconds to fuzz (per job)")
+    run.add_argument("--max-time", type=float, default=60.0,
+                     help=f"seconds the whole run takes, calibration, confirming and minimising findings included "
+                          f"(it ends at most {RUN_SLACK:g} s later)")
+    run.add_argument("--deadline", type=float, default=None, help=argparse.SUPPRESS)  # --jobs: the parent's
     run.add_argument("--runs", type=int, default=None, help="stop after this many inputs (per job)")
     run.add_argument("--jobs", type=int, default=1, help="parallel fuzzing processes")
     run.add_argument("--engine", choices=("auto", "atheris", "random"), default="auto")
@@ -86,17 +154,26 @@ def _parser() -> argparse.ArgumentParser:
 
     replay = sub.add_parser("replay", help="re-run a finding file and check its oracle again")
     replay.add_argument("file", type=pathlib.Path)
-    replay.add_argument("--target", default=None, help="default: the finding's own target")
+    replay.add_argument("--target", default=None,
+                        help="the target to replay on (default: the embedded reference, refmem); the target a "
+                             "finding file names is shown, never started")
     replay.add_argument("--step-timeout", type=float, default=5.0)
-    replay.add_argument("--harness", choices=tuple(HARNESSES), default="sequence",
-                        help="for a raw fuzzer input (a libFuzzer crash file): which harness made it")
-    replay.add_argument("--plain-layout", action="store_true", help="for a raw fuzzer input")
+    replay.add_argument("--raw", action="store_true",
+                        help="the file is a raw fuzzer input (a libFuzzer crash file), decoded by --harness")
+    replay.add_argument("--harness", choices=tuple(HARNESSES), default=None,
+                        help="with --raw: the harness that made the input (default: sequence)")
+    replay.add_argument("--plain-layout", action="store_true", default=None,
+                        help="with --raw: no hostile fixtures inside the root")
     replay.set_defaults(func=cmd_replay)
 
-    to_case = sub.add_parser("to-case", help="print a finding as a conformance case (JSON)")
+    to_case = sub.add_parser("to-case", help="write a finding as a conformance case file (JSON, one group)")
     to_case.add_argument("file", type=pathlib.Path)
-    to_case.add_argument("--id", default=None)
+    to_case.add_argument("--id", default=None, help="the case ID, GROUP-NNN (default: fuzz-KEY-001, KEY the finding's)")
     to_case.add_argument("--decision", default=None, help="spec-notes ID for a behaviour (diverge) finding")
+    to_case.add_argument("--out", type=pathlib.Path, default=None,
+                         help="write the case file here (default: standard output); put it in a folder of its own "
+                              "and pass that folder to refmem-conformance --cases-dir")
+    to_case.add_argument("--force", action="store_true", help="with --out: replace an existing file")
     to_case.set_defaults(func=cmd_to_case)
 
     from . import robustness
@@ -129,18 +206,20 @@ def _slug(target: str) -> str:
 
 
 def cmd_run(ns: argparse.Namespace) -> int:
+    """Fuzz until --runs or the deadline: --max-time from the command's start (or the parent's, for a
+    --jobs worker), which every phase checks (session.py); the run ends at most RUN_SLACK later."""
+    deadline = ns.deadline if ns.deadline is not None else ns.began + max(ns.max_time, 0.0)
     engine = _engine(ns.engine)
     findings_dir = ns.findings or pathlib.Path("fuzz-findings") / _slug(ns.target)
     if ns.jobs > 1:
-        return _run_jobs(ns, engine, findings_dir)
+        return _run_jobs(ns, engine, findings_dir, deadline)
     label = engine_atheris.LABEL if engine == "atheris" else engine_random.LABEL
-    _say(ns, f"refmem-fuzz: target {ns.target}, harness {ns.harness}, engine {label}, seed {ns.seed}")
-    work = scratch_dir("refmem-fuzz-")
+    _say(ns, f"refmem-fuzz: target {shown(ns.target, 'name')}, harness {ns.harness}, engine {label}, seed {ns.seed}")
     known = _known_oracles(findings_dir, ns.target)
 
     def on_finding(found: Finding, path: Optional[pathlib.Path]) -> None:
-        where = f" -> {path}" if path else ""
-        print(f"FINDING {found.oracle} ({len(found.commands)} commands){where}", flush=True)
+        where = f" -> {shown(path, 'name')}" if path else ""
+        _emit(f"FINDING {shown(found.oracle, 'name')} ({len(found.commands)} commands){where}")
 
     options = Options(
         target=ns.target,
@@ -155,12 +234,18 @@ def cmd_run(ns: argparse.Namespace) -> int:
         cost_memory=ns.cost_memory,
         cost_factor=ns.cost_factor,
         growth=ns.growth,
+        deadline=deadline,
     )
+    work = scratch_dir("refmem-fuzz-")
     started = time.monotonic()
 
     def make_harness() -> Harness:
         nonlocal started
-        harness = HARNESSES[ns.harness](options, work)
+        try:
+            harness = HARNESSES[ns.harness](options, work)
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)
+            raise
         harness.seen |= known
         budget = getattr(getattr(harness, "settings", None), "budget", None)
         if budget is not None:
@@ -172,23 +257,25 @@ def cmd_run(ns: argparse.Namespace) -> int:
         return harness
 
     def summary(harness: Harness) -> None:
+        try:
+            harness.close()
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
         seconds = time.monotonic() - started
         rate = harness.runs / seconds if seconds > 0 else 0.0
-        print(
+        _emit(
             f"refmem-fuzz: {harness.runs} runs in {seconds:.1f}s ({rate:.1f} exec/s), "
-            f"{len(harness.findings)} new finding(s), engine {engine}",
-            flush=True,
+            f"{len(harness.findings)} new finding(s), engine {engine}; "
+            f"{time.monotonic() - ns.began:.1f}s in all (--max-time {ns.max_time:g})"
         )
-        harness.close()
-        shutil.rmtree(work, ignore_errors=True)
 
     if engine == "atheris":
-        engine_atheris.fuzz(make_harness, ns.target, ns.max_time, ns.runs, ns.seed, ns.stop_on_first,
+        engine_atheris.fuzz(make_harness, ns.target, deadline, ns.runs, ns.seed, ns.stop_on_first,
                             ns.libfuzzer_arg, summary, ns.instrument)
         return 0  # not reached: libFuzzer exits the process
     harness = make_harness()
     try:
-        engine_random.fuzz(harness, ns.max_time, ns.runs, ns.seed, ns.stop_on_first)
+        engine_random.fuzz(harness, None, ns.runs, ns.seed, ns.stop_on_first, deadline=deadline)
     finally:
         summary(harness)
     return 1 if harness.findings else 0
@@ -207,14 +294,16 @@ def _known_oracles(directory: pathlib.Path, target: str) -> Set[str]:
     return known
 
 
-def _run_jobs(ns: argparse.Namespace, engine: str, findings_dir: pathlib.Path) -> int:
-    """N worker processes with consecutive seeds and one findings directory; then one per oracle."""
+def _run_jobs(ns: argparse.Namespace, engine: str, findings_dir: pathlib.Path, deadline: float) -> int:
+    """N worker processes with consecutive seeds, one findings directory and this run's deadline
+    (time.monotonic() is one clock for every process of the machine); then one finding per oracle."""
     package_parent = str(pathlib.Path(__file__).resolve().parent.parent)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent, env.get("PYTHONPATH", "")]))
     base = [sys.executable, "-m", f"{__package__}.cli", "run", "--target", ns.target, "--max-time", str(ns.max_time),
-            "--engine", engine, "--harness", ns.harness, "--findings", str(findings_dir),
-            "--step-timeout", str(ns.step_timeout), "--cost-factor", str(ns.cost_factor)]
+            "--deadline", repr(deadline), "--engine", engine, "--harness", ns.harness,
+            "--findings", str(findings_dir), "--step-timeout", str(ns.step_timeout),
+            "--cost-factor", str(ns.cost_factor)]
     if not ns.cost:
         base.append("--no-cost")
     if not ns.cost_memory:
@@ -233,11 +322,15 @@ def _run_jobs(ns: argparse.Namespace, engine: str, findings_dir: pathlib.Path) -
         base += ["--instrument", package]
     children = [subprocess.Popen(base + ["--seed", str(ns.seed + index)], env=env) for index in range(ns.jobs)]
     for child in children:
-        child.wait()
+        try:  # each worker keeps the deadline itself; this is the backstop for one that does not
+            child.wait(timeout=max(deadline + RUN_SLACK - time.monotonic(), 0.0))
+        except subprocess.TimeoutExpired:
+            child.terminate()
+            child.wait()
     kept = _one_per_oracle(findings_dir, ns.target)
     for oracle, path in sorted(kept.items()):
-        print(f"{oracle}: {path}")
-    print(f"refmem-fuzz: {ns.jobs} jobs done, {len(kept)} distinct finding(s) for {ns.target}")
+        _emit(f"{shown(oracle, 'name')}: {shown(path, 'name')}")
+    _emit(f"refmem-fuzz: {ns.jobs} jobs done, {len(kept)} distinct finding(s) for {shown(ns.target, 'name')}")
     return 1 if kept else 0
 
 
@@ -265,52 +358,80 @@ def _one_per_oracle(directory: pathlib.Path, target: str) -> Dict[str, pathlib.P
 
 
 def cmd_replay(ns: argparse.Namespace) -> int:
-    from .replay import finding_from_raw_input, replay
+    from .replay import REFERENCE, finding_from_raw_input, replay
 
+    if not ns.raw and (ns.harness is not None or ns.plain_layout is not None):
+        raise ValueError("--harness and --plain-layout describe a raw fuzzer input: give them with --raw")
+    target = ns.target or REFERENCE
     try:
-        found = finding_files.load(ns.file)
-    except (ValueError, UnicodeDecodeError):  # not a finding file: a raw fuzzer input
-        found = finding_from_raw_input(ns.file.read_bytes(), ns.target or "refmem", ns.harness, not ns.plain_layout)
-        print(f"raw fuzzer input decoded by the {ns.harness} harness into {len(found.commands)} command(s)")
-    target = ns.target or found.target
+        data = finding_files.read_bounded(ns.file)
+    except FindingError as exc:  # too large, or not a regular file
+        raise ValueError(f"{shown(ns.file, 'name')}: {exc}") from None
+    if ns.raw:
+        harness = ns.harness or "sequence"
+        found = finding_from_raw_input(data, target, harness, not ns.plain_layout)
+        _emit(f"raw fuzzer input ({len(data):,} bytes) decoded by the {harness} harness into "
+              f"{len(found.commands)} command(s)")
+    else:
+        found = finding_files.parse(data)
+        _emit(f"finding {shown(found.oracle, 'name')}, found on {shown(found.target, 'name')} "
+              f"({found.harness} harness, {len(found.commands)} command(s))")
+    if ns.target is None:
+        _emit(f"replaying on the embedded reference ({REFERENCE}) only; the file's target is not started "
+              "(--target SPEC replays on a target you choose)")
+    else:
+        _emit(f"replaying on {shown(target, 'name')} (--target)")
     result = replay(found, target, ns.step_timeout if ns.step_timeout > 0 else None)
     for index, (command, step) in enumerate(zip(result.commands, result.steps)):
         flags = [flag for flag in ("crashed", "timed_out", "raised") if getattr(step, flag, False)]
-        print(f"[{index}] {json.dumps(command, ensure_ascii=True)}")
-        print(f"    is_error={step.is_error}{' ' + ','.join(flags) if flags else ''}: {_preview(step.output)}")
+        _emit(f"[{index}] {shown(json.dumps(command, ensure_ascii=True), 'command')}")
+        _emit(f"    is_error={shown(step.is_error, 'name')}{' ' + ','.join(flags) if flags else ''}: "
+              f"{shown(step.output, 'output')}")
+        detail = getattr(step, "detail", "")
+        if flags and detail:
+            _emit(f"    {shown(detail, 'detail')}")
     for record in result.costs:
         if found.oracle.startswith("cost:") and record["step"] == found.step:
             measured, budget = record["measured"], record["budget"]
-            print(f"    cost of step {record['step']} ({record['input_chars']:,} input characters): "
+            _emit(f"    cost of step {record['step']} ({record['input_chars']:,} input characters): "
                   f"{measured['seconds']:.3f} s (budget {budget['seconds']:.3f} s), "
                   f"{measured['output_chars']:,} output characters (budget {budget['output_chars']:,}), "
                   f"memory {measured['memory_bytes']} (budget {budget['memory_bytes']})")
     oracles = sorted({v.oracle for v in result.violations})
     reproduced = found.oracle in oracles if found.oracle else bool(oracles)
-    print(f"oracles broken now: {', '.join(oracles) if oracles else 'none'}")
+    listed = ", ".join(shown(oracle, "name") for oracle in oracles[:MAX_ORACLES_SHOWN])
+    more = f" and {len(oracles) - MAX_ORACLES_SHOWN} more" if len(oracles) > MAX_ORACLES_SHOWN else ""
+    _emit(f"oracles broken now: {listed + more if oracles else 'none'}")
+    for violation in result.violations[:MAX_ORACLES_SHOWN]:
+        _emit(f"    {shown(violation.oracle, 'name')}: {shown(violation.detail, 'detail')}")
     if found.oracle:
-        print(f"{'REPRODUCED' if reproduced else 'NOT REPRODUCED'}: {found.oracle} on {target}")
+        _emit(f"{'REPRODUCED' if reproduced else 'NOT REPRODUCED'}: {shown(found.oracle, 'name')} "
+              f"on {shown(target, 'name')}")
     else:
-        print(f"{'ORACLES BROKEN' if reproduced else 'CLEAN'} on {target}")
+        _emit(f"{'ORACLES BROKEN' if reproduced else 'CLEAN'} on {shown(target, 'name')}")
     return 1 if reproduced else 0
 
 
 def cmd_to_case(ns: argparse.Namespace) -> int:
-    from .to_case import to_case
+    from .to_case import to_case_file
 
     found = finding_files.load(ns.file)
-    print(json.dumps(to_case(found, ns.id, ns.decision), indent=2, ensure_ascii=True))
+    text = json.dumps(to_case_file(found, ns.id, ns.decision), indent=2, ensure_ascii=True) + "\n"
+    if ns.out is None:
+        _emit(text.rstrip("\n"))
+        return 0
+    if ns.out.exists() and not ns.force:
+        raise ValueError(f"{shown(ns.out, 'name')} exists: --force replaces it")
+    ns.out.parent.mkdir(parents=True, exist_ok=True)
+    ns.out.write_text(text, encoding="utf-8")
+    _emit(f"wrote {shown(ns.out, 'name')}: run it with refmem-conformance --cases-dir "
+          f"{shown(ns.out.parent, 'name')} --target SPEC")
     return 0
-
-
-def _preview(text: str, limit: int = 200) -> str:
-    text = json.dumps(text, ensure_ascii=True)[1:-1]
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def _say(ns: argparse.Namespace, text: str) -> None:
     if not getattr(ns, "quiet", False):
-        print(text, flush=True)
+        _emit(text)
 
 
 def cmd_robust(ns: argparse.Namespace) -> int:
@@ -318,7 +439,8 @@ def cmd_robust(ns: argparse.Namespace) -> int:
     from . import robustness
 
     argv = [ns.harness, "--engine", ns.engine, "--seed", str(ns.seed)]
-    argv += ["--runs", str(ns.runs)] if ns.runs is not None else ["--max-time", str(ns.max_time)]
+    left = max(ns.began + ns.max_time - time.monotonic(), 0.0)  # the time since the command started counts
+    argv += ["--runs", str(ns.runs)] if ns.runs is not None else ["--max-time", repr(left)]
     return robustness.main(argv)
 
 

@@ -6,7 +6,9 @@ target runs in another process, so only the fuzzer's own decoding is visible to 
 With the cost oracle on, how close each run came to its time budget is fed back as coverage too
 (`cost.cost_ladder`), so inputs that make the target work harder are kept and mutated further.
 
-libFuzzer ends the process when the run is over; findings are written as they are found.
+libFuzzer ends the process when the run is over; findings are written as they are found. The run's
+deadline (from `--max-time`, counted from the command's start, so instrumenting and calibrating count)
+is checked after every input, and the harness keeps it inside an input too (fuzz/session.py).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ def instrumented_packages(target: str) -> List[str]:
 def fuzz(
     make_harness: Callable[[], Harness],
     target: str,
-    max_time: Optional[float],
+    deadline: Optional[float],
     max_runs: Optional[int],
     seed: int,
     stop_on_first: bool,
@@ -65,7 +67,6 @@ def fuzz(
     else:
         harness = make_harness()
 
-    started = time.monotonic()
     ladder = atheris.instrument_func(cost_ladder)
 
     corpus = tempfile.mkdtemp(prefix="refmem-fuzz-corpus-", dir=scratch_dir_base())
@@ -74,10 +75,13 @@ def fuzz(
             out.write(data)
 
     def finish() -> None:
-        shutil.rmtree(corpus, ignore_errors=True)
-        on_exit(harness)
-        sys.stdout.flush()
-        sys.stderr.flush()
+        try:
+            shutil.rmtree(corpus, ignore_errors=True)
+            on_exit(harness)
+            sys.stdout.flush()
+            sys.stderr.flush()
+        except BrokenPipeError:  # the reader has gone: nothing more to say
+            pass
         os._exit(1 if harness.findings else 0)
 
     def test_one_input(data: bytes) -> None:
@@ -87,14 +91,14 @@ def fuzz(
             finish()
         if max_runs is not None and harness.runs >= max_runs:
             finish()
-        if max_time is not None and time.monotonic() - started >= max_time:
+        if deadline is not None and time.monotonic() >= deadline:
             finish()
 
     # libFuzzer leaves without running Python's exit handlers, so the budget is kept here and
     # libFuzzer's own limits are only a backstop.
     argv = [sys.argv[0], f"-seed={seed}", "-print_final_stats=1", "-timeout=60", "-max_len=1024"]
-    if max_time is not None:
-        argv.append(f"-max_total_time={int(max_time) + 30}")
+    if deadline is not None:
+        argv.append(f"-max_total_time={int(max(deadline - time.monotonic(), 0)) + 30}")
     argv.extend(libfuzzer_args)
     argv.append(corpus)  # libFuzzer starts from the growth seeds and keeps its new inputs there
     atheris.Setup(argv, test_one_input)

@@ -33,18 +33,27 @@ class Stats:
 
 
 def fuzz(
-    harness: Harness, max_time: Optional[float], max_runs: Optional[int], seed: int, stop_on_first: bool = False
+    harness: Harness,
+    max_time: Optional[float],
+    max_runs: Optional[int],
+    seed: int,
+    stop_on_first: bool = False,
+    deadline: Optional[float] = None,
 ) -> Stats:
+    """Fuzz until `max_runs` inputs, `max_time` seconds from now, or `deadline` (`time.monotonic()`,
+    the whole run's end: the harness stops its own work there too), whichever comes first."""
     rng = random.Random(seed)
     seeds = SEEDS + (growth_seeds() if harness.options.growth else ())
     corpus: List[bytes] = list(seeds)
     seen: Set[object] = set()
     start = time.monotonic()
+    ends = [when for when in (None if max_time is None else start + max_time, deadline) if when is not None]
+    end = min(ends) if ends else None
     runs = 0
     while True:
         if max_runs is not None and runs >= max_runs:
             break
-        if max_time is not None and time.monotonic() - start >= max_time:
+        if end is not None and time.monotonic() >= end:
             break
         data = seeds[runs] if runs < len(seeds) else _next_input(rng, corpus)
         found = harness.one_input(data)

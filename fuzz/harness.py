@@ -53,6 +53,8 @@ class Options:
     engine: str = ""
     seed: Optional[int] = None
     on_finding: Optional[Callable[[Finding, Optional[pathlib.Path]], None]] = None
+    deadline: Optional[float] = None
+    """`time.monotonic()` at which the run ends: sequences, confirmations and minimisation stop there."""
 
     @property
     def is_reference(self) -> bool:
@@ -107,7 +109,8 @@ class SequenceHarness(Harness):
             from refmem.paths import parse_path
 
             parse = parse_path
-        self.settings = Settings(strict=strict, differential=differential, parse=parse)
+        self.settings = Settings(strict=strict, differential=differential, parse=parse, deadline=options.deadline,
+                                 step_timeout=options.step_timeout)
         if options.cost:
             self.settings.meter = Meter(self.target, memory=options.cost_memory)
             self.settings.budget = cost.make_budget(options.cost_memory, options.cost_factor,
@@ -173,11 +176,12 @@ class SequenceHarness(Harness):
         if oracle.startswith("cost:"):
             memory = oracle.startswith("cost:memory:")
             smallest = minimise(report.commands, lambda cmds: self.run_measuring(cmds, memory).has(oracle),
-                                self.options.cost_minimise_budget)
+                                self.options.cost_minimise_budget, self.options.deadline)
             final = self.confirm(smallest, oracle) if smallest != report.commands else None
             final = final or report  # too small to break the budget every time: keep the confirmed sequence
         else:
-            smallest = minimise(report.commands, lambda cmds: self.run(cmds).has(oracle), self.options.minimise_budget)
+            smallest = minimise(report.commands, lambda cmds: self.run(cmds).has(oracle), self.options.minimise_budget,
+                                self.options.deadline)
             final = self.run(smallest)
             if not final.has(oracle):  # flaky (a hang near the timeout): keep the original run
                 final = report

@@ -1,6 +1,6 @@
 """Entry points for an external libFuzzer farm (OSS-Fuzz, ClusterFuzzLite): the same harnesses, with
 the farm's conventions. A broken oracle raises `OracleBroken`, so the farm records the input as a
-crash, minimises it with libFuzzer and files it; `refmem-fuzz replay CRASH_FILE --target SPEC`
+crash, minimises it with libFuzzer and files it; `refmem-fuzz replay CRASH_FILE --raw --target SPEC`
 decodes that raw input and replays it as a command sequence.
 """
 

@@ -1,13 +1,15 @@
 """Delta debugging over a failing command list, then simpler texts inside the commands that remain.
 
 `still_fails(commands)` re-runs a candidate from a fresh layout and says whether it breaks the same
-oracle. Each call costs one whole sequence, so the number of calls is bounded.
+oracle. Each call costs one whole sequence, so the number of calls is bounded, and none is made after
+the run's deadline (what has been shrunk by then is the result).
 """
 
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, List
+import time
+from typing import Any, Callable, List, Optional
 
 Predicate = Callable[[List[Any]], bool]
 
@@ -17,12 +19,13 @@ PATH_FIELDS = ("path", "old_path", "new_path")
 
 
 class _Budget:
-    def __init__(self, predicate: Predicate, limit: int) -> None:
+    def __init__(self, predicate: Predicate, limit: int, deadline: Optional[float] = None) -> None:
         self._predicate = predicate
         self.left = limit
+        self.deadline = deadline
 
     def __call__(self, candidate: List[Any]) -> bool:
-        if self.left <= 0:
+        if self.left <= 0 or (self.deadline is not None and time.monotonic() >= self.deadline):
             return False
         self.left -= 1
         return self._predicate(candidate)
@@ -106,8 +109,12 @@ def simplify_paths(commands: List[Any], still_fails: Predicate) -> List[Any]:
     return current
 
 
-def minimise(commands: List[Any], still_fails: Predicate, budget: int = 200) -> List[Any]:
-    counted = _Budget(still_fails, budget)
+def minimise(
+    commands: List[Any], still_fails: Predicate, budget: int = 200, deadline: Optional[float] = None
+) -> List[Any]:
+    """The smallest failing sequence found in `budget` calls of `still_fails`, none after `deadline`
+    (a `time.monotonic()` value)."""
+    counted = _Budget(still_fails, budget, deadline)
     smaller = ddmin(commands, counted)
     smaller = simplify_paths(smaller, counted)
     return simplify_texts(smaller, counted)

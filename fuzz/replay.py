@@ -1,4 +1,10 @@
-"""Re-run a finding's commands, from a fresh layout, against a target, with the finding's oracles."""
+"""Re-run a finding's commands, from a fresh layout, against a target, with the finding's oracles.
+
+The target is always the caller's: the embedded reference unless another is asked for. A finding
+file names the target it was found on, but a file is something a stranger may send (SECURITY.md asks
+reporters for one), and a `cmd:` or `python:` spec in it is code to run: replaying it would run the
+sender's command. So the file's target is shown to the reader and never started.
+"""
 
 from __future__ import annotations
 
@@ -12,22 +18,23 @@ from .layout import Layout, scratch_dir_base
 from .meter import Meter
 from .session import Report, Settings, run_sequence
 
+REFERENCE = "refmem"
 
-def replay(finding: Finding, target: Optional[str] = None, step_timeout: Optional[float] = 5.0) -> Report:
-    """One run of the finding's commands with its oracles; a cost finding is measured as it was
-    found (time, or memory under tracemalloc; the same budget factor) against budgets calibrated on
-    this machine."""
-    spec = target or finding.target
+
+def replay(finding: Finding, target: str = REFERENCE, step_timeout: Optional[float] = 5.0) -> Report:
+    """One run of the finding's commands on `target` (never `finding.target`) with its oracles; a
+    cost finding is measured as it was found (time, or memory under tracemalloc; the same budget
+    factor) against budgets calibrated on this machine."""
     parse = None
     if finding.differential:
         from refmem.paths import parse_path
 
         parse = parse_path
-    strict = spec in ("refmem", "reference")
+    strict = target in (REFERENCE, "reference")
     with tempfile.TemporaryDirectory(prefix="refmem-fuzz-replay-", dir=scratch_dir_base()) as work:
         layout = Layout(pathlib.Path(work) / "w", hostile=finding.hostile_layout)
         layout.reset()
-        handle = reach.open(spec, layout.root, step_timeout)
+        handle = reach.open(target, layout.root, step_timeout)
         try:
             if finding.harness == "paths":
                 return run_sequence(finding.commands, handle, layout, Settings(strict=True))
@@ -43,9 +50,12 @@ def replay(finding: Finding, target: Optional[str] = None, step_timeout: Optiona
 
 
 def _factor(finding: Finding) -> float:
-    formula = (finding.cost or {}).get("budget_formula") or {}
-    factor = formula.get("factor", 1.0)
-    return float(factor) if isinstance(factor, (int, float)) else 1.0
+    """The budget factor the finding was found with; 1 for anything but a positive number up to a
+    million (the `cost` record is the file's, so only what can be a factor is taken from it)."""
+    formula = (finding.cost or {}).get("budget_formula")
+    factor = formula.get("factor", 1.0) if isinstance(formula, dict) else 1.0
+    usable = isinstance(factor, (int, float)) and not isinstance(factor, bool) and 0 < factor <= 1e6
+    return float(factor) if usable else 1.0
 
 
 def finding_from_raw_input(data: bytes, target: str, harness: str, hostile: bool) -> Finding:

@@ -1,10 +1,20 @@
-"""One command sequence against one target in one freshly laid-out case directory."""
+"""One command sequence against one target in one freshly laid-out case directory.
+
+A sequence may be cut short by the run's deadline (`Settings.deadline`, from `--max-time`): no step
+starts after it, and a step started close enough to it that its own timeout would carry the run past
+it is watched from another thread and given up STEP_GRACE after the deadline. Every later phase of a
+run (confirming a cost, minimising, the re-run after minimising) goes through here, so each of them
+stops at the deadline too: past it a sequence costs nothing and breaks no oracle.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Callable, Dict, List, Optional
+import queue
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from . import cost, oracles
 from .layout import Layout
@@ -27,6 +37,8 @@ class Report:
     """Per measured step: input characters so far, what it cost, and the budget it had."""
     confirmed: List[float] = dataclasses.field(default_factory=list)
     """For a confirmed cost finding: the measured figure of each run that broke the budget."""
+    cut: bool = False
+    """The deadline came first: `commands` holds only the commands that ran, the tree is not judged."""
 
     @property
     def primary(self) -> Optional[Violation]:
@@ -51,27 +63,60 @@ class Settings:
     budget: Optional[cost.Budget] = None
     trace_memory: bool = False
     """Run this sequence's in-process steps under tracemalloc: memory figures, no time figures."""
+    deadline: Optional[float] = None
+    """`time.monotonic()` at which the run ends (its --max-time): no step starts after it."""
+    step_timeout: Optional[float] = None
+    """The target's own step timeout (None: none). A step that starts less than this before the
+    deadline is watched, and abandoned STEP_GRACE after the deadline."""
+
+    def past_deadline(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+
+STEP_GRACE = 1.0
+"""Seconds past the deadline a step still running is waited for before it is abandoned."""
+
+
+class Abandoned:
+    """What a step abandoned at the deadline returns: no result (the sequence is cut before it)."""
+
+    output = ""
+    is_error = True
+    crashed = timed_out = raised = False
+
+
+ABANDONED = Abandoned()
 
 
 def run_sequence(commands: List[Any], target: Any, layout: Layout, settings: Settings) -> Report:
+    if settings.past_deadline():
+        return Report([], [], [], [], cut=True)
     layout.reset()
-    target.reset(layout.root)
+    if _within_deadline(functools.partial(target.reset, layout.root), settings) is ABANDONED:
+        return Report([], [], [], [], cut=True)
     model = Model(layout.fixtures, settings.parse) if settings.differential and settings.parse else None
     diverged = False
     report = Report(commands, [], [], [])
     measured = settings.meter is not None and settings.budget is not None
     chars = cost.layout_chars(layout.fixtures) if measured else 0
     for index, command in enumerate(commands):
-        if settings.meter is not None and settings.budget is not None:
+        call = functools.partial(_within_deadline, functools.partial(target.execute, command), settings)
+        if index and settings.past_deadline():
+            step = ABANDONED
+        elif settings.meter is not None and settings.budget is not None:
             chars += cost.input_chars(command)
-            step, spent = settings.meter.measure(functools.partial(target.execute, command), settings.trace_memory)
-            report.costs.append({"step": index, "input_chars": chars, "measured": spent.to_json(),
-                                 "budget": settings.budget.limits(chars, spent.clock),
-                                 "bucket": cost.bucket(spent, settings.budget, chars)})
-            if not (step.timed_out or step.crashed):
+            step, spent = settings.meter.measure(call, settings.trace_memory)
+            if step is not ABANDONED:
+                report.costs.append({"step": index, "input_chars": chars, "measured": spent.to_json(),
+                                     "budget": settings.budget.limits(chars, spent.clock),
+                                     "bucket": cost.bucket(spent, settings.budget, chars)})
+            if not (step.timed_out or step.crashed or step is ABANDONED):
                 report.violations.extend(cost.check(index, command, spent, settings.budget, chars))
         else:
-            step = target.execute(command)
+            step = call()
+        if step is ABANDONED:
+            report.commands, report.cut = commands[:index], True
+            break
         report.steps.append(step)
         report.violations.extend(oracles.check_step(index, command, step, layout, settings.strict))
         if model is not None:
@@ -85,10 +130,38 @@ def run_sequence(commands: List[Any], target: Any, layout: Layout, settings: Set
         if step.crashed or step.timed_out:
             break  # the target is gone until the next reset
     report.violations.extend(oracles.check_outside(layout))
-    if getattr(target, "storage", "filesystem") == "filesystem":
+    if getattr(target, "storage", "filesystem") == "filesystem" and not report.cut:
         report.tree_after = read_tree(layout.root)
         if model is not None and not diverged and not model.lost:
             violation = oracles.check_tree(model.tree, report.tree_after)
             if violation is not None:
                 report.violations.append(violation)
     return report
+
+
+def _within_deadline(call: Callable[[], Any], settings: Settings) -> Any:
+    """`call()`; watched from another thread when its timeout could carry it past the deadline, and
+    then ABANDONED if it is still running STEP_GRACE after the deadline (Python cannot stop a
+    thread: an in-process call goes on in the background, an adapter is killed when the run closes
+    its target)."""
+    if settings.deadline is None:
+        return call()
+    left = settings.deadline - time.monotonic()
+    if settings.step_timeout is not None and left > settings.step_timeout:
+        return call()
+    box: queue.Queue[Tuple[bool, Any]] = queue.Queue(maxsize=1)
+
+    def watched() -> None:
+        try:
+            box.put((True, call()))
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread as it is
+            box.put((False, exc))
+
+    threading.Thread(target=watched, name="refmem-fuzz-step", daemon=True).start()
+    try:
+        returned, value = box.get(timeout=max(left, 0.0) + STEP_GRACE)
+    except queue.Empty:
+        return ABANDONED
+    if not returned:
+        raise value
+    return value

@@ -12,7 +12,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from conformance import hosttree, layout, targets
+    from conformance import hosttree, layout, targets, visible
     from conformance.openclaw import runner as openclaw_runner
 else:
     NAME = __package__[: -len("fuzz")] + "conformance"
@@ -20,5 +20,6 @@ else:
     layout = importlib.import_module(NAME + ".layout")
     targets = importlib.import_module(NAME + ".targets")
     openclaw_runner = importlib.import_module(NAME + ".openclaw.runner")
+    visible = importlib.import_module(NAME + ".visible")
 
-__all__ = ["hosttree", "layout", "openclaw_runner", "targets"]
+__all__ = ["hosttree", "layout", "openclaw_runner", "targets", "visible"]

@@ -65,7 +65,7 @@ def test_a_fuzz_finding_file_follows_its_schema() -> None:
     finding = Finding(
         target="refmem",
         harness="sequence",
-        oracle="escape",
+        oracle="escape:outside-changed",
         detail="wrote outside the root",
         step=1,
         hostile_layout=True,

@@ -76,7 +76,7 @@ def test_the_cost_oracle_finds_planted_quadratic_work(tmp_path: pathlib.Path, sc
     loaded = finding_files.load(saved[0])
     assert loaded.commands == found.commands
     assert max(cost.input_chars(command) for command in loaded.commands) > 10_000
-    assert oracle in {v.oracle for v in replay(loaded, step_timeout=SLOW_STEP).violations}
+    assert oracle in {v.oracle for v in replay(loaded, target, step_timeout=SLOW_STEP).violations}
     # The same commands on the reference cost a small part of the budget.
     on_reference = replay(loaded, "refmem")
     step = next(r for r in on_reference.costs if r["step"] == found.step)
