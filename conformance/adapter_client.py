@@ -97,11 +97,30 @@ class _Child:
                 continue
         return False
 
-    def send(self, message: Dict[str, Any]) -> None:
+    def send(self, message: Dict[str, Any], timeout: float) -> None:
+        """Write one request, waiting at most `timeout` seconds: an adapter that no longer reads its input would
+        otherwise block the runner for good once the pipe is full. Raises queue.Empty on timeout (the caller
+        kills the adapter, which ends the blocked write) and OSError when the pipe is closed."""
         stdin: Optional[IO[bytes]] = self.process.stdin
         assert stdin is not None
-        stdin.write(P.encode_message(message).encode("ascii") + b"\n")  # ASCII: lone surrogates survive as escapes
-        stdin.flush()
+        data = P.encode_message(message).encode("ascii") + b"\n"  # ASCII: lone surrogates survive as escapes
+        failed: List[BaseException] = []
+        written = threading.Event()
+
+        def write() -> None:
+            try:
+                stdin.write(data)
+                stdin.flush()
+            except (OSError, ValueError) as exc:  # a closed pipe, or a stream closed by kill()
+                failed.append(exc)
+            finally:
+                written.set()
+
+        threading.Thread(target=write, name="adapter-stdin", daemon=True).start()
+        if not written.wait(timeout):
+            raise queue.Empty
+        if failed:
+            raise OSError(str(failed[0]) or "the adapter's input is closed")
 
     def receive(self, timeout: float) -> Dict[str, Any]:
         """The next reply; raises queue.Empty on timeout, EOFError on a closed stdout, ProtocolViolation for a
@@ -205,7 +224,7 @@ class AdapterTarget(Target):
         except OSError as exc:
             raise TargetError(f"{self.spec}: cannot start the adapter: {exc}") from exc
         try:
-            child.send({P.CMD: P.CMD_START, P.VERSION_FIELD: P.VERSION})
+            child.send({P.CMD: P.CMD_START, P.VERSION_FIELD: P.VERSION}, START_TIMEOUT)
             reply = child.receive(START_TIMEOUT)
             _check_ready(reply)
         except (OSError, EOFError, queue.Empty, ProtocolViolation) as exc:
@@ -221,7 +240,7 @@ class AdapterTarget(Target):
 
     def _request(self, child: _Child, message: Dict[str, Any], timeout: float) -> Dict[str, Any]:
         self._seq += 1
-        child.send(dict(message, **{P.SEQ: self._seq}))
+        child.send(dict(message, **{P.SEQ: self._seq}), timeout)
         reply = child.receive(timeout)
         _check_reply(reply, self._seq)
         return reply
@@ -257,9 +276,9 @@ class AdapterTarget(Target):
         if child is None:
             return
         try:
-            child.send({P.CMD: P.CMD_STOP})
+            child.send({P.CMD: P.CMD_STOP}, STOP_GRACE)
             child.process.wait(timeout=STOP_GRACE)
-        except (OSError, subprocess.TimeoutExpired):
+        except (OSError, queue.Empty, subprocess.TimeoutExpired):
             pass
         child.kill()
 

@@ -10,6 +10,7 @@ Each attack is keyed by a word in the input path, so that one case set holds sev
   refuse    an error reply whose message holds the same
   rawline   a line that is not JSON, holding the same
   crash     standard error lines holding the same, then exit
+  deaf      the normal reply, then the adapter never reads its input again (a large request then fills the pipe)
 
 argv `evilname`: the start reply's implementation fields hold the same. HOSTILE_BYTES comes from the
 environment (default 64 MiB).
@@ -98,6 +99,11 @@ def main() -> int:
             if word == "raises":
                 message["raised"] = "Traceback (most recent call last):\n" + EVIL
             reply(message)
+            if word == "deaf":
+                import time
+
+                while True:
+                    time.sleep(3600)
         elif cmd == "stop":
             return 0
     return 0

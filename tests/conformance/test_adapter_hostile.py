@@ -195,3 +195,25 @@ def test_the_openclaw_runner_reads_replies_within_the_same_bounds(tmp_path: path
         ]
     finally:
         target.close()
+
+
+# --- an adapter that stops reading ------------------------------------------------------------------------
+
+
+def test_an_adapter_that_stops_reading_its_input_times_out_and_the_run_goes_on(tmp_path: pathlib.Path) -> None:
+    """Writing a request larger than the pipe's buffer to an adapter that no longer reads blocked the runner for
+    good: a write is bounded by the step timeout like a reply, then the adapter is killed and restarted."""
+    big = {"input": {"command": "create", "path": "/memories/big.txt", "file_text": "x" * 1_000_000}}
+    cases = [
+        case("t-301", [view("/memories/deaf", True), dict(big, is_error=False)]),
+        case("t-302", [view("/memories/missing", True)]),
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "refmem_conformance", "--cases-dir", str(write_cases(tmp_path / "cases", cases)),
+         "--no-matrix", "--target", hostile(), "--timeout", "2", "--report-json", str(tmp_path / "r.json")],
+        capture_output=True, text=True, timeout=120,
+    )
+    report = json.loads((tmp_path / "r.json").read_text())
+    findings = _findings(report)
+    assert [finding["kind"] for finding in findings["t-301"]] == ["timed_out"], findings["t-301"]
+    assert findings["t-302"] == [] and done.returncode == 1
