@@ -12,7 +12,6 @@ import argparse
 import contextlib
 import importlib
 import json
-import os
 import pathlib
 import shlex
 import shutil
@@ -23,7 +22,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Text
 
 import refmem
 
-from . import CASE_FORMAT_VERSION, PROTOCOL_VERSION, SUITE_VERSION
+from . import CASE_FORMAT_VERSION, PROTOCOL_VERSION, SUITE_VERSION, terminal
 from . import expectations as expect
 from . import htmlpage as html
 from .cases import CASES_DIR, Case, CaseLoadError, Selection, load_cases
@@ -469,18 +468,10 @@ def main(argv: Optional[Sequence[str]] = None, out: Optional[TextIO] = None, err
         with _signals():
             return _main(argv, out, err)
     except BrokenPipeError:
-        _quiet_stdout()
+        terminal.stream_to_devnull(sys.stdout)
         return EXIT_OK
     except KeyboardInterrupt:  # before the run began, or while writing: nothing more to report
         return 130
-
-
-def _quiet_stdout() -> None:
-    """After a broken pipe: point stdout at /dev/null so the interpreter's final flush says nothing."""
-    with contextlib.suppress(OSError, ValueError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
 
 
 def _main(argv: Optional[Sequence[str]], out: Optional[TextIO], err: Optional[TextIO]) -> int:

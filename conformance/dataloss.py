@@ -27,6 +27,7 @@ from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
 from . import hosttree
 from .hosttree import Node, Tree
+from .layout import join_relative
 
 TOUCHING: Dict[str, Tuple[str, ...]] = {
     "str_replace": ("path",),
@@ -48,17 +49,7 @@ _LINK_HOPS = 40
 
 def _inside(path: str) -> Optional[str]:
     """`path` (below the root, `/`-separated) with `.` and `..` resolved; None when it climbs out."""
-    parts: List[str] = []
-    for segment in path.split("/"):
-        if segment in ("", "."):
-            continue
-        if segment == "..":
-            if not parts:
-                return None
-            parts.pop()
-        else:
-            parts.append(segment)
-    return "/".join(parts)
+    return join_relative([], path)
 
 
 def readings(path: Any) -> Set[str]:

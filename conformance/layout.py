@@ -198,13 +198,11 @@ def remove(path: pathlib.Path) -> None:
     hosttree.remove(str(path))
 
 
-def resolve_link(link: str, target: str) -> Optional[str]:
-    """Where the link at `link` (relative to CASE/memories) points, relative to CASE/; None for an absolute
-    target or one that climbs out of CASE/."""
-    if target.startswith("/"):
-        return None
-    parts: List[str] = ["memories"] + link.split("/")[:-1]
-    for segment in target.split("/"):
+def join_relative(base: List[str], relative: str) -> Optional[str]:
+    """`relative` (`/`-separated) taken from the folder `base` with `.` and `..` resolved as names; None when it
+    climbs above where `base` starts. Pure path arithmetic: nothing on disk is looked at."""
+    parts = list(base)
+    for segment in relative.split("/"):
         if segment in ("", "."):
             continue
         if segment == "..":
@@ -214,6 +212,14 @@ def resolve_link(link: str, target: str) -> Optional[str]:
         else:
             parts.append(segment)
     return "/".join(parts)
+
+
+def resolve_link(link: str, target: str) -> Optional[str]:
+    """Where the link at `link` (relative to CASE/memories) points, relative to CASE/; None for an absolute
+    target or one that climbs out of CASE/."""
+    if target.startswith("/"):
+        return None
+    return join_relative(["memories"] + link.split("/")[:-1], target)
 
 
 def through_links(path: str, memory: Tree, hops: int = 40) -> Tuple[Optional[str], List[str]]:

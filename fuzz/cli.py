@@ -35,7 +35,7 @@ from .cost import MEMORY_EVERY
 from .finding import Finding, FindingError
 from .harness import HARNESSES, Harness, Options
 from .layout import scratch_dir
-from .suite import visible
+from .suite import terminal, visible
 
 SUBCOMMANDS = ("run", "replay", "to-case", "robust")
 RUN_SLACK = 5.0
@@ -61,7 +61,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         status = int(ns.func(ns))
     except BrokenPipeError:  # a print that did not go through _emit (robust's): the status is unknown
-        _stream_to_devnull(sys.stdout)
+        terminal.stream_to_devnull(sys.stdout)
         return STATUS_READER_GONE
     except KeyboardInterrupt:
         status = 130
@@ -77,7 +77,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         sys.stdout.flush()
     except BrokenPipeError:
-        _stream_to_devnull(sys.stdout)
+        terminal.stream_to_devnull(sys.stdout)
     return status
 
 
@@ -98,21 +98,7 @@ def _emit(text: str, stream: Optional[TextIO] = None) -> None:
     try:
         print(text, file=stream, flush=True)
     except BrokenPipeError:
-        _stream_to_devnull(stream)
-
-
-def _stream_to_devnull(stream: TextIO) -> None:
-    """Point the stream's descriptor at /dev/null, so that later prints and the interpreter's last
-    flush find somewhere to write (refmem/cli.py does the same for `refmem exec`)."""
-    try:
-        fileno = stream.fileno()
-    except (AttributeError, OSError, ValueError):  # not a real file (a test's capture)
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, fileno)
-    finally:
-        os.close(devnull)
+        terminal.stream_to_devnull(stream)
 
 
 def _parser() -> argparse.ArgumentParser:

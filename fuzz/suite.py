@@ -12,7 +12,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from conformance import hosttree, layout, targets, visible
+    from conformance import hosttree, layout, targets, terminal, visible
     from conformance.openclaw import runner as openclaw_runner
 else:
     NAME = __package__[: -len("fuzz")] + "conformance"
@@ -21,5 +21,6 @@ else:
     targets = importlib.import_module(NAME + ".targets")
     openclaw_runner = importlib.import_module(NAME + ".openclaw.runner")
     visible = importlib.import_module(NAME + ".visible")
+    terminal = importlib.import_module(NAME + ".terminal")
 
-__all__ = ["hosttree", "layout", "openclaw_runner", "targets", "visible"]
+__all__ = ["hosttree", "layout", "openclaw_runner", "targets", "terminal", "visible"]

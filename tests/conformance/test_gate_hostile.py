@@ -91,9 +91,9 @@ def test_an_interrupted_run_writes_its_reports_marked_and_leaves_no_work_folder(
          "--run", "view-*", "--report-json", str(report), "--workdir", str(work)],
         env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-    # wait until the run is under way (its work folder exists and holds a case), then interrupt it
-    for _ in range(600):
-        if any(work.iterdir()) and any(any(entry.iterdir()) for entry in work.iterdir()):
+    # wait until the run is under way (a case folder, past the start folder, exists), then interrupt it
+    for _ in range(2400):
+        if any(not case.name.startswith("00000-") for run in work.iterdir() for case in run.iterdir()):
             break
         time.sleep(0.05)
     child.send_signal(signal.SIGINT)
