@@ -134,19 +134,39 @@ class Disk:
 
     # -- writing --
 
+    def make_folder(self, parts: Tuple[str, ...]) -> None:
+        """Make the folder `parts` if missing, where another thread or process may be making it too.
+
+        The store's walk opens a name, and when it is missing makes it; a folder that another
+        writer makes between the two is then taken for a file in the way (ParentNotDir). So the
+        first writers of a fresh workspace (its `.refmem/`, its `memory/`) lost their write to a
+        refusal. A second walk finds the folder; a file really in the way is refused again, and
+        that refusal is raised."""
+        for attempt in range(2):
+            try:
+                with self.root.walk(parts, create=True):
+                    return
+            except problems.ParentNotDir:
+                if attempt:
+                    raise
+
     def append(self, path: VirtualPath, extend: Callable[[bytes], bytes], limit: int) -> None:
         """Replace the file at `path` by `extend(old bytes)` (b"" when it does not exist), atomically
         (temp file and rename), under the root's lock. FsProblem when it cannot."""
+        with contextlib.suppress(FsProblem):  # the lock reports a bookkeeping folder it cannot use
+            self.make_folder((BOOKKEEPING_DIR,))
         with self.root.locked():
-            for _ in range(2):
+            for _ in range(3):
                 try:
                     with self.root.open_edit(path, limit) as edit:
                         edit.replace(extend(edit.data))
                     return
                 except Missing:
                     pass
+                new = extend(b"")
+                self.make_folder(path.parent.parts)  # ParentNotDir: a file is in the way
                 try:
-                    self.root.write_new(path, extend(b""))
+                    self.root.write_new(path, new)
                     return
                 except problems.Exists:
                     continue  # made by a writer that does not take the lock: edit it instead
@@ -159,6 +179,7 @@ class Disk:
         """The index file, made if missing, open until the block ends. FsProblem when it is not a
         single-link regular file or cannot be opened (a link, FIFO, folder or hard link squatting
         the name: never followed, never waited on)."""
+        self.make_folder((BOOKKEEPING_DIR,))
         with self.root.walk((BOOKKEEPING_DIR,), create=True) as folder:
             before = folder.lstat(INDEX_NAME)
             if before is not None and (not stat.S_ISREG(before.st_mode) or before.st_nlink != 1):

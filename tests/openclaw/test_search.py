@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 import json
 import math
 import os
@@ -11,7 +10,6 @@ import sqlite3
 import zlib
 from typing import Any, Dict, List, Sequence
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,31 +17,12 @@ from refmem.openclaw import OpenClawLimits, OpenClawMemory, bm25, chunks, rank, 
 from refmem.openclaw.disk import Disk
 from refmem.openclaw.index import Index
 
-CANARY = "CANARY-7f3a"
-NOW = datetime.datetime(2026, 11, 23, tzinfo=datetime.timezone.utc).timestamp()
-
-
-@pytest.fixture()
-def case(tmp_path: pathlib.Path) -> pathlib.Path:
-    (tmp_path / "memories" / "memory").mkdir(parents=True)
-    (tmp_path / "outside").mkdir()
-    (tmp_path / "outside" / "secret.md").write_text(f"{CANARY} outside zebra\n")
-    return tmp_path
-
-
-def write(case: pathlib.Path, relative: str, text: str) -> None:
-    target = case / "memories" / relative
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text)
+from .support import CANARY, NOW, paths_of, write
 
 
 def workspace(case: pathlib.Path, **kwargs: Any) -> OpenClawMemory:
     kwargs.setdefault("clock", lambda: NOW)
     return OpenClawMemory(case / "memories", **kwargs)
-
-
-def paths_of(result: Dict[str, Any]) -> List[str]:
-    return [hit["path"] for hit in result["results"]]
 
 
 # --- chunking -----------------------------------------------------------------------------------

@@ -16,29 +16,11 @@ from refmem.openclaw import OpenClawLimits, OpenClawMemory, render
 from refmem.openclaw.paths import is_indexed, is_readable
 from refmem.openclaw.window import Excerpter, excerpt_from_text, read_excerpt
 
-CANARY = "CANARY-7f3a"
-
-
-@pytest.fixture()
-def case(tmp_path: pathlib.Path) -> pathlib.Path:
-    """CASE/memories (the workspace), CASE/outside/secret.md holding the canary."""
-    (tmp_path / "memories" / "memory").mkdir(parents=True)
-    (tmp_path / "outside").mkdir()
-    (tmp_path / "outside" / "secret.md").write_text(f"{CANARY} outside\n")
-    return tmp_path
+from .support import CANARY, write
 
 
 def workspace(case: pathlib.Path, **kwargs: Any) -> OpenClawMemory:
     return OpenClawMemory(case / "memories", **kwargs)
-
-
-def write(case: pathlib.Path, relative: str, data: Any) -> None:
-    target = case / "memories" / relative
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if isinstance(data, bytes):
-        target.write_bytes(data)
-    else:
-        target.write_bytes(data.encode("utf-8"))
 
 
 def no_leak(result: Dict[str, Any], case: pathlib.Path) -> None:

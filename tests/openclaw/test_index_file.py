@@ -14,16 +14,12 @@ import pytest
 from refmem.openclaw import OpenClawMemory
 from refmem.openclaw.index import Index, fts5_available
 
-CANARY = "CANARY-7f3a"
+from .support import CANARY, write
 
 
-@pytest.fixture()
-def case(tmp_path: pathlib.Path) -> pathlib.Path:
-    (tmp_path / "memories" / "memory").mkdir(parents=True)
-    (tmp_path / "memories" / "memory" / "a.md").write_text("zebra crossing\n")
-    (tmp_path / "outside").mkdir()
-    (tmp_path / "outside" / "secret.db").write_text(f"{CANARY}\n")
-    return tmp_path
+@pytest.fixture(autouse=True)
+def _one_note(case: pathlib.Path) -> None:
+    write(case, "memory/a.md", "zebra crossing\n")
 
 
 def index_path(case: pathlib.Path) -> pathlib.Path:

@@ -11,7 +11,6 @@ import subprocess
 from typing import Any, Dict
 
 import pytest
-
 from refmem_conformance.openclaw import expect, runner
 from refmem_conformance.openclaw.runner import Case, Reply, Target, load_cases, run_case
 
@@ -38,7 +37,7 @@ DOC_FEATURES = {
 def test_cases_are_well_formed() -> None:
     cases = load_cases()
     assert len(cases) >= 60
-    notes = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "spec-notes.md").read_text(encoding="utf-8")
+    notes = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "spec-notes.md").read_text(encoding="utf-8")
     for case in cases:
         raw = case.raw
         assert raw["basis"] in ("openclaw", "reference", "security"), case.id
