@@ -13,7 +13,8 @@ import contextlib
 import os
 import stat
 import sys
-from typing import Callable, Dict, Iterator, NamedTuple, Optional, Tuple
+import threading
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from .. import kernel, problems, tree
 from ..limits import DEFAULT_LIMITS, Limits
@@ -41,6 +42,18 @@ class FileState(NamedTuple):
         return cls(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
 
 
+class _Held:
+    """Every descriptor of one index file this process opened, and how many users it has."""
+
+    def __init__(self) -> None:
+        self.users = 0
+        self.fds: List[int] = []
+
+
+_HELD: Dict[Tuple[int, int], _Held] = {}
+_HELD_LOCK = threading.Lock()
+
+
 class IndexHandle:
     """The index file, open and checked: a single-link regular file in `.refmem/`.
 
@@ -48,18 +61,46 @@ class IndexHandle:
     opens the very file that was checked (no path is resolved again); elsewhere the host path,
     which `confirm` checks again after SQLite has opened it (a narrow window remains, see
     docs/openclaw.md).
+
+    The descriptor stays open until `release`, and even then it is closed only once no other
+    handle of this process has the same file: SQLite's locks are POSIX record locks, which belong
+    to the process and the file, and closing *any* descriptor of the file drops all of them. A
+    descriptor closed while another connection of this process held a write lock let another
+    process write at the same time (docs/openclaw.md, the index file).
     """
 
     def __init__(self, fd: int, host_path: str) -> None:
         self.fd = fd
-        self.identity = kernel.identity(os.fstat(fd))
+        info = os.fstat(fd)
+        self.identity = kernel.identity(info)
+        self._key = (info.st_dev, info.st_ino)
         self._host_path = host_path
         self.by_descriptor = sys.platform.startswith("linux") and os.path.isdir("/proc/self/fd")
+        self._released = False
+        with _HELD_LOCK:
+            held = _HELD.setdefault(self._key, _Held())
+            held.users += 1
+            held.fds.append(fd)
+
+    def release(self) -> None:
+        """Give the descriptor back (after the SQLite connection is closed): closed with the file's
+        other descriptors once no handle of this process uses the file."""
+        with _HELD_LOCK:
+            if self._released:
+                return
+            self._released = True
+            held = _HELD[self._key]
+            held.users -= 1
+            if held.users:
+                return
+            del _HELD[self._key]
+        for fd in held.fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def header(self, size: int) -> bytes:
         """The file's first `size` bytes, read through the checked descriptor."""
-        os.lseek(self.fd, 0, os.SEEK_SET)
-        return os.read(self.fd, size)
+        return os.pread(self.fd, size, 0)
 
     @property
     def location(self) -> str:
@@ -174,11 +215,10 @@ class Disk:
 
     # -- the search index --
 
-    @contextlib.contextmanager
-    def index_handle(self) -> Iterator[IndexHandle]:
-        """The index file, made if missing, open until the block ends. FsProblem when it is not a
-        single-link regular file or cannot be opened (a link, FIFO, folder or hard link squatting
-        the name: never followed, never waited on)."""
+    def index_handle(self) -> IndexHandle:
+        """The index file, made if missing, open until the handle is released. FsProblem when it is
+        not a single-link regular file or cannot be opened (a link, FIFO, folder or hard link
+        squatting the name: never followed, never waited on)."""
         self.make_folder((BOOKKEEPING_DIR,))
         with self.root.walk((BOOKKEEPING_DIR,), create=True) as folder:
             before = folder.lstat(INDEX_NAME)
@@ -189,9 +229,10 @@ class Disk:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
                 raise problems.NotRegular(problems.kind_of(info.st_mode))
-            yield IndexHandle(fd, os.path.join(self.root.real, BOOKKEEPING_DIR, INDEX_NAME))
-        finally:
-            os.close(fd)
+        except BaseException:
+            os.close(fd)  # never a file SQLite opened: nothing of ours holds a lock on it
+            raise
+        return IndexHandle(fd, os.path.join(self.root.real, BOOKKEEPING_DIR, INDEX_NAME))
 
     def drop_index(self) -> None:
         """Remove whatever holds the index's name (a link itself, never its target)."""

@@ -27,7 +27,7 @@ from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequenc
 from ..messages import IO_REASONS
 from ..problems import FsProblem
 from . import bm25, chunks, paths
-from .disk import Disk, FileState
+from .disk import Disk, FileState, IndexHandle
 from .limits import OpenClawLimits
 from .rank import Hit
 from .terms import terms
@@ -104,8 +104,11 @@ def _schema(conn: sqlite3.Connection) -> List[Tuple[str, str, str]]:
 class Index:
     """One SQLite index and what is known about it; every method takes the lock."""
 
-    def __init__(self, conn: sqlite3.Connection, mode: str, notice: Optional[str]) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, mode: str, notice: Optional[str], handle: Optional[IndexHandle] = None
+    ) -> None:
         self.conn = conn
+        self._handle = handle  # the checked descriptor of the file, released after the connection
         self.mode = mode
         self.notice = notice  # why the index lives in memory, when it does
         self.lock = threading.RLock()
@@ -122,7 +125,8 @@ class Index:
         mode = mode or ("fts5" if fts5_available() else "python")
         for attempt in range(2):
             try:
-                return cls(_open_file(disk, settings, mode), mode, None)
+                conn, handle = _open_file(disk, settings, mode)
+                return cls(conn, mode, None, handle)
             except IndexProblem as problem:
                 reason = problem.reason
             if attempt == 0:
@@ -144,6 +148,9 @@ class Index:
     def close(self) -> None:
         with self.lock:
             self.conn.close()
+            if self._handle is not None:
+                self._handle.release()
+                self._handle = None
 
     # -- refreshing --
 
@@ -368,30 +375,36 @@ def _create(conn: sqlite3.Connection, mode: str, settings: Dict[str, str]) -> No
     conn.execute("COMMIT")
 
 
-def _open_file(disk: Disk, settings: Dict[str, str], mode: str) -> sqlite3.Connection:
-    """Connect to the index file; IndexProblem when it cannot be used as it is."""
+def _open_file(disk: Disk, settings: Dict[str, str], mode: str) -> Tuple[sqlite3.Connection, IndexHandle]:
+    """Connect to the index file; IndexProblem when it cannot be used as it is. The handle is the
+    caller's to release once the connection is closed."""
     try:
-        with disk.index_handle() as handle:
-            header = handle.header(100)
-            if header and not _rollback_database(header):
-                raise IndexProblem("the index file is not one this version wrote")
-            conn = sqlite3.connect(handle.location, check_same_thread=False, isolation_level=None)
-            try:
-                conn.execute("PRAGMA trusted_schema = OFF")
-                conn.execute("PRAGMA journal_mode = MEMORY")
-                conn.execute("PRAGMA synchronous = OFF")
-                conn.execute("PRAGMA busy_timeout = 10000")
-                if not handle.confirm():
-                    raise IndexProblem("the index file changed while it was being opened")
-                _check(conn, settings, mode)
-            except BaseException:
-                conn.close()
-                raise
+        handle = disk.index_handle()
     except FsProblem as problem:
         raise IndexProblem(_index_reason(problem)) from None
-    except sqlite3.Error:
-        raise IndexProblem("the index file is damaged") from None
-    return conn
+    conn: Optional[sqlite3.Connection] = None
+    try:
+        header = handle.header(100)
+        if header and not _rollback_database(header):
+            raise IndexProblem("the index file is not one this version wrote")
+        conn = sqlite3.connect(handle.location, check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA trusted_schema = OFF")
+        conn.execute("PRAGMA journal_mode = MEMORY")
+        conn.execute("PRAGMA synchronous = OFF")
+        conn.execute("PRAGMA busy_timeout = 10000")
+        if not handle.confirm():
+            raise IndexProblem("the index file changed while it was being opened")
+        _check(conn, settings, mode)
+    except BaseException as error:
+        if conn is not None:
+            conn.close()
+        handle.release()
+        if isinstance(error, sqlite3.Error):
+            raise IndexProblem("the index file is damaged") from None
+        if isinstance(error, FsProblem):
+            raise IndexProblem(_index_reason(error)) from None
+        raise
+    return conn, handle
 
 
 def _index_reason(problem: FsProblem) -> str:

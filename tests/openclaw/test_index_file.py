@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import pathlib
 import sqlite3
+import subprocess
+import sys
 import threading
 from typing import Any, Dict, List
 
@@ -202,3 +204,47 @@ def test_index_open_directly_reports_the_fallback(case: pathlib.Path) -> None:
     finally:
         os.chmod(case / "memories" / ".refmem", 0o700)
     outside_unchanged(case)
+
+
+# --- SQLite's locks survive a second handler in the same process ----------------------------------
+
+PROBE = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], timeout=0, isolation_level=None)
+try:
+    conn.execute("BEGIN IMMEDIATE")
+except sqlite3.OperationalError:
+    print("refused")
+else:
+    print("granted")
+"""
+
+
+def other_process_may_write(case: pathlib.Path) -> bool:
+    """Can another process take the index's write lock right now (without waiting)?"""
+    found = subprocess.run(
+        [sys.executable, "-c", PROBE, str(index_path(case))], capture_output=True, text=True, timeout=60, check=True
+    )
+    return found.stdout.strip() == "granted"
+
+
+def test_opening_the_index_again_keeps_this_process_s_write_lock(case: pathlib.Path) -> None:
+    """SQLite's locks are POSIX record locks: they belong to the process and the file, and closing any
+    descriptor of the file drops them all. The index used to be opened through a checked descriptor
+    that was closed right after SQLite opened it: a second handler opening the index dropped the
+    first one's write lock, and another process could then write beside it."""
+    first = OpenClawMemory(case / "memories")
+    first.refresh()
+    index = first._open_index()
+    index.conn.execute("BEGIN IMMEDIATE")
+    try:
+        assert not other_process_may_write(case)
+        second = OpenClawMemory(case / "memories")
+        assert second.counts() == (1, 1)  # opened and read beside the write lock
+        assert not other_process_may_write(case)
+        second.close()
+        assert not other_process_may_write(case)
+    finally:
+        index.conn.execute("ROLLBACK")
+    first.close()
+    assert other_process_may_write(case)  # nothing of this process holds the file any more
