@@ -120,9 +120,12 @@ class IndexHandle:
 class Disk:
     """The workspace on disk (the memory tool's `/memories`), as the OpenClaw tools use it."""
 
-    def __init__(self, root: Root, limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self, root: Root, limits: Limits = DEFAULT_LIMITS, allowed: Optional[Callable[[str], bool]] = None
+    ) -> None:
         self.root = root
         self.limits = limits
+        self.allowed = allowed  # the session's allow-list, on OpenClaw's spelling of a path; None: all
 
     # -- reading --
 
@@ -162,6 +165,7 @@ class Disk:
                         and paths.is_indexed(parts)
                         and is_addressable(name, self.limits)
                         and self._short_enough(parts)
+                        and (self.allowed is None or self.allowed(paths.relative(parts)))
                     ):
                         found[parts] = FileState.of(info)
         if len(found) > cap:

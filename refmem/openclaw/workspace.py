@@ -10,12 +10,13 @@ handler it never raises for anything a model can send: every outcome is a result
 from __future__ import annotations
 
 import datetime
+import fnmatch
 import json
 import os
 import sqlite3
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..limits import DEFAULT_LIMITS, Limits
 from ..messages import IO_REASONS, escape, is_unsafe_char
@@ -53,6 +54,12 @@ class OpenClawMemory:
     without an embedding provider. `index="memory"` keeps the index in memory instead of the
     file `.refmem/openclaw-index.sqlite`. `clock` gives the time for the decay of daily logs and
     the date of `append_daily`.
+
+    `allow` and `read_only` are the memory tool's options of the same names (D-OPENCLAW-ALLOW): under
+    an allow-list (glob patterns on the path below the workspace, as `MemoryHandler(allow=...)`)
+    memory_get refuses other files and search never indexes them; read-only, nothing is written
+    (`append_daily` is refused). Either keeps the search index in memory: the shared index file
+    holds every memory file, and writing it is a write.
     """
 
     def __init__(
@@ -64,11 +71,17 @@ class OpenClawMemory:
         embed_model: str = "custom",
         index: str = "file",
         clock: Callable[[], float] = time.time,
+        allow: Optional[Sequence[str]] = None,
+        read_only: bool = False,
     ) -> None:
         if index not in ("file", "memory"):
             raise ValueError('index must be "file" or "memory"')
+        self.allow = tuple(allow) if allow is not None else None
+        self.read_only = read_only
+        if self.allow is not None or read_only:
+            index = "memory"
         self.root = root if isinstance(root, Root) else Root(root)
-        self.disk = Disk(self.root, path_limits)
+        self.disk = Disk(self.root, path_limits, None if self.allow is None else self.allowed)
         self.limits = limits
         self.path_limits = path_limits
         self.embed = embed
@@ -89,6 +102,10 @@ class OpenClawMemory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def allowed(self, relative: str) -> bool:
+        """Does the allow-list let the tools reach `relative` (a path below the workspace)?"""
+        return self.allow is None or any(fnmatch.fnmatchcase(relative, pattern) for pattern in self.allow)
 
     # -- the tools, as a runner calls them --
 
@@ -119,6 +136,8 @@ class OpenClawMemory:
         if isinstance(location, Refusal):
             return error_result(location.key, _echo(parsed.path), **location.values)
         relative = paths.relative(location.parts)
+        if not self.allowed(relative):  # before the disk: a refused name says nothing of what is there
+            return error_result("not_in_allow_list", relative)
         try:
             with self.disk.open_file(location) as opened:
                 excerpt = read_excerpt(opened.chunks(), parsed.start, parsed.lines, self.limits.get_max_chars)
@@ -160,6 +179,7 @@ class OpenClawMemory:
             warnings.append(problem("embedder_failed").template)
             embed = None
             hits = search.run(index, parsed.query, parsed.max_results, parsed.min_score, self.limits, now, None)
+        hits = [hit for hit in hits if self.allowed(hit.path)]
         result: Dict[str, Any] = {
             "results": [search.present(hit, embed is not None, self.limits.snippet_max_chars) for hit in hits],
             "provider": "none" if embed is None else "custom",
@@ -210,6 +230,10 @@ class OpenClawMemory:
         a final newline; a log not ending in one gets one first; a CRLF log gets CRLF lines."""
         when = day if day is not None else datetime.date.fromtimestamp(self.clock())
         relative = f"{paths.MEMORY_DIR}/{when.isoformat()}.md"
+        if self.read_only:
+            return error_result("read_only", relative)
+        if not self.allowed(relative):
+            return error_result("not_in_allow_list", relative)
         if not isinstance(text, str) or not text.strip():
             return error_result("log_text", relative)
         try:

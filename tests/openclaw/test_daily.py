@@ -255,3 +255,10 @@ def test_concurrent_first_appends_from_processes_lose_nothing(root: pathlib.Path
     errors = [worker.communicate(timeout=120)[1].decode() for worker in workers]
     assert [worker.returncode for worker in workers] == [0, 0, 0], errors
     assert sorted(log(root).read_text().splitlines()) == expected_lines(names, 30)
+
+
+def test_read_only_and_allow_list_refuse_the_log(root: pathlib.Path) -> None:
+    assert OpenClawMemory(root, read_only=True).append_daily("x", DAY)["code"] == "MEMORY_READ_ONLY"
+    assert OpenClawMemory(root, allow=["MEMORY.md"]).append_daily("x", DAY)["code"] == "MEMORY_PATH_NOT_ALLOWED"
+    assert OpenClawMemory(root, allow=["memory/*.md"]).append_daily("x", DAY)["status"] == "ok"
+    assert log(root).read_text() == "x\n"
