@@ -172,6 +172,27 @@ class Disk:
             found = {parts: found[parts] for parts in sorted(found)[:cap]}
         return found
 
+    def state_of(self, parts: Tuple[str, ...]) -> Optional[FileState]:
+        """The state of the file at `parts` when the scan would index it; None otherwise (gone, a
+        link, special, hard-linked, in a folder the scan does not enter, not allowed)."""
+        if not paths.is_indexed(parts) or not self._short_enough(parts) or len(parts) > max(1, self.limits.max_depth):
+            return None
+        for depth, name in enumerate(parts):
+            if not is_addressable(name, self.limits) or (
+                depth < len(parts) - 1 and not paths.enters(parts[:depth], name)
+            ):
+                return None
+        if self.allowed is not None and not self.allowed(paths.relative(parts)):
+            return None
+        try:
+            with self.root.walk(parts[:-1]) as folder:
+                info = folder.lstat(parts[-1])
+        except FsProblem:
+            return None
+        if info is None or not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            return None
+        return FileState.of(info)
+
     def _short_enough(self, parts: Tuple[str, ...]) -> bool:
         """Could memory_get name it? (the whole virtual path within the path limit)"""
         size = len(ROOT) + sum(len(part.encode("utf-8", "surrogatepass")) + 1 for part in parts)

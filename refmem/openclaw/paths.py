@@ -40,6 +40,11 @@ def is_indexed(parts: Tuple[str, ...]) -> bool:
     return is_readable(parts) and REPAIR_DIR not in parts[1:-1]
 
 
+def is_curated(parts: Tuple[str, ...]) -> bool:
+    """Is it a curated file (`MEMORY.md`, `USER.md`), chunked per entry?"""
+    return len(parts) == 1 and parts[0] in ROOT_FILES
+
+
 def enters(parts: Tuple[str, ...], name: str) -> bool:
     """Does the index scan enter the folder `name` inside the folder at `parts`?"""
     if not parts:

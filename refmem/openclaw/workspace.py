@@ -26,7 +26,7 @@ from ..store import Root, TooBig
 from ..text import is_crlf
 from . import inputs, paths, search
 from .disk import Disk
-from .index import Embed, Index, Refreshed
+from .index import FORMAT, Embed, Index, Refreshed
 from .limits import DEFAULT_OPENCLAW_LIMITS, OpenClawLimits
 from .messages import NOTICES, Refusal, error_result, problem, search_error
 from .window import read_excerpt
@@ -202,7 +202,7 @@ class OpenClawMemory:
         with self._lock:
             if self._index is None:
                 settings = {
-                    "format": "refmem-openclaw-index/1",
+                    "format": FORMAT,
                     "chunking": f"{self.limits.chunk_tokens}/{self.limits.chunk_overlap_tokens}",
                     "embedding": self.embed_model if self.embed is not None else "",
                 }

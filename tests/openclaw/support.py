@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import datetime
+import os
 import pathlib
+import shutil
+import subprocess
 from typing import Any, Dict, List, Union
 
 CANARY = "CANARY-7f3a"
@@ -22,3 +25,22 @@ def write(case: pathlib.Path, relative: str, data: Union[str, bytes]) -> pathlib
 
 def paths_of(result: Dict[str, Any]) -> List[str]:
     return [hit["path"] for hit in result["results"]]
+
+
+def openclaw_ready() -> bool:
+    """Is OpenClaw installed beside its adapter, with a Node it runs on (>= 24)?"""
+    from refmem_conformance.openclaw import runner
+
+    node = runner.find_node()
+    if not (runner.ADAPTER_DIR / "node_modules" / "openclaw").is_dir():
+        return False
+    if shutil.which(node) is None and not os.path.isfile(node):
+        return False
+    try:
+        version = subprocess.run(
+            [node, "-p", "process.versions.node"], capture_output=True, text=True, timeout=30
+        ).stdout
+    except OSError:
+        return False
+    major = version.strip().split(".")[0]
+    return major.isdigit() and int(major) >= 24

@@ -145,11 +145,16 @@ def test_planted_rows_in_a_well_formed_index_do_not_survive_a_refresh(case: path
     search(case)
     with sqlite3.connect(index_path(case)) as conn:
         conn.execute("PRAGMA journal_mode=MEMORY")
-        conn.execute("INSERT INTO files VALUES ('memory/planted.md', 1, 1, 1, 1, 1)")
         conn.execute(
-            "INSERT INTO chunks(path, start_line, end_line, text, length) "
-            "VALUES ('memory/planted.md', 1, 1, 'zebra', 1)"
+            "INSERT INTO files(path, dev, ino, size, mtime_ns, chunks, key_path, key_base, key_stem) "
+            "VALUES ('memory/planted.md', 1, 1, 1, 1, 1, 'memory/planted.md', 'planted.md', 'planted')"
         )
+        conn.execute(
+            "INSERT INTO chunks(path, start_line, end_line, text, length, words, hash) "
+            "VALUES ('memory/planted.md', 1, 1, 'zebra', 1, 1, 'x')"
+        )
+        if fts5_available():
+            conn.execute("INSERT INTO chunks_fts(rowid, text) VALUES (last_insert_rowid(), 'zebra')")
     result = search(case)
     assert [hit["path"] for hit in result["results"]] == ["memory/a.md"]  # the file does not exist: dropped
 

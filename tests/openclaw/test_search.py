@@ -36,7 +36,8 @@ def test_token_estimate() -> None:
 
 
 def test_small_file_is_one_chunk() -> None:
-    assert chunks.chunk_text("a\nb\n", 400, 80) == [chunks.Chunk(1, 2, "a\nb")]
+    # OpenClaw's lines: the text split at newlines, the empty line after the final one included.
+    assert chunks.chunk_text("a\nb\n", 400, 80) == [chunks.Chunk(1, 3, "a\nb\n")]
 
 
 def test_curated_files_are_cut_per_entry() -> None:
@@ -45,12 +46,12 @@ def test_curated_files_are_cut_per_entry() -> None:
         chunks.Chunk(1, 1, "# Prefs"),
         chunks.Chunk(2, 2, "- green"),
         chunks.Chunk(3, 4, "- coffee\n  black"),
-        chunks.Chunk(5, 6, "## Work\nplain"),
+        chunks.Chunk(5, 7, "## Work\nplain\n"),
     ]
 
 
 def test_blank_chunks_are_dropped() -> None:
-    assert chunks.chunk_text("\n\n- a\n", 400, 80, per_entry=True) == [chunks.Chunk(3, 3, "- a")]
+    assert chunks.chunk_text("\n\n- a\n", 400, 80, per_entry=True) == [chunks.Chunk(3, 4, "- a\n")]
 
 
 def test_chunks_overlap_by_whole_lines() -> None:
@@ -59,7 +60,8 @@ def test_chunks_overlap_by_whole_lines() -> None:
     assert all(len(piece.text) <= 40 for piece in found)
     for before, after in zip(found, found[1:]):
         assert after.start_line == before.end_line  # one 5-character line fits in the 8 of overlap
-    assert found[-1].end_line == 199
+        assert after.text.startswith(before.text.rsplit("\n", 1)[-1])
+    assert found[-1].end_line == 200  # the empty line after the final newline
 
 
 @settings(max_examples=300, deadline=None)
@@ -70,7 +72,7 @@ def test_chunks_overlap_by_whole_lines() -> None:
     per_entry=st.booleans(),
 )
 def test_every_chunk_is_within_its_lines(text: str, tokens: int, overlap: int, per_entry: bool) -> None:
-    lines = chunks.memory_lines(text)
+    lines = text.split("\n")
     found = chunks.chunk_text(text, tokens, overlap, per_entry)
     limit = max(chunks.MIN_CHUNK_CHARS, tokens * chunks.CHARS_PER_TOKEN)
     covered = set()
@@ -162,7 +164,7 @@ def test_search_finds_and_ranks(case: pathlib.Path) -> None:
     assert result["mode"] == "keyword-only" and result["provider"] == "none"
     assert paths_of(result)[0] == "memory/2026-11-20.md"
     top = result["results"][0]
-    assert top["startLine"] == 1 and top["endLine"] == 2 and top["citation"] == "memory/2026-11-20.md#L1-L2"
+    assert top["startLine"] == 1 and top["endLine"] == 3 and top["citation"] == "memory/2026-11-20.md#L1-L3"
     assert top["source"] == "memory" and 0 < top["score"] <= 1
 
 
@@ -186,7 +188,7 @@ def test_results_open_with_memory_get(case: pathlib.Path) -> None:
     for hit in result["results"]:
         opened = memory.memory_get(hit["path"], hit["startLine"], hit["endLine"] - hit["startLine"] + 1)
         assert opened["status"] == "ok"
-        assert opened["text"].startswith(hit["snippet"])
+        assert hit["snippet"].rstrip("\n") in opened["text"]
 
 
 def test_snippets_are_bounded(case: pathlib.Path) -> None:
