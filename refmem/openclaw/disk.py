@@ -42,6 +42,18 @@ class FileState(NamedTuple):
         return cls(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
 
 
+class FolderState(NamedTuple):
+    """What tells one version of a folder's list of names from another: its inode and modification
+    time (every name made, removed or renamed in it changes the time)."""
+
+    ino: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, info: os.stat_result) -> FolderState:
+        return cls(info.st_ino, info.st_mtime_ns)
+
+
 class _Held:
     """Every descriptor of one index file this process opened, and how many users it has."""
 
@@ -146,31 +158,82 @@ class Disk:
             return None
         return (data, state) if len(data) <= limit else None
 
-    def scan(self, cap: int) -> Dict[Tuple[str, ...], FileState]:
-        """The indexable memory files: regular, single-link, addressable by the path rules, in
-        the folders the index enters; at most `cap`, the first in path order."""
-        max_depth = self.limits.max_depth
+    def scan(
+        self, cap: int, folders: Optional[Dict[Tuple[str, ...], FolderState]] = None, under: Tuple[str, ...] = ()
+    ) -> Dict[Tuple[str, ...], FileState]:
+        """The indexable memory files (below `under`): regular, single-link, addressable by the path
+        rules, in the folders the index enters; at most `cap`, the first in path order. Every folder
+        entered is recorded in `folders` with its state (the cheap check of later searches)."""
         found: Dict[Tuple[str, ...], FileState] = {}
-
-        def enter(parts: Tuple[str, ...], name: str) -> bool:
-            return len(parts) + 2 <= max_depth and is_addressable(name, self.limits) and paths.enters(parts, name)
-
-        with self.root.walk(()) as top:
-            for visit in tree.descend(top, enter):
+        if under:
+            start = self.folder_state(under)
+            if start is None:
+                return found
+            if folders is not None:
+                folders[under] = start
+        elif folders is not None:
+            folders[()] = self.root_state()
+        with self.root.walk(under) as top:
+            for visit in tree.descend(top, lambda parts, name: self._enters(under + parts, name)):
                 for name, info in visit.entries:
-                    parts = visit.parts + (name,)
-                    if (
-                        stat.S_ISREG(info.st_mode)
-                        and info.st_nlink == 1
-                        and paths.is_indexed(parts)
-                        and is_addressable(name, self.limits)
-                        and self._short_enough(parts)
-                        and (self.allowed is None or self.allowed(paths.relative(parts)))
-                    ):
+                    parts = under + visit.parts + (name,)
+                    if self._indexable(parts, info):
                         found[parts] = FileState.of(info)
+                    elif folders is not None and stat.S_ISDIR(info.st_mode) and self._enters(parts[:-1], name):
+                        folders[parts] = FolderState.of(info)
         if len(found) > cap:
             found = {parts: found[parts] for parts in sorted(found)[:cap]}
         return found
+
+    def list_folder(
+        self, parts: Tuple[str, ...]
+    ) -> Optional[Tuple[Dict[Tuple[str, ...], FileState], Dict[Tuple[str, ...], FolderState]]]:
+        """The indexable files directly in the folder `parts` and the folders in it the index
+        enters, with their states; None when it is gone (or no longer a folder)."""
+        files: Dict[Tuple[str, ...], FileState] = {}
+        folders: Dict[Tuple[str, ...], FolderState] = {}
+        try:
+            with self.root.walk(parts) as folder:
+                for name, info in tree.scan(folder):
+                    here = parts + (name,)
+                    if self._indexable(here, info):
+                        files[here] = FileState.of(info)
+                    elif stat.S_ISDIR(info.st_mode) and self._enters(parts, name):
+                        folders[here] = FolderState.of(info)
+        except FsProblem:
+            return None
+        return files, folders
+
+    def root_state(self) -> FolderState:
+        return FolderState.of(os.stat(self.root.real))
+
+    def folder_state(self, parts: Tuple[str, ...]) -> Optional[FolderState]:
+        """The state of the folder `parts` (never through a link); None when it is not a folder."""
+        if not parts:
+            return self.root_state()
+        try:
+            with self.root.walk(parts[:-1]) as folder:
+                info = folder.lstat(parts[-1])
+        except FsProblem:
+            return None
+        return FolderState.of(info) if info is not None and stat.S_ISDIR(info.st_mode) else None
+
+    def _enters(self, parts: Tuple[str, ...], name: str) -> bool:
+        return (
+            len(parts) + 2 <= self.limits.max_depth
+            and is_addressable(name, self.limits)
+            and paths.enters(parts, name)
+        )
+
+    def _indexable(self, parts: Tuple[str, ...], info: os.stat_result) -> bool:
+        return (
+            stat.S_ISREG(info.st_mode)
+            and info.st_nlink == 1
+            and paths.is_indexed(parts)
+            and is_addressable(parts[-1], self.limits)
+            and self._short_enough(parts)
+            and (self.allowed is None or self.allowed(paths.relative(parts)))
+        )
 
     def state_of(self, parts: Tuple[str, ...]) -> Optional[FileState]:
         """The state of the file at `parts` when the scan would index it; None otherwise (gone, a

@@ -29,7 +29,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optiona
 from ..messages import IO_REASONS
 from ..problems import FsProblem
 from . import bm25, chunks, paths
-from .disk import Disk, FileState, IndexHandle
+from .disk import Disk, FileState, FolderState, IndexHandle
 from .limits import OpenClawLimits
 from .rank import Hit
 from .terms import fts_terms, terms, words
@@ -213,13 +213,27 @@ class Index:
 
     # -- refreshing --
 
-    def refresh(self, disk: Disk, limits: OpenClawLimits) -> Refreshed:
-        """Bring the index up to date with every memory file on disk (the full scan)."""
-        scanned = disk.scan(limits.max_indexed_files)
+    def refresh(
+        self, disk: Disk, limits: OpenClawLimits, folders: Optional[Dict[Tuple[str, ...], FolderState]] = None
+    ) -> Refreshed:
+        """Bring the index up to date with every memory file on disk (the full scan); the folders
+        entered are recorded in `folders`."""
+        return self.reconcile(disk, limits, disk.scan(limits.max_indexed_files, folders), lambda path: True)
+
+    def reconcile(
+        self,
+        disk: Disk,
+        limits: OpenClawLimits,
+        scanned: Dict[Tuple[str, ...], FileState],
+        scope: Callable[[str], bool],
+    ) -> Refreshed:
+        """Make the index's files within `scope` (a test on paths) the `scanned` ones: a file is read
+        again only when its device, inode, size or modification time changed; files gone are dropped.
+        The difference is taken inside the write transaction, so two processes cannot both apply it."""
         current = {paths.relative(parts): (parts, state) for parts, state in scanned.items()}
         with self.lock, self._transaction():
             rows = self.conn.execute("SELECT path, dev, ino, size, mtime_ns FROM files")
-            known = {row[0]: tuple(row[1:]) for row in rows}
+            known = {row[0]: tuple(row[1:]) for row in rows if scope(row[0])}
             removed = [path for path in known if path not in current]
             stale = sorted(path for path, (_, state) in current.items() if known.get(path) != tuple(state))
             return self._apply(disk, limits, known, removed, [(path, *current[path]) for path in stale])

@@ -26,7 +26,7 @@ import datetime
 import functools
 import math
 import re
-from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from .terms import words
 
@@ -74,62 +74,43 @@ def collation_key(path: str) -> Tuple[Tuple[int, ...], Tuple[int, ...], str]:
     return primary, tertiary, path
 
 
-def _compare(
-    left: Tuple[Tuple[int, ...], Tuple[int, ...], str], right: Tuple[Tuple[int, ...], Tuple[int, ...], str]
-) -> int:
-    return int(left > right) - int(left < right)
-
-
-def compare_keyword(left: Hit, right: Hit, prefer_exact_body: bool = True) -> int:
-    """OpenClaw's `compareKeywordSearchHits` (negative: `left` first)."""
-    if left.exact != right.exact:
-        return right.exact - left.exact
-    if prefer_exact_body and left.exact > 0 and left.body != right.body:
-        return int(right.body) - int(left.body)
-    for mine, theirs in ((left.score, right.score), (left.text_score, right.text_score)):
-        if mine != theirs:
-            return -1 if mine > theirs else 1
-    if left.exact == 0 and left.path_score != right.path_score:
-        return -1 if left.path_score > right.path_score else 1
+def keyword_key(hit: Hit, prefer_exact_body: bool = True) -> Tuple[Any, ...]:
+    """OpenClaw's `compareKeywordSearchHits` as a sort key: files named exactly first (with a body
+    match first among them, unless decay is on), then score, text score, path score, path, line."""
+    body = -int(hit.body) if prefer_exact_body and hit.exact > 0 else 0
+    path_score = -hit.path_score if hit.exact == 0 else 0.0
     return (
-        _compare(collation_key(left.path), collation_key(right.path))
-        or left.start_line - right.start_line
-        or left.chunk - right.chunk
+        -hit.exact,
+        body,
+        -hit.score,
+        -hit.text_score,
+        path_score,
+        collation_key(hit.path),
+        hit.start_line,
+        hit.chunk,
     )
 
 
-def compare_path(left: Hit, right: Hit) -> int:
-    """OpenClaw's `comparePathKeywordSearchResults`."""
-    if left.exact != right.exact:
-        return right.exact - left.exact
-    if left.exact == 0 and left.path_score != right.path_score:
-        return -1 if left.path_score > right.path_score else 1
-    return (
-        _compare(collation_key(left.path), collation_key(right.path))
-        or left.start_line - right.start_line
-        or left.chunk - right.chunk
-    )
+def keyword_key_decayed(hit: Hit) -> Tuple[Any, ...]:
+    return keyword_key(hit, False)
 
 
-def _compare_ranking(left: Hit, right: Hit) -> int:
-    for mine, theirs in ((left.ranking, right.ranking), (left.lexical, right.lexical)):
-        if mine != theirs:
-            return -1 if mine > theirs else 1
-    return (
-        _compare(collation_key(left.path), collation_key(right.path))
-        or left.start_line - right.start_line
-        or left.end_line - right.end_line
-    )
+def path_key(hit: Hit) -> Tuple[Any, ...]:
+    """OpenClaw's `comparePathKeywordSearchResults` as a sort key."""
+    path_score = -hit.path_score if hit.exact == 0 else 0.0
+    return (-hit.exact, path_score, collation_key(hit.path), hit.start_line, hit.chunk)
 
 
-def _compare_hybrid(left: Hit, right: Hit) -> int:
-    if left.score != right.score:
-        return -1 if left.score > right.score else 1
-    return _compare_ranking(left, right)
+def _ranking_key(hit: Hit) -> Tuple[Any, ...]:
+    return (-hit.ranking, -hit.lexical, collation_key(hit.path), hit.start_line, hit.end_line)
 
 
-def sort(hits: Sequence[Hit], compare: Callable[[Hit, Hit], int]) -> List[Hit]:
-    return sorted(hits, key=functools.cmp_to_key(compare))
+def _hybrid_key(hit: Hit) -> Tuple[Any, ...]:
+    return (-hit.score, *_ranking_key(hit))
+
+
+def sort(hits: Sequence[Hit], key: Callable[[Hit], Tuple[Any, ...]]) -> List[Hit]:
+    return sorted(hits, key=key)
 
 
 # --- the keyword score --------------------------------------------------------------------------------
@@ -218,7 +199,7 @@ def keyword_only(hits: Sequence[Hit], now: float, half_life_days: int, max_resul
         if hit.exact > 0:
             hit.score = _exact_tie(hit.score if hit.body else 0.0)
         hit.score = decay(hit.score, hit.path, now, half_life_days)
-    ranked = sort(hits, lambda left, right: compare_keyword(left, right, False))
+    ranked = sort(hits, keyword_key_decayed)
     for hit in ranked:
         if hit.exact > 0:
             hit.score = 1.0
@@ -324,14 +305,14 @@ def hybrid(
         hit.score = 1.0 if hit.exact > 0 else 0.0 if hit.content == 0 else hit.ranking
     ordered: List[Hit] = []
     for level in (3, 2, 1):
-        tier = sort([hit for hit in merged.values() if hit.exact == level], _compare_ranking)
+        tier = sort([hit for hit in merged.values() if hit.exact == level], _ranking_key)
         for hit in tier:
             hit.score = hit.ranking
         tier = diversify(tier, lam, snippet)
         for hit in tier:
             hit.score = 1.0
         ordered.extend(tier)
-    ordered.extend(diversify(sort([hit for hit in merged.values() if hit.exact == 0], _compare_hybrid), lam, snippet))
+    ordered.extend(diversify(sort([hit for hit in merged.values() if hit.exact == 0], _hybrid_key), lam, snippet))
     keys = {hit.key for hit in keyword}
     strict = [hit for hit in ordered if hit.score >= min_score]
     chosen = strict[:max_results]

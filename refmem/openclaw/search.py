@@ -13,7 +13,7 @@ keywords (at most 6, `terms.keywords`) is searched the same way and everything m
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import rank
 from .bm25 import rank_to_score
@@ -36,6 +36,7 @@ class Query:
         self.words = list(dict.fromkeys(words(text)))
         self.path_key = normalize_path_query(text)
         self._exact: Optional[Dict[str, int]] = None
+        self.boosted: Dict[Tuple[int, float], float] = {}  # (chunk, text score) -> keyword score
 
     def exact(self, index: Index, path: str) -> int:
         if self._exact is None:
@@ -48,7 +49,11 @@ def _body(index: Index, term: str, query: Query, limit: int) -> List[Hit]:
     found = []
     for hit, bm25_rank in index.body(fts_expression(term), term, limit):
         hit.text_score = rank_to_score(bm25_rank)
-        hit.score = rank.lexical_boost(hit.text_score, query.words, hit.path, hit.text, hit.words)
+        key = (hit.chunk, hit.text_score)
+        score = query.boosted.get(key)
+        if score is None:
+            score = query.boosted[key] = rank.lexical_boost(hit.text_score, query.words, hit.path, hit.text, hit.words)
+        hit.score = score
         hit.body = hit.keyword = True
         found.append(hit)
     return found
@@ -82,7 +87,7 @@ def _paths(index: Index, term: str, query: Query, limit: int) -> List[Hit]:
         hit.exact, hit.keyword = level, True
         lexical.setdefault(hit.chunk, hit)
     kept_others = 0
-    for hit in rank.sort(list(lexical.values()), rank.compare_path):
+    for hit in rank.sort(list(lexical.values()), rank.path_key):
         if hit.exact > 0:
             known = by_chunk.get(hit.chunk)
             if known is not None:
@@ -93,7 +98,7 @@ def _paths(index: Index, term: str, query: Query, limit: int) -> List[Hit]:
             continue
         by_chunk[hit.chunk] = hit
         kept_others += 1
-    return rank.sort(list(by_chunk.values()), rank.compare_path)[: EXACT_PATH_LIMIT + limit]
+    return rank.sort(list(by_chunk.values()), rank.path_key)[: EXACT_PATH_LIMIT + limit]
 
 
 def merge(result_sets: Sequence[Sequence[Hit]], index: Index, query: Query) -> List[Hit]:
@@ -117,15 +122,15 @@ def merge(result_sets: Sequence[Sequence[Hit]], index: Index, query: Query) -> L
     for hit in merged:
         if not hit.body:
             hit.score = 1.0 if hit.exact > 0 else hit.path_score
-    return rank.sort(merged, rank.compare_keyword)
+    return rank.sort(merged, rank.keyword_key)
 
 
 def bound(results: Sequence[Hit], limit: int) -> List[Hit]:
     """`limitKeywordSearchHits`: the files named exactly (at most 200 of them), then `limit` others."""
-    ranked = rank.sort(results, rank.compare_keyword)
+    ranked = rank.sort(results, rank.keyword_key)
     exact_body = [hit for hit in ranked if hit.exact > 0 and hit.body][:limit]
     exact_path_only = [hit for hit in ranked if hit.exact > 0 and not hit.body]
-    bounded = rank.sort(exact_body + exact_path_only, rank.compare_keyword)
+    bounded = rank.sort(exact_body + exact_path_only, rank.keyword_key)
     chosen_paths: List[str] = []
     for hit in bounded:
         if hit.path not in chosen_paths:

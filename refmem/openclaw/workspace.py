@@ -9,6 +9,7 @@ handler it never raises for anything a model can send: every outcome is a result
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import fnmatch
 import json
@@ -26,6 +27,7 @@ from ..store import Root, TooBig
 from ..text import is_crlf
 from . import inputs, paths, search
 from .disk import Disk
+from .fresh import Freshness
 from .index import FORMAT, Embed, Index, Refreshed
 from .limits import DEFAULT_OPENCLAW_LIMITS, OpenClawLimits
 from .messages import NOTICES, Refusal, error_result, problem, search_error
@@ -89,6 +91,7 @@ class OpenClawMemory:
         self.clock = clock
         self._index_kind = index
         self._index: Optional[Index] = None
+        self._freshness: Optional[Freshness] = None
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -161,7 +164,7 @@ class OpenClawMemory:
             return search_error(parsed.key, **parsed.values)
         try:
             index = self._open_index()
-            index.refresh(self.disk, self.limits)
+            self._fresh().update(index, self.disk)
         except FsProblem as error:
             return search_error("index_failed", unavailable=True, reason=_reason(error))
         except sqlite3.Error:
@@ -191,8 +194,15 @@ class OpenClawMemory:
         return result
 
     def refresh(self) -> Refreshed:
-        """Bring the index up to date now (a search does this first anyway)."""
-        return self._open_index().refresh(self.disk, self.limits)
+        """Bring the index up to date now with a full scan (a search brings it up to date anyway, with
+        what the sources of changes report, see `fresh.py`)."""
+        return self._fresh().full(self._open_index(), self.disk)
+
+    def _fresh(self) -> Freshness:
+        with self._lock:
+            if self._freshness is None:
+                self._freshness = Freshness(self.root, self.limits)
+            return self._freshness
 
     def counts(self) -> Tuple[int, int]:
         """(memory files indexed, chunks) in the search index."""
@@ -267,6 +277,8 @@ class OpenClawMemory:
             if error.code in ("link", "hard_linked", "not_regular"):
                 return error_result(error.code, relative)
             return error_result("log_failed", relative, reason=_reason(error))
+        with contextlib.suppress(OSError):  # the note is written; a missing workspace tells no one
+            self._fresh().announce(relative)
         return {"status": "ok", "path": relative}
 
 
