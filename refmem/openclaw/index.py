@@ -172,6 +172,7 @@ class Index:
         self.generation = 0  # bumped by every change, for the vector cache
         self.provider: Optional[str] = None  # the embedding provider's fingerprint: the cache's key
         self.cache_entries = 50_000
+        self.vec = _load_sqlite_vec(conn)  # nearest neighbours in SQLite when sqlite-vec is installed
         self._vectors: Optional[Tuple[int, Dict[int, Tuple[array.array[float], float]]]] = None
 
     # -- opening --
@@ -542,6 +543,8 @@ class Index:
         if probe_norm == 0 or limit <= 0:
             return []
         with self.lock:
+            if self.vec:
+                return self._nearest_vec(probe, limit)
             vectors = self._vector_cache()
             scored = []
             for chunk, (vector, norm) in vectors.items():
@@ -555,6 +558,21 @@ class Index:
                 hit.vector_score = score
                 hits.append(hit)
             return hits
+
+    def _nearest_vec(self, probe: array.array[float], limit: int) -> List[Hit]:
+        """The same choice as the in-process cosine, computed by sqlite-vec (cosine distance = 1 - similarity)."""
+        hits = []
+        for chunk, distance in self.conn.execute(
+            "SELECT id, vec_distance_cosine(embedding, ?) AS distance FROM chunks "
+            "WHERE embedding IS NOT NULL AND length(embedding) = ? ORDER BY distance, id LIMIT ?",
+            (probe.tobytes(), len(probe) * 4, limit),
+        ):
+            if distance is None:
+                continue
+            hit = self._hit(chunk)
+            hit.vector_score = 1.0 - float(distance)
+            hits.append(hit)
+        return hits
 
     def _hit(self, chunk: int) -> Hit:
         row = self.conn.execute(
@@ -578,6 +596,28 @@ class Index:
             files = self.conn.execute("SELECT COUNT(*) FROM files WHERE chunks >= 0").fetchone()[0]
             total = self.conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
         return int(files), int(total)
+
+
+def _load_sqlite_vec(conn: sqlite3.Connection) -> bool:
+    """Load sqlite-vec into `conn` when the package is installed and this SQLite may load extensions;
+    False otherwise (the in-process cosine is used)."""
+    try:
+        import sqlite_vec  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    except ImportError:
+        return False
+    enable = getattr(conn, "enable_load_extension", None)
+    if enable is None:
+        return False
+    try:
+        enable(True)
+        try:
+            sqlite_vec.load(conn)
+        finally:
+            enable(False)
+        conn.execute("SELECT vec_distance_cosine(?, ?)", (_pack([1.0]), _pack([1.0]))).fetchone()
+    except (sqlite3.Error, AttributeError, OSError):
+        return False
+    return True
 
 
 def _pack_array(vector: Sequence[float]) -> array.array[float]:

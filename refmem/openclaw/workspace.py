@@ -25,7 +25,7 @@ from ..paths import VirtualPath
 from ..problems import FsProblem, NotRegular, ParentNotDir
 from ..store import Root, TooBig
 from ..text import is_crlf
-from . import inputs, paths, search
+from . import embeddings, inputs, paths, search
 from .disk import Disk
 from .fresh import Freshness
 from .index import FORMAT, Embed, Index, Refreshed
@@ -87,7 +87,9 @@ class OpenClawMemory:
         self.limits = limits
         self.path_limits = path_limits
         self.embed = embed
-        self.embed_model = embed_model
+        self.embed_model = getattr(embed, "model", "") or embed_model
+        self.embed_provider = getattr(embed, "provider", "custom") if embed is not None else "none"
+        self.embed_fingerprint = embeddings.fingerprint(embed, embed_model) if embed is not None else ""
         self.clock = clock
         self._index_kind = index
         self._index: Optional[Index] = None
@@ -185,7 +187,7 @@ class OpenClawMemory:
         hits = [hit for hit in hits if self.allowed(hit.path)]
         result: Dict[str, Any] = {
             "results": [search.present(hit, embed is not None, self.limits.snippet_max_chars) for hit in hits],
-            "provider": "none" if embed is None else "custom",
+            "provider": "none" if embed is None else self.embed_provider,
             "model": None if embed is None else self.embed_model,
             "mode": "keyword-only" if embed is None else "hybrid",
         }
@@ -214,12 +216,13 @@ class OpenClawMemory:
                 settings = {
                     "format": FORMAT,
                     "chunking": f"{self.limits.chunk_tokens}/{self.limits.chunk_overlap_tokens}",
-                    "embedding": self.embed_model if self.embed is not None else "",
+                    "embedding": self.embed_fingerprint,
                 }
                 if self._index_kind == "memory":
                     self._index = Index.in_memory(settings, None)
                 else:
                     self._index = Index.open(self.disk, settings)
+                self._index.provider = self.embed_fingerprint or None
             return self._index
 
     def _ready_embedder(self, index: Index, warnings: List[str]) -> Optional[Embed]:
