@@ -218,3 +218,55 @@ def agreement(ours: List[List[Tuple[str, int]]], theirs: List[List[Tuple[str, in
         identical += a == b
     count = max(1, len(overlaps))
     return Agreement(sum(overlaps) / count, tops / count, identical)
+
+
+# Things and the other word a question uses for them; what is said of them and how a question asks it.
+SYNONYMS = [
+    ("car", "vehicle"),
+    ("laptop", "computer"),
+    ("doctor", "physician"),
+    ("boss", "manager"),
+    ("apartment", "flat"),
+    ("bike", "bicycle"),
+    ("fridge", "refrigerator"),
+    ("couch", "sofa"),
+    ("kid", "child"),
+    ("movie", "film"),
+    ("holiday", "vacation"),
+    ("lawyer", "attorney"),
+    ("garden", "yard"),
+    ("phone", "mobile"),
+    ("dog", "puppy"),
+    ("invoice", "bill"),
+    ("salary", "pay"),
+    ("flight", "plane"),
+    ("dentist", "teeth"),
+    ("wedding", "marriage"),
+    ("printer", "copier"),
+    ("boiler", "heating"),
+    ("passport", "travel document"),
+    ("gym", "fitness"),
+    ("rent", "lease"),
+]
+STATEMENTS = [
+    ("The {thing} needs fixing before winter.", "is the {other} broken"),
+    ("Sold the old {thing} last weekend for a good price.", "did we get rid of the {other}"),
+    ("The new {thing} arrives on Tuesday morning.", "delivery day for the {other}"),
+    ("Spent far too much on the {thing} this month.", "{other} expenses too high"),
+]
+
+
+def paraphrase_set(seed: int = 21) -> Tuple[Dict[str, str], List[Tuple[str, str]]]:
+    """100 notes each stating one fact, and the question that asks for it in other words: (question,
+    path of its note). The keywords of a question appear in no note of its own fact."""
+    rng = random.Random(seed)
+    files: Dict[str, str] = {}
+    questions: List[Tuple[str, str]] = []
+    number = 0
+    for thing, other in SYNONYMS:
+        for statement, question in STATEMENTS:
+            path = f"memory/inbox/p{number:04d}.md"
+            files[path] = f"- {rng.choice(FILLER)}\n- {statement.format(thing=thing)}\n"
+            questions.append((question.format(other=other), path))
+            number += 1
+    return files, questions

@@ -20,8 +20,9 @@ MEMORY_DIR = "memory"
 MARKDOWN_SUFFIX = ".md"
 ROOT_FILES = frozenset({"MEMORY.md", "USER.md"})
 """Root-level memory files read and indexed, exact letter case."""
-DREAMS = "dreams.md"
-"""Read in any letter case, never indexed (OpenClaw's own asymmetry)."""
+DREAMS = "dreams"
+"""`dreams.md`, its name in any letter case and its `.md` exact, read and never indexed (OpenClaw's own
+asymmetry)."""
 REPAIR_DIR = ".openclaw-repair"
 """OpenClaw's migration folder: never descended into by the index."""
 
@@ -29,7 +30,9 @@ REPAIR_DIR = ".openclaw-repair"
 def is_readable(parts: Tuple[str, ...]) -> bool:
     """May memory_get read the file at `parts` (names below the workspace)?"""
     if len(parts) == 1:
-        return parts[0] in ROOT_FILES or parts[0].lower() == DREAMS
+        name = parts[0]
+        dreams = name.endswith(MARKDOWN_SUFFIX) and name[: -len(MARKDOWN_SUFFIX)].lower() == DREAMS
+        return name in ROOT_FILES or dreams
     return len(parts) >= 2 and parts[0] == MEMORY_DIR and parts[-1].endswith(MARKDOWN_SUFFIX)
 
 

@@ -130,9 +130,26 @@ def test_truncated_empty_first_line_still_gets_the_notice(case: pathlib.Path) ->
     assert result["nextFrom"] == 2
 
 
-def test_crlf_file_is_shown_without_carriage_returns(case: pathlib.Path) -> None:
+def test_crlf_file_keeps_its_carriage_returns(case: pathlib.Path) -> None:
+    # As OpenClaw shows it: lines are split at \n alone (D-OPENCLAW-GET-TEXT).
     write(case, "memory/a.md", "one\r\ntwo\r\n")
-    assert workspace(case).memory_get("memory/a.md")["text"] == "one\ntwo"
+    assert workspace(case).memory_get("memory/a.md")["text"] == "one\r\ntwo\r"
+
+
+def test_dreams_is_read_in_any_case_but_its_suffix(case: pathlib.Path) -> None:
+    write(case, "DREAMS.md", "night\n")
+    write(case, "dreams.MD", "night\n")
+    memory = workspace(case)
+    assert memory.memory_get("DREAMS.md")["status"] == "ok"
+    assert memory.memory_get("dreams.MD")["code"] == "MEMORY_PATH_NOT_ALLOWED"
+
+
+def test_numbers_past_what_json_holds_exactly_are_refused(case: pathlib.Path) -> None:
+    write(case, "MEMORY.md", "a\n")
+    memory = workspace(case)
+    assert memory.get({"path": "MEMORY.md", "from": 2**53 - 1})["status"] == "ok"
+    assert memory.get({"path": "MEMORY.md", "from": 2**53})["error"] == "from must be a positive integer"
+    assert memory.get({"path": "MEMORY.md", "lines": 2**60})["error"] == "lines must be a positive integer"
 
 
 def test_mixed_line_endings_keep_the_carriage_return(case: pathlib.Path) -> None:
