@@ -18,7 +18,7 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from .. import kernel, problems, tree
 from ..limits import DEFAULT_LIMITS, Limits
-from ..paths import ROOT, VirtualPath, is_addressable
+from ..paths import VirtualPath
 from ..problems import FsProblem, Missing, OsFailure
 from ..store import BOOKKEEPING_DIR, OpenFile, Root
 from . import paths
@@ -220,9 +220,7 @@ class Disk:
 
     def _enters(self, parts: Tuple[str, ...], name: str) -> bool:
         return (
-            len(parts) + 2 <= self.limits.max_depth
-            and is_addressable(name, self.limits)
-            and paths.enters(parts, name)
+            len(parts) + 2 <= paths.READ_MAX_DEPTH and paths.readable_name(name) and paths.enters(parts, name)
         )
 
     def _indexable(self, parts: Tuple[str, ...], info: os.stat_result) -> bool:
@@ -230,18 +228,18 @@ class Disk:
             stat.S_ISREG(info.st_mode)
             and info.st_nlink == 1
             and paths.is_indexed(parts)
-            and is_addressable(parts[-1], self.limits)
-            and self._short_enough(parts)
+            and paths.readable_name(parts[-1])
+            and paths.within_bounds(parts)
             and (self.allowed is None or self.allowed(paths.relative(parts)))
         )
 
     def state_of(self, parts: Tuple[str, ...]) -> Optional[FileState]:
         """The state of the file at `parts` when the scan would index it; None otherwise (gone, a
         link, special, hard-linked, in a folder the scan does not enter, not allowed)."""
-        if not paths.is_indexed(parts) or not self._short_enough(parts) or len(parts) > max(1, self.limits.max_depth):
+        if not paths.is_indexed(parts) or not paths.within_bounds(parts):
             return None
         for depth, name in enumerate(parts):
-            if not is_addressable(name, self.limits) or (
+            if not paths.readable_name(name) or (
                 depth < len(parts) - 1 and not paths.enters(parts[:depth], name)
             ):
                 return None
@@ -255,11 +253,6 @@ class Disk:
         if info is None or not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
             return None
         return FileState.of(info)
-
-    def _short_enough(self, parts: Tuple[str, ...]) -> bool:
-        """Could memory_get name it? (the whole virtual path within the path limit)"""
-        size = len(ROOT) + sum(len(part.encode("utf-8", "surrogatepass")) + 1 for part in parts)
-        return size <= self.limits.max_path_bytes
 
     # -- writing --
 
