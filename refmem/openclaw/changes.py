@@ -25,6 +25,7 @@ Standard library only; the sources hold no descriptors.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Callable, Dict, List, Optional, Set, Tuple, Union
@@ -64,8 +65,6 @@ _LOGS_LOCK = threading.Lock()
 
 def workspace_key(root: Root) -> Tuple[int, int]:
     """The workspace's identity in this process: its folder's device and inode."""
-    import os
-
     info = os.stat(root.real)
     return info.st_dev, info.st_ino
 
