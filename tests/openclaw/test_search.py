@@ -403,3 +403,18 @@ def test_skipped_files_are_not_read_again_while_unchanged(case: pathlib.Path) ->
     assert CountingDisk.reads == ["memory/bad.md", "memory/ok.md"]  # the big one is judged by its size
     CountingDisk.reads = []
     assert memory.refresh() == (0, 0, 0, 0) and CountingDisk.reads == []
+
+
+# --- the same units as OpenClaw -------------------------------------------------------------------
+
+CHUNKS = pathlib.Path(__file__).resolve().parent / "data" / "openclaw-2026.9.6-chunks.json"
+
+
+def test_chunks_and_sizes_are_openclaw_s_to_the_character() -> None:
+    """OpenClaw 2026.9.6's own `chunkMarkdown` and `estimateStringChars`, recorded on 201 texts mixing
+    CRLF, CJK of every weight, astral characters, list items and headings, and lines over a chunk."""
+    recorded = json.loads(CHUNKS.read_text(encoding="utf-8"))
+    for case in recorded["cases"]:
+        found = chunks.chunk_text(case["text"], case["tokens"], case["overlap"], case["perEntry"])
+        assert [list(chunk) for chunk in found] == case["chunks"], case["text"][:80]
+        assert chunks.weight(case["text"]) == case["weight"]
