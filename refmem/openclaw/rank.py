@@ -117,21 +117,28 @@ def sort(hits: Sequence[Hit], key: Callable[[Hit], Tuple[Any, ...]]) -> List[Hit
 
 
 def lexical_boost(score: float, query_words: Sequence[str], path: str, text: str, distinct: int) -> float:
-    """OpenClaw's `scoreFallbackKeywordResult`: the BM25 score plus the share of query words present
-    (0.45), their density among the chunk's distinct words (0.2), 0.18 per query word in the path, and
-    up to 0.18 for length (UTF-16 units / 160), capped at 1. `distinct` is the chunk's count of
-    distinct ranking words, kept in the index."""
+    """OpenClaw's `scoreFallbackKeywordResult`: the BM25 score plus the boost (`boost_of`), capped at 1."""
     if not query_words:
         return score
+    return min(1.0, score + boost_of(query_words, path, text, distinct))
+
+
+def boost_of(query_words: Sequence[str], path: str, text: str, distinct: int) -> float:
+    """OpenClaw's lexical boost, computed in its order (so the sums are the same to the last bit): the
+    share of query words present x 0.45, plus their density among the chunk's distinct words x 0.2, plus
+    0.18 per query word in the path, plus up to 0.18 for length (UTF-16 units / 160). `distinct` is the
+    chunk's count of distinct ranking words, kept in the index."""
     lowered = text.lower()
     overlap = sum(1 for word in query_words if has_word(lowered, word))
     lowered_path = path.lower()
-    boost = 0.45 * overlap / len(query_words)
-    boost += 0.2 * overlap / max(distinct, 1)
-    boost += sum(0.18 for word in query_words if word in lowered_path)
+    path_boost = 0.0
+    for word in query_words:
+        if word in lowered_path:
+            path_boost += 0.18
     length = len(text) if text.isascii() else len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
-    boost += min(length / 160, 0.18)
-    return min(1.0, score + boost)
+    return (
+        (overlap / len(query_words)) * 0.45 + (overlap / max(distinct, 1)) * 0.2 + path_boost + min(length / 160, 0.18)
+    )
 
 
 def has_word(lowered: str, word: str) -> bool:

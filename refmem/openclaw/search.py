@@ -13,7 +13,7 @@ keywords (at most 6, `terms.keywords`) is searched the same way and everything m
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence
 
 from . import rank
 from .bm25 import rank_to_score
@@ -36,7 +36,7 @@ class Query:
         self.words = list(dict.fromkeys(words(text)))
         self.path_key = normalize_path_query(text)
         self._exact: Optional[Dict[str, int]] = None
-        self.boosted: Dict[Tuple[int, float], float] = {}  # (chunk, text score) -> keyword score
+        self.boosts: Dict[int, float] = {}  # chunk -> its lexical boost, for a chunk met by several terms
 
     def exact(self, index: Index, path: str) -> int:
         if self._exact is None:
@@ -49,11 +49,13 @@ def _body(index: Index, term: str, query: Query, limit: int) -> List[Hit]:
     found = []
     for hit, bm25_rank in index.body(fts_expression(term), term, limit):
         hit.text_score = rank_to_score(bm25_rank)
-        key = (hit.chunk, hit.text_score)
-        score = query.boosted.get(key)
-        if score is None:
-            score = query.boosted[key] = rank.lexical_boost(hit.text_score, query.words, hit.path, hit.text, hit.words)
-        hit.score = score
+        if query.words:
+            boost = query.boosts.get(hit.chunk)
+            if boost is None:
+                boost = query.boosts[hit.chunk] = rank.boost_of(query.words, hit.path, hit.text, hit.words)
+            hit.score = min(1.0, hit.text_score + boost)
+        else:
+            hit.score = hit.text_score
         hit.body = hit.keyword = True
         found.append(hit)
     return found
