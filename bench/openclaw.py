@@ -1,17 +1,20 @@
-"""Benchmark of OpenClaw-style memory search: the reference's index, side by side with OpenClaw's own.
+"""Benchmark of OpenClaw-style memory search: refmem side by side with OpenClaw 2026.9.6, in one run.
 
-    python -m bench.openclaw                    # 1,000 files (~5 MB) and 2,000 files, the reference
-    python -m bench.openclaw --openclaw         # and OpenClaw's memory_search through its adapter
-    python -m bench.openclaw --files 500 --queries 20
+    python -m bench.openclaw                       # refmem alone, 1,000 and 10,000 files
+    python -m bench.openclaw --openclaw            # and OpenClaw, alternately, at 1,000 files
+    python -m bench.openclaw --files 1000 --large 0 --openclaw --recall
 
-A workspace of daily logs and notes (`memory/*.md`, ~5 KB each, words drawn from a Zipf-like
-vocabulary, seeded) is built in a temporary folder. Reported, for each size: the first index
-build, a refresh with nothing changed (the scan), a refresh after one file changed (and how many
-files it read), search latency (median and 95th percentile over the queries, each including its
-refresh), and memory_get. The doubled size gives the growth ratio. The reference's figures are CPU
-time of this process (it runs here; on a shared machine wall-clock time would measure the
-neighbours), OpenClaw's are wall-clock through its adapter; all are compared within one run, never
-against fixed thresholds.
+Both sides are measured the same way: each is a separate process speaking the adapter protocol
+(`python -m refmem.serve`, and OpenClaw's own tools through conformance/adapters/openclaw), timed by
+the wall clock around each request, the two asked alternately query by query on the same workspace
+(`bench/openclaw_workspace.py`: daily logs, people, projects, meetings, inbox notes; realistic and
+conversational queries), so that a neighbour's load falls on both. Reported: time until the first
+search answers (the index build), search median and 95th percentile, memory_get, peak resident
+memory, whether a note written through the tool is found by the next search, and how long an edit
+made in place by another program takes to be found. `--recall` adds the retrieval evaluation: 100
+questions worded unlike their note (`paraphrase_set`), recall@5 of keyword-only search against
+hybrid search with the offline model (`refmem[semantic]`). `--differential` compares the top hits of
+both on the 125 queries (overlap@5, same top hit). Nothing here is a pass/fail threshold.
 """
 
 from __future__ import annotations
@@ -19,183 +22,226 @@ from __future__ import annotations
 import argparse
 import os
 import pathlib
-import random
 import shutil
 import statistics
+import sys
 import tempfile
 import time
-from typing import Any, Callable, Dict, List, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from refmem.openclaw import OpenClawMemory, fts5_available
-from refmem.openclaw.disk import Disk
-
-
-def vocabulary(rng: random.Random, size: int = 5000) -> List[str]:
-    letters = "abcdefghijklmnopqrstuvwxyz"
-    words = set()
-    while len(words) < size:
-        words.add("".join(rng.choice(letters) for _ in range(rng.randint(3, 10))))
-    return sorted(words)
+from bench.openclaw_workspace import Workspace, agreement, generate, paraphrase_set, write
 
 
-def build(folder: pathlib.Path, files: int, seed: int = 7) -> Tuple[List[str], int]:
-    """The workspace; returns the vocabulary and the bytes written."""
-    rng = random.Random(seed)
-    words = vocabulary(rng)
-    weights = [1 / (rank + 1) for rank in range(len(words))]
-    (folder / "memory").mkdir(parents=True)
-    total = 0
-    for n in range(files):
-        name = f"memory/2026-{1 + n % 12:02d}-{1 + n % 28:02d}-{n}.md" if n % 2 else f"memory/notes/topic-{n}.md"
-        lines = []
-        for _ in range(60):
-            lines.append("- " + " ".join(rng.choices(words, weights, k=rng.randint(8, 16))))
-        text = "\n".join(lines) + "\n"
-        target = folder / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-        total += len(text)
-    (folder / "MEMORY.md").write_text("# Curated\n" + "".join(f"- fact {w}\n" for w in words[:200]))
-    return words, total
-
-
-def timed(action: Callable[[], Any], clock: Callable[[], float] = time.perf_counter) -> Tuple[float, Any]:
-    started = clock()
-    value = action()
-    return clock() - started, value
-
-
-def cpu(action: Callable[[], Any]) -> Tuple[float, Any]:
-    """CPU time of this process: the reference runs in it, and the machine may be shared (wall-clock
-    time then measures the neighbours)."""
-    return timed(action, time.process_time)
-
-
-def percentile(values: Sequence[float], share: float) -> float:
+def percentile(values: List[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-class CountingDisk(Disk):
-    reads = 0
-
-    def read_file(self, parts: Any, limit: int) -> Any:
-        CountingDisk.reads += 1
-        return super().read_file(parts, limit)
-
-
-def measure_reference(folder: pathlib.Path, queries: List[str]) -> Dict[str, float]:
-    memory = OpenClawMemory(folder)
-    memory.disk = CountingDisk(memory.root)
-    first, _ = cpu(memory.refresh)
-    unchanged, _ = cpu(memory.refresh)
-    target = sorted((folder / "memory" / "notes").iterdir())[0]
-    with open(target, "a", encoding="utf-8") as handle:  # the benchmark's own fixture, not a memory read
-        handle.write("- appended line\n")
-    CountingDisk.reads = 0
-    one_changed, _ = cpu(memory.refresh)
-    reads = CountingDisk.reads
-    latencies = [cpu(lambda q=query: memory.memory_search(q))[0] for query in queries]
-    gets = [cpu(lambda n=n: memory.memory_get(f"memory/notes/topic-{n * 2}.md"))[0] for n in range(20)]
-    files, chunks = memory.counts()
-    memory.close()
-    return {
-        "files": files,
-        "chunks": chunks,
-        "index_build_cpu_s": first,
-        "refresh_unchanged_cpu_ms": unchanged * 1000,
-        "refresh_one_changed_cpu_ms": one_changed * 1000,
-        "files_read_for_one_change": reads,
-        "search_median_cpu_ms": statistics.median(latencies) * 1000,
-        "search_p95_cpu_ms": percentile(latencies, 0.95) * 1000,
-        "get_median_cpu_ms": statistics.median(gets) * 1000,
-    }
-
-
 def _usable(reply: Any) -> bool:
-    """A search that ran (OpenClaw answers `unavailable` while its index is building or cooling down)."""
-    result = reply.result
+    result = getattr(reply, "result", None)
     return isinstance(result, dict) and isinstance(result.get("results"), list) and not result.get("unavailable")
 
 
-def measure_openclaw(folder: pathlib.Path, queries: List[str], timeout: float) -> Dict[str, float]:
-    """OpenClaw through its adapter: time until a search first answers (its index build, with the
-    retries its 30 s search deadline and 60 s cool-down force), then latency of searches that ran."""
-    from refmem_conformance.openclaw.runner import open_target
-
-    target = open_target("openclaw", timeout)
+def _peak_rss_mb(pid: int) -> float:
     try:
-        target.reset(folder)
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return float("nan")
+
+
+class Side:
+    """One implementation behind the adapter protocol, with what was measured of it."""
+
+    def __init__(self, name: str, target: Any) -> None:
+        self.name = name
+        self.target = target
+        self.latencies: List[float] = []
+        self.numbers: Dict[str, Any] = {}
+
+    def timed(self, tool: str, tool_input: Dict[str, Any]) -> Tuple[float, Any]:
         started = time.perf_counter()
-        attempts = 0
-        while True:
-            attempts += 1
-            if _usable(target.execute("memory_search", {"query": queries[0]})):
-                break
+        reply = self.target.execute(tool, tool_input)
+        return time.perf_counter() - started, reply
+
+    def first_answer(self, folder: pathlib.Path, query: str, timeout: float) -> None:
+        started = time.perf_counter()
+        self.target.reset(folder)
+        while not _usable(self.target.execute("memory_search", {"query": query})):
             if time.perf_counter() - started > timeout:
-                raise SystemExit("OpenClaw's search never answered within the timeout")
-            time.sleep(5)
-        first = time.perf_counter() - started
-        latencies: List[float] = []
-        unusable = 0
-        for query in queries:
-            took, reply = timed(lambda q=query: target.execute("memory_search", {"query": q}))
-            if _usable(reply):
-                latencies.append(took)
+                raise SystemExit(f"{self.name}: search never answered within {timeout:g} s")
+            time.sleep(1)
+        self.numbers["first search answered (index build), s"] = time.perf_counter() - started
+
+    def found(self, query: str, path: str) -> bool:
+        reply = self.target.execute("memory_search", {"query": query, "minScore": 0})
+        return _usable(reply) and path in [hit.get("path") for hit in reply.result["results"]]
+
+    def wait_found(self, query: str, path: str, limit: float) -> float:
+        started = time.perf_counter()
+        while not self.found(query, path):
+            if time.perf_counter() - started > limit:
+                return float("inf")
+            time.sleep(0.05)
+        return time.perf_counter() - started
+
+
+def open_sides(openclaw: bool, timeout: float) -> List[Side]:
+    from refmem_conformance.openclaw.runner import AdapterTarget, open_target
+
+    sides = [Side("refmem", AdapterTarget([sys.executable, "-m", "refmem.serve"], timeout))]
+    if openclaw:
+        sides.append(Side("openclaw", open_target("openclaw", timeout)))
+    return sides
+
+
+def speed(files: int, openclaw: bool, timeout: float) -> List[Side]:
+    """The side-by-side run on a workspace of about `files` memory files."""
+    workspace = generate(days=max(10, files - 192))
+    base = pathlib.Path(tempfile.mkdtemp(prefix="refmem-bench-openclaw-"))
+    sides = open_sides(openclaw, timeout)
+    try:
+        folder = base / "memories"
+        folder.mkdir()
+        size = write(folder, workspace)
+        print(f"{len(workspace.files)} files, {size / 1e6:.1f} MB", flush=True)
+        for side in sides:
+            side.first_answer(folder, workspace.queries[0], timeout)
+        gets: Dict[str, List[float]] = {side.name: [] for side in sides}
+        for round_number in range(2):
+            for query in workspace.queries:
+                for side in sides if round_number % 2 == 0 else sides[::-1]:  # alternately, both orders
+                    took, reply = side.timed("memory_search", {"query": query})
+                    if _usable(reply):
+                        side.latencies.append(took)
+        names = sorted(path for path in workspace.files if path.startswith("memory/people/"))[:20]
+        for name in names:
+            for side in sides:
+                gets[side.name].append(side.timed("memory_get", {"path": name})[0])
+        for side in sides:
+            side.numbers["search median, ms"] = statistics.median(side.latencies) * 1000
+            side.numbers["search p95, ms"] = percentile(side.latencies, 0.95) * 1000
+            side.numbers["memory_get median, ms"] = statistics.median(gets[side.name]) * 1000
+        # A note written through refmem: found by the next search? (OpenClaw has no write tool: its
+        # agent writes the file itself, which here is an outside write for it.)
+        for number, side in enumerate(sides):
+            word = f"zebrafinch{number}"
+            path = f"memory/inbox/new-{number}.md"
+            if side.name == "refmem":
+                side.target.execute("memory", {"command": "create", "path": f"/memories/{path}", "file_text": word})
             else:
-                unusable += 1
-        gets = [
-            timed(lambda n=n: target.execute("memory_get", {"path": f"memory/notes/topic-{n * 2}.md"}))[0]
-            for n in range(20)
-        ]
+                (folder / path).write_text(word + "\n", encoding="utf-8")
+            side.numbers["a new note found by the next search"] = "yes" if side.found(word, path) else "no"
+            side.numbers["a new note found after, s"] = side.wait_found(word, path, 30)
+        for number, side in enumerate(sides):  # an edit in place by another program
+            word = f"kingfisher{number}"
+            target = folder / names[number]
+            with open(target, "a", encoding="utf-8") as handle:
+                handle.write(f"- {word}\n")
+            side.numbers["an outside edit in place found after, s"] = side.wait_found(word, names[number], 30)
+        for side in sides:
+            process = getattr(side.target, "process", None)
+            side.numbers["peak resident memory, MB"] = _peak_rss_mb(process.pid) if process else float("nan")
     finally:
-        target.close()
-    return {
-        "time_to_first_answer_s": first,
-        "search_attempts_until_then": attempts,
-        "searches_unavailable_after": unusable,
-        "search_median_ms": statistics.median(latencies) * 1000 if latencies else float("nan"),
-        "search_p95_ms": percentile(latencies, 0.95) * 1000 if latencies else float("nan"),
-        "get_median_ms (adapter round trip)": statistics.median(gets) * 1000,
-    }
+        for side in sides:
+            side.target.close()
+        shutil.rmtree(base, ignore_errors=True)
+    return sides
 
 
-def main(argv: List[str] | None = None) -> int:
+def recall(min_scores: Tuple[Optional[float], ...] = (None, 0.0)) -> Dict[str, float]:
+    """recall@5 on 100 questions worded unlike their notes, keyword-only against hybrid (offline model)."""
+    from refmem.openclaw import OpenClawMemory
+    from refmem.openclaw.embeddings import WordLlamaEmbeddings
+
+    base = generate()
+    notes, questions = paraphrase_set()
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="refmem-bench-recall-")) / "memories"
+    folder.mkdir()
+    found: Dict[str, float] = {}
+    try:
+        write(folder, Workspace({**base.files, **notes}, [], []))
+        for label, embed in (("keyword-only", None), ("hybrid (wordllama)", WordLlamaEmbeddings())):
+            memory = OpenClawMemory(folder, embed=embed, index="memory")
+            for min_score in min_scores:
+                hits = 0
+                for question, path in questions:
+                    result = memory.memory_search(question, max_results=5, min_score=min_score)
+                    hits += path in [hit["path"] for hit in result["results"]]
+                found[f"{label}, minScore {'default 0.35' if min_score is None else min_score}"] = hits / len(questions)
+            memory.close()
+    finally:
+        shutil.rmtree(folder.parent, ignore_errors=True)
+    return found
+
+
+def differential(timeout: float) -> Dict[str, float]:
+    """Agreement of the top hits of refmem and OpenClaw (live) on the 125 generated queries."""
+    workspace = generate()
+    base = pathlib.Path(tempfile.mkdtemp(prefix="refmem-bench-diff-"))
+    sides = open_sides(True, timeout)
+    results: Dict[str, List[List[Tuple[str, int]]]] = {}
+    try:
+        folder = base / "memories"
+        folder.mkdir()
+        write(folder, workspace)
+        for side in sides:
+            side.first_answer(folder, workspace.queries[0], timeout)
+            results[side.name] = []
+            for query in workspace.queries:
+                reply = side.target.execute("memory_search", {"query": query})
+                results[side.name].append([(hit["path"], hit["startLine"]) for hit in reply.result["results"]])
+    finally:
+        for side in sides:
+            side.target.close()
+        shutil.rmtree(base, ignore_errors=True)
+    found = agreement(results["refmem"], results["openclaw"])
+    return {"overlap@5": found.overlap, "same top hit": found.same_top, "identical top 5": found.identical}
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, float):
+        return "never (30 s)" if value == float("inf") else f"{value:.2f}"
+    return str(value)
+
+
+def table(title: str, sides: List[Side]) -> str:
+    keys = list(dict.fromkeys(key for side in sides for key in side.numbers))
+    lines = [f"### {title}", "", "| | " + " | ".join(side.name for side in sides) + " |"]
+    lines.append("|---|" + "---|" * len(sides))
+    for key in keys:
+        lines.append(f"| {key} | " + " | ".join(_show(side.numbers.get(key, "")) for side in sides) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.openclaw", description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=1000)
-    parser.add_argument("--queries", type=int, default=50)
-    parser.add_argument("--openclaw", action="store_true", help="also time OpenClaw's memory_search (adapter)")
-    parser.add_argument("--only-openclaw", action="store_true", help="time OpenClaw alone (no CPU shared with ours)")
-    parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--large", type=int, default=10000, help="a second, larger workspace (refmem only); 0: none")
+    parser.add_argument("--openclaw", action="store_true", help="also OpenClaw, alternately (install.sh first)")
+    parser.add_argument("--recall", action="store_true", help="the retrieval evaluation (refmem[semantic])")
+    parser.add_argument("--differential", action="store_true", help="top-hit agreement with OpenClaw, live")
+    parser.add_argument("--timeout", type=float, default=600.0)
     args = parser.parse_args(argv)
-    rng = random.Random(11)
-    rows: List[Tuple[str, Dict[str, float]]] = []
-    base = pathlib.Path(tempfile.mkdtemp(prefix="refmem-bench-openclaw-"))
-    try:
-        for files in (args.files, args.files * 2):
-            folder = base / f"w{files}"
-            words, size = build(folder, files)
-            queries = [" ".join(rng.sample(words[:2000], rng.randint(1, 3))) for _ in range(args.queries)]
-            print(f"{files} files, {size / 1e6:.1f} MB", flush=True)
-            if not args.only_openclaw:
-                rows.append((f"refmem, {files} files ({size / 1e6:.1f} MB)", measure_reference(folder, queries)))
-            if args.openclaw or args.only_openclaw:
-                rows.append((f"openclaw, {files} files", measure_openclaw(folder, queries, args.timeout)))
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
-    print()
-    for label, numbers in rows:
-        print(f"## {label}")
-        for key, value in numbers.items():
-            print(f"- {key}: {value:.2f}" if isinstance(value, float) else f"- {key}: {value}")
-    reference = [numbers for label, numbers in rows if label.startswith("refmem")]
-    if len(reference) == 2:
-        small, large = reference
-        print("\n## growth (doubled workspace / workspace)")
-        keys = ("index_build_cpu_s", "refresh_unchanged_cpu_ms", "refresh_one_changed_cpu_ms", "search_median_cpu_ms")
-        for key in keys:
-            print(f"- {key}: x{large[key] / small[key]:.2f}")
-    print(f"\ncpu count {os.cpu_count()}; SQLite FTS5 {'yes' if fts5_available() else 'no (pure-Python BM25)'}")
+    report: List[str] = []
+    run: List[Tuple[str, Callable[[], Any]]] = [
+        (f"{args.files} files", lambda: speed(args.files, args.openclaw, args.timeout))
+    ]
+    if args.large:
+        run.append((f"{args.large} files", lambda: speed(args.large, False, args.timeout)))
+    for title, action in run:
+        report.append(table(title, action()))
+    if args.recall:
+        report.append("### recall@5, 100 questions worded unlike their notes\n")
+        report += [f"- {label}: {value:.2f}" for label, value in recall().items()]
+    if args.differential:
+        report.append("\n### top hits against OpenClaw, 125 queries\n")
+        report += [f"- {label}: {value:.3f}" for label, value in differential(args.timeout).items()]
+    print("\n" + "\n".join(report))
+    print(f"\ncpu count {os.cpu_count()}; load average {os.getloadavg()[0]:.1f}")
     return 0
 
 

@@ -53,6 +53,7 @@ class Session:
         self.started = False
         self.handler: Optional[Any] = None
         self.root: Optional[str] = None
+        self.options: Dict[str, Any] = {}  # the handler options of the last reset, for the OpenClaw tools too
         self.workspace: Optional[Any] = None  # refmem.openclaw's tools over the same root, made on first use
         self.stopped = False
 
@@ -135,6 +136,7 @@ def _drop_handler(session: Session) -> None:
     handler, session.handler = session.handler, None
     workspace, session.workspace = session.workspace, None
     session.root = None
+    session.options = {}
     for held in (handler, workspace):
         close = getattr(held, "close", None)
         if close is not None:
@@ -158,6 +160,7 @@ def _reset(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
         session.handler = None
         raise _Refusal(p.RESET_FAILED, f"the handler could not be built: {type(exc).__name__}") from exc
     session.root = root
+    session.options = kwargs
     return {p.OK: True}
 
 
@@ -179,8 +182,23 @@ def _execute(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
     return {p.OUTPUT: output, p.IS_ERROR: bool(is_error)}
 
 
+def _workspace_options(options: Dict[str, Any]) -> Dict[str, Any]:
+    """The reset's handler options as the OpenClaw tools take them: the same allow-list, read-only
+    flag and path limits (D-OPENCLAW-ALLOW); the content policy vets text written, and these tools
+    write none."""
+    kwargs: Dict[str, Any] = {}
+    if "allow" in options:
+        kwargs["allow"] = options["allow"]
+    if "read_only" in options:
+        kwargs["read_only"] = options["read_only"]
+    if "limits" in options:
+        kwargs["path_limits"] = options["limits"]
+    return kwargs
+
+
 def _execute_openclaw(session: Session, tool: Any, tool_input: Any) -> Dict[str, Any]:
-    """`memory_get` or `memory_search` over the root of the last reset (the same files, the same walk)."""
+    """`memory_get` or `memory_search` over the root of the last reset (the same files, the same walk),
+    under the same options as the memory tool."""
     if tool not in p.TOOL_NAMES:
         raise _Refusal(p.UNKNOWN_TOOL, f"this server runs the tools {', '.join(p.TOOL_NAMES)}")
     from refmem.openclaw import OpenClawMemory
@@ -190,7 +208,7 @@ def _execute_openclaw(session: Session, tool: Any, tool_input: Any) -> Dict[str,
         raise _Refusal(p.NO_ROOT, "send reset before execute")
     if session.workspace is None:
         try:
-            session.workspace = OpenClawMemory(session.root)
+            session.workspace = OpenClawMemory(session.root, **_workspace_options(session.options))
         except Exception as exc:  # noqa: BLE001 - reported, never fatal
             raise _Refusal(p.RESET_FAILED, f"the workspace could not be opened: {type(exc).__name__}") from exc
     return reply(session.workspace, tool, tool_input)

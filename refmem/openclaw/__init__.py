@@ -10,6 +10,7 @@ tool's directory, daily logs, and the search index (see docs/openclaw.md).
 
 from __future__ import annotations
 
+from .embeddings import EmbeddingError, OpenAIEmbeddings, WordLlamaEmbeddings
 from .index import Embed, Refreshed, fts5_available
 from .limits import DEFAULT_OPENCLAW_LIMITS, OpenClawLimits
 from .workspace import TOOLS, OpenClawMemory, render
@@ -18,9 +19,12 @@ __all__ = [
     "DEFAULT_OPENCLAW_LIMITS",
     "TOOLS",
     "Embed",
+    "EmbeddingError",
     "OpenClawLimits",
+    "OpenAIEmbeddings",
     "OpenClawMemory",
     "Refreshed",
     "fts5_available",
+    "WordLlamaEmbeddings",
     "render",
 ]

@@ -13,11 +13,12 @@ import contextlib
 import os
 import stat
 import sys
-from typing import Callable, Dict, Iterator, NamedTuple, Optional, Tuple
+import threading
+from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
 from .. import kernel, problems, tree
 from ..limits import DEFAULT_LIMITS, Limits
-from ..paths import ROOT, VirtualPath, is_addressable
+from ..paths import VirtualPath
 from ..problems import FsProblem, Missing, OsFailure
 from ..store import BOOKKEEPING_DIR, OpenFile, Root
 from . import paths
@@ -41,6 +42,30 @@ class FileState(NamedTuple):
         return cls(info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
 
 
+class FolderState(NamedTuple):
+    """What tells one version of a folder's list of names from another: its inode and modification
+    time (every name made, removed or renamed in it changes the time)."""
+
+    ino: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, info: os.stat_result) -> FolderState:
+        return cls(info.st_ino, info.st_mtime_ns)
+
+
+class _Held:
+    """Every descriptor of one index file this process opened, and how many users it has."""
+
+    def __init__(self) -> None:
+        self.users = 0
+        self.fds: List[int] = []
+
+
+_HELD: Dict[Tuple[int, int], _Held] = {}
+_HELD_LOCK = threading.Lock()
+
+
 class IndexHandle:
     """The index file, open and checked: a single-link regular file in `.refmem/`.
 
@@ -48,18 +73,46 @@ class IndexHandle:
     opens the very file that was checked (no path is resolved again); elsewhere the host path,
     which `confirm` checks again after SQLite has opened it (a narrow window remains, see
     docs/openclaw.md).
+
+    The descriptor stays open until `release`, and even then it is closed only once no other
+    handle of this process has the same file: SQLite's locks are POSIX record locks, which belong
+    to the process and the file, and closing *any* descriptor of the file drops all of them. A
+    descriptor closed while another connection of this process held a write lock let another
+    process write at the same time (docs/openclaw.md, the index file).
     """
 
     def __init__(self, fd: int, host_path: str) -> None:
         self.fd = fd
-        self.identity = kernel.identity(os.fstat(fd))
+        info = os.fstat(fd)
+        self.identity = kernel.identity(info)
+        self._key = (info.st_dev, info.st_ino)
         self._host_path = host_path
         self.by_descriptor = sys.platform.startswith("linux") and os.path.isdir("/proc/self/fd")
+        self._released = False
+        with _HELD_LOCK:
+            held = _HELD.setdefault(self._key, _Held())
+            held.users += 1
+            held.fds.append(fd)
+
+    def release(self) -> None:
+        """Give the descriptor back (after the SQLite connection is closed): closed with the file's
+        other descriptors once no handle of this process uses the file."""
+        with _HELD_LOCK:
+            if self._released:
+                return
+            self._released = True
+            held = _HELD[self._key]
+            held.users -= 1
+            if held.users:
+                return
+            del _HELD[self._key]
+        for fd in held.fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
 
     def header(self, size: int) -> bytes:
         """The file's first `size` bytes, read through the checked descriptor."""
-        os.lseek(self.fd, 0, os.SEEK_SET)
-        return os.read(self.fd, size)
+        return os.pread(self.fd, size, 0)
 
     @property
     def location(self) -> str:
@@ -79,9 +132,12 @@ class IndexHandle:
 class Disk:
     """The workspace on disk (the memory tool's `/memories`), as the OpenClaw tools use it."""
 
-    def __init__(self, root: Root, limits: Limits = DEFAULT_LIMITS) -> None:
+    def __init__(
+        self, root: Root, limits: Limits = DEFAULT_LIMITS, allowed: Optional[Callable[[str], bool]] = None
+    ) -> None:
         self.root = root
         self.limits = limits
+        self.allowed = allowed  # the session's allow-list, on OpenClaw's spelling of a path; None: all
 
     # -- reading --
 
@@ -102,51 +158,137 @@ class Disk:
             return None
         return (data, state) if len(data) <= limit else None
 
-    def scan(self, cap: int) -> Dict[Tuple[str, ...], FileState]:
-        """The indexable memory files: regular, single-link, addressable by the path rules, in
-        the folders the index enters; at most `cap`, the first in path order."""
-        max_depth = self.limits.max_depth
+    def scan(
+        self, cap: int, folders: Optional[Dict[Tuple[str, ...], FolderState]] = None, under: Tuple[str, ...] = ()
+    ) -> Dict[Tuple[str, ...], FileState]:
+        """The indexable memory files (below `under`): regular, single-link, addressable by the path
+        rules, in the folders the index enters; at most `cap`, the first in path order. Every folder
+        entered is recorded in `folders` with its state (the cheap check of later searches)."""
         found: Dict[Tuple[str, ...], FileState] = {}
-
-        def enter(parts: Tuple[str, ...], name: str) -> bool:
-            return len(parts) + 2 <= max_depth and is_addressable(name, self.limits) and paths.enters(parts, name)
-
-        with self.root.walk(()) as top:
-            for visit in tree.descend(top, enter):
+        if under:
+            start = self.folder_state(under)
+            if start is None:
+                return found
+            if folders is not None:
+                folders[under] = start
+        elif folders is not None:
+            folders[()] = self.root_state()
+        with self.root.walk(under) as top:
+            for visit in tree.descend(top, lambda parts, name: self._enters(under + parts, name)):
                 for name, info in visit.entries:
-                    parts = visit.parts + (name,)
-                    if (
-                        stat.S_ISREG(info.st_mode)
-                        and info.st_nlink == 1
-                        and paths.is_indexed(parts)
-                        and is_addressable(name, self.limits)
-                        and self._short_enough(parts)
-                    ):
+                    parts = under + visit.parts + (name,)
+                    if self._indexable(parts, info):
                         found[parts] = FileState.of(info)
+                    elif folders is not None and stat.S_ISDIR(info.st_mode) and self._enters(parts[:-1], name):
+                        folders[parts] = FolderState.of(info)
         if len(found) > cap:
             found = {parts: found[parts] for parts in sorted(found)[:cap]}
         return found
 
-    def _short_enough(self, parts: Tuple[str, ...]) -> bool:
-        """Could memory_get name it? (the whole virtual path within the path limit)"""
-        size = len(ROOT) + sum(len(part.encode("utf-8", "surrogatepass")) + 1 for part in parts)
-        return size <= self.limits.max_path_bytes
+    def list_folder(
+        self, parts: Tuple[str, ...]
+    ) -> Optional[Tuple[Dict[Tuple[str, ...], FileState], Dict[Tuple[str, ...], FolderState]]]:
+        """The indexable files directly in the folder `parts` and the folders in it the index
+        enters, with their states; None when it is gone (or no longer a folder)."""
+        files: Dict[Tuple[str, ...], FileState] = {}
+        folders: Dict[Tuple[str, ...], FolderState] = {}
+        try:
+            with self.root.walk(parts) as folder:
+                for name, info in tree.scan(folder):
+                    here = parts + (name,)
+                    if self._indexable(here, info):
+                        files[here] = FileState.of(info)
+                    elif stat.S_ISDIR(info.st_mode) and self._enters(parts, name):
+                        folders[here] = FolderState.of(info)
+        except FsProblem:
+            return None
+        return files, folders
+
+    def root_state(self) -> FolderState:
+        return FolderState.of(os.stat(self.root.real))
+
+    def folder_state(self, parts: Tuple[str, ...]) -> Optional[FolderState]:
+        """The state of the folder `parts` (never through a link); None when it is not a folder."""
+        if not parts:
+            return self.root_state()
+        try:
+            with self.root.walk(parts[:-1]) as folder:
+                info = folder.lstat(parts[-1])
+        except FsProblem:
+            return None
+        return FolderState.of(info) if info is not None and stat.S_ISDIR(info.st_mode) else None
+
+    def _enters(self, parts: Tuple[str, ...], name: str) -> bool:
+        return (
+            len(parts) + 2 <= paths.READ_MAX_DEPTH and paths.readable_name(name) and paths.enters(parts, name)
+        )
+
+    def _indexable(self, parts: Tuple[str, ...], info: os.stat_result) -> bool:
+        return (
+            stat.S_ISREG(info.st_mode)
+            and info.st_nlink == 1
+            and paths.is_indexed(parts)
+            and paths.readable_name(parts[-1])
+            and paths.within_bounds(parts)
+            and (self.allowed is None or self.allowed(paths.relative(parts)))
+        )
+
+    def state_of(self, parts: Tuple[str, ...]) -> Optional[FileState]:
+        """The state of the file at `parts` when the scan would index it; None otherwise (gone, a
+        link, special, hard-linked, in a folder the scan does not enter, not allowed)."""
+        if not paths.is_indexed(parts) or not paths.within_bounds(parts):
+            return None
+        for depth, name in enumerate(parts):
+            if not paths.readable_name(name) or (
+                depth < len(parts) - 1 and not paths.enters(parts[:depth], name)
+            ):
+                return None
+        if self.allowed is not None and not self.allowed(paths.relative(parts)):
+            return None
+        try:
+            with self.root.walk(parts[:-1]) as folder:
+                info = folder.lstat(parts[-1])
+        except FsProblem:
+            return None
+        if info is None or not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+            return None
+        return FileState.of(info)
 
     # -- writing --
+
+    def make_folder(self, parts: Tuple[str, ...]) -> None:
+        """Make the folder `parts` if missing, where another thread or process may be making it too.
+
+        The store's walk opens a name, and when it is missing makes it; a folder that another
+        writer makes between the two is then taken for a file in the way (ParentNotDir). So the
+        first writers of a fresh workspace (its `.refmem/`, its `memory/`) lost their write to a
+        refusal. A second walk finds the folder; a file really in the way is refused again, and
+        that refusal is raised."""
+        for attempt in range(2):
+            try:
+                with self.root.walk(parts, create=True):
+                    return
+            except problems.ParentNotDir:
+                if attempt:
+                    raise
 
     def append(self, path: VirtualPath, extend: Callable[[bytes], bytes], limit: int) -> None:
         """Replace the file at `path` by `extend(old bytes)` (b"" when it does not exist), atomically
         (temp file and rename), under the root's lock. FsProblem when it cannot."""
+        with contextlib.suppress(FsProblem):  # the lock reports a bookkeeping folder it cannot use
+            self.make_folder((BOOKKEEPING_DIR,))
         with self.root.locked():
-            for _ in range(2):
+            for _ in range(3):
                 try:
                     with self.root.open_edit(path, limit) as edit:
                         edit.replace(extend(edit.data))
                     return
                 except Missing:
                     pass
+                new = extend(b"")
+                self.make_folder(path.parent.parts)  # ParentNotDir: a file is in the way
                 try:
-                    self.root.write_new(path, extend(b""))
+                    self.root.write_new(path, new)
                     return
                 except problems.Exists:
                     continue  # made by a writer that does not take the lock: edit it instead
@@ -154,11 +296,11 @@ class Disk:
 
     # -- the search index --
 
-    @contextlib.contextmanager
-    def index_handle(self) -> Iterator[IndexHandle]:
-        """The index file, made if missing, open until the block ends. FsProblem when it is not a
-        single-link regular file or cannot be opened (a link, FIFO, folder or hard link squatting
-        the name: never followed, never waited on)."""
+    def index_handle(self) -> IndexHandle:
+        """The index file, made if missing, open until the handle is released. FsProblem when it is
+        not a single-link regular file or cannot be opened (a link, FIFO, folder or hard link
+        squatting the name: never followed, never waited on)."""
+        self.make_folder((BOOKKEEPING_DIR,))
         with self.root.walk((BOOKKEEPING_DIR,), create=True) as folder:
             before = folder.lstat(INDEX_NAME)
             if before is not None and (not stat.S_ISREG(before.st_mode) or before.st_nlink != 1):
@@ -168,9 +310,10 @@ class Disk:
             info = os.fstat(fd)
             if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
                 raise problems.NotRegular(problems.kind_of(info.st_mode))
-            yield IndexHandle(fd, os.path.join(self.root.real, BOOKKEEPING_DIR, INDEX_NAME))
-        finally:
-            os.close(fd)
+        except BaseException:
+            os.close(fd)  # never a file SQLite opened: nothing of ours holds a lock on it
+            raise
+        return IndexHandle(fd, os.path.join(self.root.real, BOOKKEEPING_DIR, INDEX_NAME))
 
     def drop_index(self) -> None:
         """Remove whatever holds the index's name (a link itself, never its target)."""

@@ -19,20 +19,22 @@ import array
 import collections
 import contextlib
 import functools
+import hashlib
 import math
 import sqlite3
 import threading
-from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+import unicodedata
+from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
 from ..messages import IO_REASONS
 from ..problems import FsProblem
 from . import bm25, chunks, paths
-from .disk import Disk, FileState
+from .disk import Disk, FileState, FolderState, IndexHandle
 from .limits import OpenClawLimits
 from .rank import Hit
-from .terms import terms
+from .terms import fts_terms, terms, words
 
-FORMAT = "refmem-openclaw-index/1"
+FORMAT = "refmem-openclaw-index/2"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _ROLLBACK_VERSIONS = (b"\x01\x01",)
 """Header bytes 18-19 of a database in the rollback-journal format (WAL would be 2, 2)."""
@@ -41,28 +43,83 @@ Embed = Callable[[List[str]], Sequence[Sequence[float]]]
 
 _COMMON = (
     "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    "CREATE TABLE files(path TEXT PRIMARY KEY, dev INTEGER NOT NULL, ino INTEGER NOT NULL, "
-    "size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, chunks INTEGER NOT NULL)",
+    "CREATE TABLE files(id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, dev INTEGER NOT NULL, "
+    "ino INTEGER NOT NULL, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, chunks INTEGER NOT NULL, "
+    "key_path TEXT NOT NULL, key_base TEXT NOT NULL, key_stem TEXT NOT NULL)",
+    "CREATE INDEX files_by_key_path ON files(key_path)",
+    "CREATE INDEX files_by_key_base ON files(key_base)",
+    "CREATE INDEX files_by_key_stem ON files(key_stem)",
     "CREATE TABLE chunks(id INTEGER PRIMARY KEY, path TEXT NOT NULL, start_line INTEGER NOT NULL, "
-    "end_line INTEGER NOT NULL, text TEXT NOT NULL, length INTEGER NOT NULL, embedding BLOB)",
-    "CREATE INDEX chunks_by_path ON chunks(path)",
+    "end_line INTEGER NOT NULL, text TEXT NOT NULL, length INTEGER NOT NULL, words INTEGER NOT NULL, "
+    "hash TEXT NOT NULL, embedding BLOB)",
+    "CREATE INDEX chunks_by_path ON chunks(path, start_line, end_line, id)",
+    "CREATE TABLE embedding_cache(provider TEXT NOT NULL, hash TEXT NOT NULL, vector BLOB NOT NULL, "
+    "PRIMARY KEY(provider, hash)) WITHOUT ROWID",
 )
 _SCHEMAS: Dict[str, Tuple[str, ...]] = {
-    "fts5": _COMMON + ("CREATE VIRTUAL TABLE chunks_fts USING fts5(text, tokenize='unicode61')",),
+    "fts5": _COMMON
+    + (
+        "CREATE VIRTUAL TABLE chunks_fts USING fts5(text, tokenize='unicode61')",
+        "CREATE VIRTUAL TABLE paths_fts USING fts5(path, tokenize='unicode61')",
+    ),
     "python": _COMMON
     + (
         "CREATE TABLE postings(term TEXT NOT NULL, chunk INTEGER NOT NULL, count INTEGER NOT NULL, "
         "length INTEGER NOT NULL, PRIMARY KEY(term, chunk)) WITHOUT ROWID",
         "CREATE INDEX postings_by_chunk ON postings(chunk)",
+        "CREATE TABLE path_postings(term TEXT NOT NULL, file INTEGER NOT NULL, count INTEGER NOT NULL, "
+        "length INTEGER NOT NULL, PRIMARY KEY(term, file)) WITHOUT ROWID",
+        "CREATE INDEX path_postings_by_file ON path_postings(file)",
     ),
 }
 _DROP_TERMS = {"fts5": "DELETE FROM chunks_fts WHERE rowid = ?", "python": "DELETE FROM postings WHERE chunk = ?"}
+_DROP_PATH = {"fts5": "DELETE FROM paths_fts WHERE rowid = ?", "python": "DELETE FROM path_postings WHERE file = ?"}
 _EMPTY = {
-    "fts5": ("DELETE FROM files", "DELETE FROM chunks", "DELETE FROM meta", "DELETE FROM chunks_fts"),
-    "python": ("DELETE FROM files", "DELETE FROM chunks", "DELETE FROM meta", "DELETE FROM postings"),
+    "fts5": (
+        "DELETE FROM files",
+        "DELETE FROM chunks",
+        "DELETE FROM meta",
+        "DELETE FROM chunks_fts",
+        "DELETE FROM paths_fts",
+    ),
+    "python": (
+        "DELETE FROM files",
+        "DELETE FROM chunks",
+        "DELETE FROM meta",
+        "DELETE FROM postings",
+        "DELETE FROM path_postings",
+    ),
+}
+_POST = {
+    "postings": "INSERT INTO postings(term, chunk, count, length) VALUES (?, ?, ?, ?)",
+    "path_postings": "INSERT INTO path_postings(term, file, count, length) VALUES (?, ?, ?, ?)",
+}
+_POSTED = {
+    "postings": "SELECT chunk, count, length FROM postings WHERE term = ?",
+    "path_postings": "SELECT file, count, length FROM path_postings WHERE term = ?",
 }
 _SKIPPED = -1
 """`files.chunks` of a file not indexed (over the size limit, or not UTF-8) until it changes."""
+
+
+def path_keys(path: str) -> Tuple[str, str, str]:
+    """(whole path, last name, last name without its extension), as OpenClaw compares a query that
+    names a file: white space trimmed, `\\` read as `/`, a leading `./` dropped, NFC, lower case."""
+    key = normalize_path_query(path)
+    base = key.rsplit("/", 1)[-1]
+    dot = base.rfind(".")
+    return key, base, base[:dot] if dot > 0 else base
+
+
+def normalize_path_query(text: str) -> str:
+    key = text.strip().replace("\\", "/")
+    if key.startswith("./"):
+        key = key[2:]
+    return unicodedata.normalize("NFC", key).lower()
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 class IndexProblem(Exception):
@@ -104,12 +161,18 @@ def _schema(conn: sqlite3.Connection) -> List[Tuple[str, str, str]]:
 class Index:
     """One SQLite index and what is known about it; every method takes the lock."""
 
-    def __init__(self, conn: sqlite3.Connection, mode: str, notice: Optional[str]) -> None:
+    def __init__(
+        self, conn: sqlite3.Connection, mode: str, notice: Optional[str], handle: Optional[IndexHandle] = None
+    ) -> None:
         self.conn = conn
+        self._handle = handle  # the checked descriptor of the file, released after the connection
         self.mode = mode
         self.notice = notice  # why the index lives in memory, when it does
         self.lock = threading.RLock()
         self.generation = 0  # bumped by every change, for the vector cache
+        self.provider: Optional[str] = None  # the embedding provider's fingerprint: the cache's key
+        self.cache_entries = 50_000
+        self.vec = _load_sqlite_vec(conn)  # nearest neighbours in SQLite when sqlite-vec is installed
         self._vectors: Optional[Tuple[int, Dict[int, Tuple[array.array[float], float]]]] = None
 
     # -- opening --
@@ -122,7 +185,8 @@ class Index:
         mode = mode or ("fts5" if fts5_available() else "python")
         for attempt in range(2):
             try:
-                return cls(_open_file(disk, settings, mode), mode, None)
+                conn, handle = _open_file(disk, settings, mode)
+                return cls(conn, mode, None, handle)
             except IndexProblem as problem:
                 reason = problem.reason
             if attempt == 0:
@@ -144,28 +208,78 @@ class Index:
     def close(self) -> None:
         with self.lock:
             self.conn.close()
+            if self._handle is not None:
+                self._handle.release()
+                self._handle = None
 
     # -- refreshing --
 
-    def refresh(self, disk: Disk, limits: OpenClawLimits) -> Refreshed:
-        """Bring the index up to date with the memory files on disk (see the module docstring)."""
-        scanned = disk.scan(limits.max_indexed_files)
+    def refresh(
+        self, disk: Disk, limits: OpenClawLimits, folders: Optional[Dict[Tuple[str, ...], FolderState]] = None
+    ) -> Refreshed:
+        """Bring the index up to date with every memory file on disk (the full scan); the folders
+        entered are recorded in `folders`."""
+        return self.reconcile(disk, limits, disk.scan(limits.max_indexed_files, folders), lambda path: True)
+
+    def reconcile(
+        self,
+        disk: Disk,
+        limits: OpenClawLimits,
+        scanned: Dict[Tuple[str, ...], FileState],
+        scope: Callable[[str], bool],
+    ) -> Refreshed:
+        """Make the index's files within `scope` (a test on paths) the `scanned` ones: a file is read
+        again only when its device, inode, size or modification time changed; files gone are dropped.
+        The difference is taken inside the write transaction, so two processes cannot both apply it."""
         current = {paths.relative(parts): (parts, state) for parts, state in scanned.items()}
         with self.lock, self._transaction():
             rows = self.conn.execute("SELECT path, dev, ino, size, mtime_ns FROM files")
-            known = {row[0]: tuple(row[1:]) for row in rows}
+            known = {row[0]: tuple(row[1:]) for row in rows if scope(row[0])}
             removed = [path for path in known if path not in current]
             stale = sorted(path for path, (_, state) in current.items() if known.get(path) != tuple(state))
-            for path in removed:
-                self._drop(path)
-            indexed = []
-            for path in stale:
-                self._drop(path)
-                parts, state = current[path]
-                if self._add(disk, path, parts, state, limits):
-                    indexed.append(path)
-            if removed or stale:
-                self.generation += 1
+            return self._apply(disk, limits, known, removed, [(path, *current[path]) for path in stale])
+
+    def refresh_paths(self, disk: Disk, limits: OpenClawLimits, changed: Iterable[str]) -> Refreshed:
+        """Bring the index up to date for the files `changed` names (paths below the workspace):
+        what a source of changes reported, read without scanning the rest."""
+        wanted = sorted(set(changed))
+        if not wanted:
+            return Refreshed(0, 0, 0, 0)
+        found: Dict[str, Tuple[Tuple[str, ...], FileState]] = {}
+        for path in wanted:
+            parts = tuple(path.split("/"))
+            state = disk.state_of(parts)
+            if state is not None:
+                found[path] = (parts, state)
+        with self.lock, self._transaction():
+            known: Dict[str, Tuple[int, ...]] = {}
+            for path in wanted:
+                row = self.conn.execute("SELECT dev, ino, size, mtime_ns FROM files WHERE path = ?", (path,)).fetchone()
+                if row is not None:
+                    known[path] = tuple(row)
+            removed = [path for path in known if path not in found]
+            stale = [
+                (path, *found[path]) for path in wanted if path in found and known.get(path) != tuple(found[path][1])
+            ]
+            return self._apply(disk, limits, known, removed, stale)
+
+    def _apply(
+        self,
+        disk: Disk,
+        limits: OpenClawLimits,
+        known: Dict[str, Tuple[int, ...]],
+        removed: List[str],
+        stale: List[Tuple[str, Tuple[str, ...], FileState]],
+    ) -> Refreshed:
+        for path in removed:
+            self._drop(path)
+        indexed = []
+        for path, parts, state in stale:
+            self._drop(path)
+            if self._add(disk, path, parts, state, limits):
+                indexed.append(path)
+        if removed or stale:
+            self.generation += 1
         added = sum(1 for path in indexed if path not in known)
         return Refreshed(added, len(indexed) - added, len(removed), len(stale) - len(indexed))
 
@@ -184,16 +298,16 @@ class Index:
         if ids:
             self.conn.executemany(_DROP_TERMS[self.mode], [(chunk,) for chunk in ids])
             self.conn.execute("DELETE FROM chunks WHERE path = ?", (path,))
-        self.conn.execute("DELETE FROM files WHERE path = ?", (path,))
+        row = self.conn.execute("SELECT id FROM files WHERE path = ?", (path,)).fetchone()
+        if row is not None:
+            self.conn.execute(_DROP_PATH[self.mode], (row[0],))
+            self.conn.execute("DELETE FROM files WHERE id = ?", (row[0],))
 
     def _add(self, disk: Disk, path: str, parts: Tuple[str, ...], scanned: FileState, limits: OpenClawLimits) -> bool:
         """Index one file; False when it is skipped: recorded as such until it changes (too big, not
         UTF-8), or not recorded at all (gone, or not a single-link regular file any more)."""
         if scanned.size > limits.max_index_file_bytes:
-            self.conn.execute(
-                "INSERT INTO files(path, dev, ino, size, mtime_ns, chunks) VALUES (?, ?, ?, ?, ?, ?)",
-                (path, *scanned, _SKIPPED),
-            )
+            self._add_file(path, scanned, _SKIPPED)
             return False
         got = disk.read_file(parts, limits.max_index_file_bytes)
         if got is None:
@@ -202,18 +316,39 @@ class Index:
         try:
             content = data.decode("utf-8")
         except UnicodeDecodeError:
-            content = None
-        pieces = (
-            []
-            if content is None
-            else chunks.chunk_text(content, limits.chunk_tokens, limits.chunk_overlap_tokens, per_entry=len(parts) == 1)
+            self._add_file(path, state, _SKIPPED)
+            return False
+        pieces = chunks.chunk_text(
+            content, limits.chunk_tokens, limits.chunk_overlap_tokens, per_entry=paths.is_curated(parts)
         )
+        file_id = self._add_file(path, state, len(pieces))
+        if self.mode == "fts5":
+            self.conn.execute("INSERT INTO paths_fts(rowid, path) VALUES (?, ?)", (file_id, path))
+        else:
+            self._post("path_postings", "file", file_id, terms(path))
         for piece in pieces:
             counts = collections.Counter(terms(piece.text)) if self.mode == "python" else None
             length = sum(counts.values()) if counts is not None else 0  # FTS5 counts its own lengths
+            distinct = len(set(words(piece.text)))
+            digest = content_hash(piece.text)
+            cached = None
+            if self.provider is not None:
+                cached = self.conn.execute(
+                    "SELECT vector FROM embedding_cache WHERE provider = ? AND hash = ?", (self.provider, digest)
+                ).fetchone()
             cursor = self.conn.execute(
-                "INSERT INTO chunks(path, start_line, end_line, text, length) VALUES (?, ?, ?, ?, ?)",
-                (path, piece.start_line, piece.end_line, piece.text, length),
+                "INSERT INTO chunks(path, start_line, end_line, text, length, words, hash, embedding) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    path,
+                    piece.start_line,
+                    piece.end_line,
+                    piece.text,
+                    length,
+                    distinct,
+                    digest,
+                    cached[0] if cached else None,
+                ),
             )
             chunk = cursor.lastrowid
             if counts is None:
@@ -223,26 +358,68 @@ class Index:
                     "INSERT INTO postings(term, chunk, count, length) VALUES (?, ?, ?, ?)",
                     [(term, chunk, count, length) for term, count in counts.items()],
                 )
-        self.conn.execute(
-            "INSERT INTO files(path, dev, ino, size, mtime_ns, chunks) VALUES (?, ?, ?, ?, ?, ?)",
-            (path, *state, len(pieces) if content is not None else _SKIPPED),
-        )
-        return content is not None
+        return True
 
-    def embed_missing(self, embed: Embed, batch: int = 64) -> None:
-        """Give every chunk without one an embedding, a batch per transaction; whatever the
-        function raises is left to the caller (the chunks embedded so far keep theirs)."""
+    def _add_file(self, path: str, state: FileState, count: int) -> int:
+        cursor = self.conn.execute(
+            "INSERT INTO files(path, dev, ino, size, mtime_ns, chunks, key_path, key_base, key_stem) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (path, *state, count, *path_keys(path)),
+        )
+        return int(cursor.lastrowid or 0)
+
+    def _post(self, table: str, column: str, row: int, found: List[str]) -> None:
+        counts = collections.Counter(found)
+        length = sum(counts.values())
+        self.conn.executemany(
+            _POST[table],
+            [(term, row, count, length) for term, count in counts.items()],
+        )
+
+    # -- embeddings and their cache --
+
+    def embed_missing(self, embed: Embed, batch: int = 64) -> int:
+        """Give every chunk without one an embedding: from the cache when its text was embedded by the
+        same provider before, else from `embed`, a batch per transaction. Returns how many texts were
+        sent to `embed`; whatever it raises is left to the caller (the chunks done keep theirs)."""
+        sent = 0
         with self.lock:
-            rows = list(self.conn.execute("SELECT id, text FROM chunks WHERE embedding IS NULL ORDER BY id"))
+            rows = list(self.conn.execute("SELECT id, text, hash FROM chunks WHERE embedding IS NULL ORDER BY id"))
+            if self.provider is not None and rows:
+                with self._transaction():
+                    self.conn.execute(
+                        "UPDATE chunks SET embedding = (SELECT vector FROM embedding_cache AS cache "
+                        "WHERE cache.provider = ? AND cache.hash = chunks.hash) WHERE embedding IS NULL",
+                        (self.provider,),
+                    )
+                rows = list(self.conn.execute("SELECT id, text, hash FROM chunks WHERE embedding IS NULL ORDER BY id"))
+                self.generation += 1
             for start in range(0, len(rows), batch):
                 part = rows[start : start + batch]
-                vectors = embed([text for _, text in part])
+                vectors = embed([text for _, text, _ in part])
+                sent += len(part)
                 if len(vectors) != len(part):
                     raise ValueError("the embedding function returned a different number of vectors")
-                packed = [(_pack(vector), chunk) for (chunk, _), vector in zip(part, vectors)]
+                packed = [(_pack(vector), chunk, digest) for (chunk, _, digest), vector in zip(part, vectors)]
                 with self._transaction():
-                    self.conn.executemany("UPDATE chunks SET embedding = ? WHERE id = ?", packed)
+                    self.conn.executemany("UPDATE chunks SET embedding = ? WHERE id = ?", [row[:2] for row in packed])
+                    if self.provider is not None:
+                        self.conn.executemany(
+                            "INSERT OR REPLACE INTO embedding_cache(provider, hash, vector) VALUES (?, ?, ?)",
+                            [(self.provider, digest, blob) for blob, _, digest in packed],
+                        )
                 self.generation += 1
+            if self.provider is not None and sent:
+                self._prune_cache()
+        return sent
+
+    def _prune_cache(self) -> None:
+        """Keep the cache within its bound: entries no chunk uses go first."""
+        (total,) = self.conn.execute("SELECT COUNT(*) FROM embedding_cache").fetchone()
+        if total <= self.cache_entries:
+            return
+        with self._transaction():
+            self.conn.execute("DELETE FROM embedding_cache WHERE hash NOT IN (SELECT hash FROM chunks)")
 
     def clear_embeddings(self) -> None:
         with self.lock, self._transaction():
@@ -251,32 +428,93 @@ class Index:
 
     # -- searching --
 
-    def keyword(self, query_runs: Sequence[str], limit: int) -> List[Tuple[Hit, float]]:
-        """The `limit` best chunks holding every term, each with its FTS5-style rank."""
-        if not query_runs or limit <= 0:
+    def body(self, expression: Optional[str], query: str, limit: int) -> List[Tuple[Hit, float]]:
+        """The `limit` best chunks matching the FTS5 expression (every term), best first, each with its
+        BM25 rank; `query` is what the expression was built from (for the index without FTS5)."""
+        if expression is None or limit <= 0:
             return []
         with self.lock:
             if self.mode == "fts5":
-                return self._fts5(query_runs, limit)
-            return self._python(query_runs, limit)
-
-    def _fts5(self, query_runs: Sequence[str], limit: int) -> List[Tuple[Hit, float]]:
-        expression = " AND ".join('"' + run.replace('"', '""') + '"' for run in query_runs)
-        try:
-            rows = list(
-                self.conn.execute(
-                    "SELECT c.id, c.path, c.start_line, c.end_line, c.text, f.rank FROM chunks_fts AS f "
-                    "JOIN chunks AS c ON c.id = f.rowid WHERE chunks_fts MATCH ? ORDER BY f.rank, c.id LIMIT ?",
-                    (expression, limit),
-                )
+                try:
+                    rows = list(
+                        self.conn.execute(
+                            "SELECT c.id, c.path, c.start_line, c.end_line, c.text, c.words, f.rank "
+                            "FROM chunks_fts AS f JOIN chunks AS c ON c.id = f.rowid "
+                            "WHERE chunks_fts MATCH ? ORDER BY f.rank LIMIT ?",
+                            (expression, limit),
+                        )
+                    )
+                except sqlite3.OperationalError:
+                    return []  # a run FTS5 reads as no term at all
+                return [(Hit(row[0], row[1], row[2], row[3], row[4], words=row[5]), float(row[6])) for row in rows]
+            ranked = self._python_ranks(
+                "postings", "chunk", "SELECT COUNT(*), COALESCE(SUM(length), 0) FROM chunks", query, limit
             )
-        except sqlite3.OperationalError:
-            return []  # a run FTS5 reads as no term at all
-        return [(Hit(row[0], row[1], row[2], row[3], row[4], keyword=True), float(row[5])) for row in rows]
+            return [(self._hit(chunk), rank) for chunk, rank in ranked]
 
-    def _python(self, query_runs: Sequence[str], limit: int) -> List[Tuple[Hit, float]]:
+    def path_matches(self, expression: Optional[str], query: str) -> List[Tuple[str, float]]:
+        """Every file whose path matches the FTS5 expression, with its BM25 rank over the paths."""
+        if expression is None:
+            return []
+        with self.lock:
+            if self.mode == "fts5":
+                try:
+                    rows = self.conn.execute(
+                        "SELECT f.path, p.rank FROM paths_fts AS p JOIN files AS f ON f.id = p.rowid "
+                        "WHERE paths_fts MATCH ? AND f.chunks > 0",
+                        (expression,),
+                    )
+                    return [(row[0], float(row[1])) for row in rows]
+                except sqlite3.OperationalError:
+                    return []
+            found = self._python_ranks(
+                "path_postings",
+                "file",
+                "SELECT COUNT(*), COALESCE(SUM(length), 0) FROM files AS f "
+                "WHERE EXISTS (SELECT 1 FROM path_postings WHERE file = f.id)",
+                query,
+                1 << 30,
+            )
+            result = []
+            for file_id, rank in found:
+                row = self.conn.execute("SELECT path FROM files WHERE id = ? AND chunks > 0", (file_id,)).fetchone()
+                if row is not None:
+                    result.append((row[0], rank))
+            return result
+
+    def exact_paths(self, key: str, limit: int) -> List[Tuple[str, int]]:
+        """The files a query naming a file names (`key` normalised as `path_keys`), each with
+        OpenClaw's specificity: 3 the whole path, 2 the last name, 1 the name without extension."""
+        if not key or key == "." or limit <= 0:
+            return []
+        found: Dict[str, int] = {}
+        with self.lock:
+            for path, whole, base, stem in self.conn.execute(
+                "SELECT path, key_path, key_base, key_stem FROM files "
+                "WHERE chunks > 0 AND (key_path = ?1 OR key_base = ?1 OR key_stem = ?1)",
+                (key,),
+            ):
+                if whole == key:
+                    found[path] = 3
+                elif "/" not in key:
+                    found[path] = 2 if base == key else 1 if stem == key else 0
+        ranked = sorted(((path, level) for path, level in found.items() if level), key=lambda item: (-item[1], item[0]))
+        return ranked[:limit]
+
+    def first_chunk(self, path: str) -> Optional[Hit]:
+        with self.lock:
+            row = self.conn.execute(
+                "SELECT id, path, start_line, end_line, text, words FROM chunks WHERE path = ? "
+                "ORDER BY start_line, end_line, id LIMIT 1",
+                (path,),
+            ).fetchone()
+        return None if row is None else Hit(row[0], row[1], row[2], row[3], row[4], words=row[5])
+
+    def _python_ranks(
+        self, table: str, column: str, totals: str, query: str, limit: int
+    ) -> Sequence[Tuple[int, float]]:
         wanted: List[str] = []
-        for run in query_runs:
+        for run in fts_terms(query):
             for term in terms(run):
                 if term not in wanted:
                     wanted.append(term)
@@ -286,20 +524,17 @@ class Index:
         lengths: Dict[int, int] = {}
         for term in wanted:
             posting: Dict[int, int] = {}
-            for chunk, count, length in self.conn.execute(
-                "SELECT chunk, count, length FROM postings WHERE term = ?", (term,)
+            for row, count, length in self.conn.execute(
+                _POSTED[table],
+                (term,),
             ):
-                posting[chunk] = count
-                lengths[chunk] = length
+                posting[row] = count
+                lengths[row] = length
             if not posting:
                 return []
             postings.append(posting)
-        total, length_sum = self.conn.execute("SELECT COUNT(*), COALESCE(SUM(length), 0) FROM chunks").fetchone()
-        ranked = bm25.ordered(bm25.ranks(postings, lengths, total, length_sum / total if total else 0.0), limit)
-        found: List[Tuple[Hit, float]] = []
-        for chunk, rank in ranked:
-            found.append((self._hit(chunk, keyword=True), rank))
-        return found
+        total, length_sum = self.conn.execute(totals).fetchone()
+        return bm25.ordered(bm25.ranks(postings, lengths, total, length_sum / total if total else 0.0), limit)
 
     def nearest(self, query: Sequence[float], limit: int) -> List[Hit]:
         """The `limit` chunks whose embeddings have the greatest cosine similarity to `query`."""
@@ -308,6 +543,8 @@ class Index:
         if probe_norm == 0 or limit <= 0:
             return []
         with self.lock:
+            if self.vec:
+                return self._nearest_vec(probe, limit)
             vectors = self._vector_cache()
             scored = []
             for chunk, (vector, norm) in vectors.items():
@@ -322,9 +559,26 @@ class Index:
                 hits.append(hit)
             return hits
 
-    def _hit(self, chunk: int, keyword: bool = False) -> Hit:
-        row = self.conn.execute("SELECT path, start_line, end_line, text FROM chunks WHERE id = ?", (chunk,)).fetchone()
-        return Hit(chunk, row[0], row[1], row[2], row[3], keyword=keyword)
+    def _nearest_vec(self, probe: array.array[float], limit: int) -> List[Hit]:
+        """The same choice as the in-process cosine, computed by sqlite-vec (cosine distance = 1 - similarity)."""
+        hits = []
+        for chunk, distance in self.conn.execute(
+            "SELECT id, vec_distance_cosine(embedding, ?) AS distance FROM chunks "
+            "WHERE embedding IS NOT NULL AND length(embedding) = ? ORDER BY distance, id LIMIT ?",
+            (probe.tobytes(), len(probe) * 4, limit),
+        ):
+            if distance is None:
+                continue
+            hit = self._hit(chunk)
+            hit.vector_score = 1.0 - float(distance)
+            hits.append(hit)
+        return hits
+
+    def _hit(self, chunk: int) -> Hit:
+        row = self.conn.execute(
+            "SELECT path, start_line, end_line, text, words FROM chunks WHERE id = ?", (chunk,)
+        ).fetchone()
+        return Hit(chunk, row[0], row[1], row[2], row[3], words=row[4])
 
     def _vector_cache(self) -> Dict[int, Tuple[array.array[float], float]]:
         if self._vectors is None or self._vectors[0] != self.generation:
@@ -342,6 +596,28 @@ class Index:
             files = self.conn.execute("SELECT COUNT(*) FROM files WHERE chunks >= 0").fetchone()[0]
             total = self.conn.execute("SELECT COUNT(*) FROM chunks").fetchone()[0]
         return int(files), int(total)
+
+
+def _load_sqlite_vec(conn: sqlite3.Connection) -> bool:
+    """Load sqlite-vec into `conn` when the package is installed and this SQLite may load extensions;
+    False otherwise (the in-process cosine is used)."""
+    try:
+        import sqlite_vec  # type: ignore[import-not-found, import-untyped, unused-ignore]
+    except ImportError:
+        return False
+    enable = getattr(conn, "enable_load_extension", None)
+    if enable is None:
+        return False
+    try:
+        enable(True)
+        try:
+            sqlite_vec.load(conn)
+        finally:
+            enable(False)
+        conn.execute("SELECT vec_distance_cosine(?, ?)", (_pack([1.0]), _pack([1.0]))).fetchone()
+    except (sqlite3.Error, AttributeError, OSError):
+        return False
+    return True
 
 
 def _pack_array(vector: Sequence[float]) -> array.array[float]:
@@ -368,30 +644,36 @@ def _create(conn: sqlite3.Connection, mode: str, settings: Dict[str, str]) -> No
     conn.execute("COMMIT")
 
 
-def _open_file(disk: Disk, settings: Dict[str, str], mode: str) -> sqlite3.Connection:
-    """Connect to the index file; IndexProblem when it cannot be used as it is."""
+def _open_file(disk: Disk, settings: Dict[str, str], mode: str) -> Tuple[sqlite3.Connection, IndexHandle]:
+    """Connect to the index file; IndexProblem when it cannot be used as it is. The handle is the
+    caller's to release once the connection is closed."""
     try:
-        with disk.index_handle() as handle:
-            header = handle.header(100)
-            if header and not _rollback_database(header):
-                raise IndexProblem("the index file is not one this version wrote")
-            conn = sqlite3.connect(handle.location, check_same_thread=False, isolation_level=None)
-            try:
-                conn.execute("PRAGMA trusted_schema = OFF")
-                conn.execute("PRAGMA journal_mode = MEMORY")
-                conn.execute("PRAGMA synchronous = OFF")
-                conn.execute("PRAGMA busy_timeout = 10000")
-                if not handle.confirm():
-                    raise IndexProblem("the index file changed while it was being opened")
-                _check(conn, settings, mode)
-            except BaseException:
-                conn.close()
-                raise
+        handle = disk.index_handle()
     except FsProblem as problem:
         raise IndexProblem(_index_reason(problem)) from None
-    except sqlite3.Error:
-        raise IndexProblem("the index file is damaged") from None
-    return conn
+    conn: Optional[sqlite3.Connection] = None
+    try:
+        header = handle.header(100)
+        if header and not _rollback_database(header):
+            raise IndexProblem("the index file is not one this version wrote")
+        conn = sqlite3.connect(handle.location, check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA trusted_schema = OFF")
+        conn.execute("PRAGMA journal_mode = MEMORY")
+        conn.execute("PRAGMA synchronous = OFF")
+        conn.execute("PRAGMA busy_timeout = 10000")
+        if not handle.confirm():
+            raise IndexProblem("the index file changed while it was being opened")
+        _check(conn, settings, mode)
+    except BaseException as error:
+        if conn is not None:
+            conn.close()
+        handle.release()
+        if isinstance(error, sqlite3.Error):
+            raise IndexProblem("the index file is damaged") from None
+        if isinstance(error, FsProblem):
+            raise IndexProblem(_index_reason(error)) from None
+        raise
+    return conn, handle
 
 
 def _index_reason(problem: FsProblem) -> str:

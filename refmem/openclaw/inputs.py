@@ -38,8 +38,12 @@ def _value(params: Mapping[str, Any], key: str, snake: Optional[str] = None) -> 
     return value
 
 
+MAX_SAFE_INTEGER = 2**53 - 1
+"""The largest integer a JSON number holds exactly; OpenClaw refuses larger ones (D-OPENCLAW-INPUT)."""
+
+
 def _positive_integer(value: Any) -> Optional[int]:
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_SAFE_INTEGER:
         return value
     return None
 

@@ -72,6 +72,10 @@ class OpenClawLimits:
     half_life_days: int = 30
     """Temporal decay of dated daily logs (`memory/.../YYYY-MM-DD.md`)."""
 
+    scan_interval_ms: int = 2_000
+    """Longest time between two full scans of the workspace by one handler: an edit another program
+    makes in place (not by a rename) is seen by the first search after it (D-OPENCLAW-INDEX-FRESH)."""
+
     max_log_bytes: int = 1_048_576
     """Largest daily log an append may produce, in UTF-8 bytes."""
 

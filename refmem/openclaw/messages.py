@@ -44,6 +44,10 @@ PROBLEMS: Dict[str, Problem] = {
     # --- paths ------------------------------------------------------------------------------
     "path_invalid": Problem("MEMORY_PATH_INVALID", "invalid path: {rule}", "D-OPENCLAW-GET-PATH"),
     "not_memory": Problem("MEMORY_PATH_NOT_ALLOWED", "path is not an allowed Markdown memory file", "openclaw"),
+    "not_in_allow_list": Problem(
+        "MEMORY_PATH_NOT_ALLOWED", "path is not one of the allowed memory paths", "D-OPENCLAW-ALLOW"
+    ),
+    "read_only": Problem("MEMORY_READ_ONLY", "the memory directory is read-only", "D-OPENCLAW-ALLOW"),
     # --- the file ---------------------------------------------------------------------------
     "link": Problem("MEMORY_SYMLINK", "path is a symbolic link; links are not followed", "D-OPENCLAW-GET-FS"),
     "not_regular": Problem("MEMORY_NOT_REGULAR", "path is not a regular file", "D-OPENCLAW-GET-FS"),

@@ -1,31 +1,40 @@
-"""How memory_search orders and chooses hits: OpenClaw's scoring, written as pure functions.
+"""How memory_search scores, orders and chooses hits: OpenClaw 2026.9.6's rules, as pure functions.
 
-Keyword-only (no embedding function, OpenClaw's behaviour without an embedding provider):
-each chunk matching the query gets its BM25 score (`bm25.rank_to_score`) plus OpenClaw's lexical
-boost (query words present, their density, query words in the path, chunk length), capped at 1;
-dated daily logs then decay with a 30-day half-life; hits are sorted by score and those at or
-above `minScore` returned, or, when none reaches it, the best ones anyway.
+A hit is a chunk found by the body search (its BM25 score, `text_score`, plus OpenClaw's lexical
+boost: `score`), by the path search (the first chunk of a file whose path matches: `path_score`), or
+by the vector search (`vector_score`). `exact` is how closely the query names the hit's file
+(3 the whole path, 2 the last name, 1 the name without extension, 0 not at all).
 
-Hybrid (an embedding function given): score = 0.7 * cosine + 0.3 * keyword score, then decay,
-then maximal marginal relevance (lambda 0.7, Jaccard over snippet words) for diversity, then the
-hits at or above `minScore`, topped up with keyword-only hits below it.
+Keyword-only (OpenClaw without an embedding provider, `finalizeKeywordOnlyResults`): hits naming
+the file exactly come first, scored (1 + their body score) / 2; dated daily logs decay with a 30-day
+half-life; then by score, text score, path score, path, first line; files named exactly report a
+score of 1; the hits at or above `minScore`, or when none is, the best ones anyway.
 
-Left out (D-OPENCLAW-SEARCH-RANK): OpenClaw's path-name search (a query that names a file),
-importance and project annotations, session transcripts.
+Hybrid (`mergeHybridResults`, `selectHybridSearchResults`): content score = 0.7 x cosine + 0.3 x
+keyword score, then decay; files named exactly first (each tier diversified), then the others
+ordered by maximal marginal relevance (lambda 0.7, Jaccard of snippet tokens); then the hits at or
+above `minScore`, topped up with keyword hits below it.
+
+Ties between paths follow ICU's root collation (OpenClaw's `localeCompare`) for ASCII names;
+other characters come after ASCII letters in code point order (D-OPENCLAW-SEARCH-RANK).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import math
 import re
-from typing import Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
 
 from .terms import words
 
 DAY_SECONDS = 86_400
 _DATED = re.compile(r"(?:^|/)memory/(?:[^/]+/)*(\d{4})-(\d{2})-(\d{2})(?:-[^/]+)?\.md$")
+_COLLATION = " _-,;:!?.'\"()[]{}@*/\\&#%`^+<=>|~$0123456789abcdefghijklmnopqrstuvwxyz"
+_PRIMARY = {char: index for index, char in enumerate(_COLLATION)}
+_CJK = re.compile(r"[\u3040-\u309f\u30a0-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u1100-\u11ff]")
 
 
 @dataclasses.dataclass
@@ -35,30 +44,124 @@ class Hit:
     start_line: int
     end_line: int
     text: str
+    words: int = 0  # distinct ranking words of the text (for the boost's density)
     text_score: float = 0.0  # BM25 mapped to [0, 1)
-    keyword_score: float = 0.0  # text_score plus the lexical boost, capped at 1
+    score: float = 0.0  # the keyword score (text score plus the boost), then the final score
+    path_score: float = 0.0
     vector_score: float = 0.0
-    keyword: bool = False  # found by the keyword retriever
-    score: float = 0.0
+    exact: int = 0
+    body: bool = False  # found by the body search
+    keyword: bool = False  # found by the keyword retriever (body or path)
+    ranking: float = 0.0  # hybrid: the score used to order
+    lexical: float = 0.0  # hybrid: the keyword rank of a body hit without a text score
+    content: float = 0.0  # hybrid: the weighted content score
 
     @property
     def key(self) -> Tuple[str, int, int]:
         return self.path, self.start_line, self.end_line
 
 
-def lexical_boost(score: float, query_words: Sequence[str], path: str, text: str) -> float:
-    """OpenClaw's `scoreFallbackKeywordResult`: the keyword score of a body match."""
+# --- ordering ---------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=4096)
+def collation_key(path: str) -> Tuple[Tuple[int, ...], Tuple[int, ...], str]:
+    """A sort key in the order of ICU's root collation (`String.prototype.localeCompare`) for ASCII
+    names: punctuation before digits before letters, letters compared without case first, lower
+    case before upper case on a tie."""
+    primary = tuple(_PRIMARY.get(char.lower(), 1000 + ord(char.lower())) for char in path)
+    tertiary = tuple(1 if char.isupper() else 0 for char in path)
+    return primary, tertiary, path
+
+
+def keyword_key(hit: Hit, prefer_exact_body: bool = True) -> Tuple[Any, ...]:
+    """OpenClaw's `compareKeywordSearchHits` as a sort key: files named exactly first (with a body
+    match first among them, unless decay is on), then score, text score, path score, path, line."""
+    body = -int(hit.body) if prefer_exact_body and hit.exact > 0 else 0
+    path_score = -hit.path_score if hit.exact == 0 else 0.0
+    return (
+        -hit.exact,
+        body,
+        -hit.score,
+        -hit.text_score,
+        path_score,
+        collation_key(hit.path),
+        hit.start_line,
+        hit.chunk,
+    )
+
+
+def keyword_key_decayed(hit: Hit) -> Tuple[Any, ...]:
+    return keyword_key(hit, False)
+
+
+def path_key(hit: Hit) -> Tuple[Any, ...]:
+    """OpenClaw's `comparePathKeywordSearchResults` as a sort key."""
+    path_score = -hit.path_score if hit.exact == 0 else 0.0
+    return (-hit.exact, path_score, collation_key(hit.path), hit.start_line, hit.chunk)
+
+
+def _ranking_key(hit: Hit) -> Tuple[Any, ...]:
+    return (-hit.ranking, -hit.lexical, collation_key(hit.path), hit.start_line, hit.end_line)
+
+
+def _hybrid_key(hit: Hit) -> Tuple[Any, ...]:
+    return (-hit.score, *_ranking_key(hit))
+
+
+def sort(hits: Sequence[Hit], key: Callable[[Hit], Tuple[Any, ...]]) -> List[Hit]:
+    return sorted(hits, key=key)
+
+
+# --- the keyword score --------------------------------------------------------------------------------
+
+
+def lexical_boost(score: float, query_words: Sequence[str], path: str, text: str, distinct: int) -> float:
+    """OpenClaw's `scoreFallbackKeywordResult`: the BM25 score plus the boost (`boost_of`), capped at 1."""
     if not query_words:
         return score
-    text_words = set(words(text))
-    overlap = sum(1 for word in query_words if word in text_words)
-    lowered_path = path.lower()
-    boost = 0.45 * overlap / len(query_words)
-    boost += 0.2 * overlap / max(len(text_words), 1)
-    boost += sum(0.18 for word in query_words if word in lowered_path)
-    boost += min(len(text) / 160, 0.18)
-    return min(1.0, score + boost)
+    return min(1.0, score + boost_of(query_words, path, text, distinct))
 
+
+def boost_of(query_words: Sequence[str], path: str, text: str, distinct: int) -> float:
+    """OpenClaw's lexical boost, computed in its order (so the sums are the same to the last bit): the
+    share of query words present x 0.45, plus their density among the chunk's distinct words x 0.2, plus
+    0.18 per query word in the path, plus up to 0.18 for length (UTF-16 units / 160). `distinct` is the
+    chunk's count of distinct ranking words, kept in the index."""
+    lowered = text.lower()
+    overlap = sum(1 for word in query_words if has_word(lowered, word))
+    lowered_path = path.lower()
+    path_boost = 0.0
+    for word in query_words:
+        if word in lowered_path:
+            path_boost += 0.18
+    length = len(text) if text.isascii() else len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
+    return (
+        (overlap / len(query_words)) * 0.45 + (overlap / max(distinct, 1)) * 0.2 + path_boost + min(length / 160, 0.18)
+    )
+
+
+def has_word(lowered: str, word: str) -> bool:
+    """Is `word` one of the ranking words of the (lower-cased) text? Found by substring search, then
+    checked to start and end at word boundaries."""
+    start = lowered.find(word)
+    while start >= 0:
+        end = start + len(word)
+        before = lowered[start - 1] if start else ""
+        after = lowered[end] if end < len(lowered) else ""
+        if not (before and _is_word_char(before)) and not (after and _is_word_char(after)):
+            return True
+        start = lowered.find(word, start + 1)
+    if not lowered.isascii():
+        return word in words(lowered)  # NFC may join what the substring search saw apart
+    return False
+
+
+def _is_word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+# --- decay --------------------------------------------------------------------------------------------
 
 _EPOCH = datetime.date(1970, 1, 1).toordinal()
 
@@ -84,20 +187,50 @@ def decay(score: float, path: str, now: float, half_life_days: int) -> float:
     return score * math.exp(-math.log(2) / half_life_days * age)
 
 
-def _order(hit: Hit) -> Tuple[float, float, str, int, int]:
-    return (-hit.score, -hit.text_score, hit.path, hit.start_line, hit.chunk)
+def _exact_tie(content: float) -> float:
+    """OpenClaw's `scoreExactPathTieForTemporalDecay`."""
+    return (1 + max(0.0, min(1.0, content))) / 2
+
+
+# --- keyword-only -------------------------------------------------------------------------------------
 
 
 def select(ranked: Sequence[Hit], max_results: int, min_score: float) -> List[Hit]:
-    """OpenClaw's keyword-only choice: the hits at or above `min_score`, else the best ones."""
+    """The hits at or above `min_score`, else the best ones (score at least 0)."""
     strict = [hit for hit in ranked if hit.score >= min_score]
     return (strict or [hit for hit in ranked if hit.score >= 0])[:max_results]
 
 
 def keyword_only(hits: Sequence[Hit], now: float, half_life_days: int, max_results: int, min_score: float) -> List[Hit]:
     for hit in hits:
-        hit.score = decay(hit.keyword_score, hit.path, now, half_life_days)
-    return select(sorted(hits, key=_order), max_results, min_score)
+        if hit.exact > 0:
+            hit.score = _exact_tie(hit.score if hit.body else 0.0)
+        hit.score = decay(hit.score, hit.path, now, half_life_days)
+    ranked = sort(hits, keyword_key_decayed)
+    for hit in ranked:
+        if hit.exact > 0:
+            hit.score = 1.0
+    return select(ranked, max_results, min_score)
+
+
+# --- hybrid -------------------------------------------------------------------------------------------
+
+
+def mmr_tokens(text: str) -> FrozenSet[str]:
+    """OpenClaw's MMR tokens: lower-case ASCII runs, plus CJK characters and their adjacent pairs."""
+    lower = text.strip().lower()
+    tokens = set(re.findall(r"[a-z0-9_]+", lower))
+    if _CJK.search(lower):
+        previous = None
+        for char in lower:
+            if _CJK.match(char):
+                if previous is not None:
+                    tokens.add(previous + char)
+                tokens.add(char)
+                previous = char
+            else:
+                previous = None
+    return frozenset(tokens)
 
 
 def jaccard(left: FrozenSet[str], right: FrozenSet[str]) -> float:
@@ -110,13 +243,17 @@ def jaccard(left: FrozenSet[str], right: FrozenSet[str]) -> float:
 
 
 def diversify(hits: Sequence[Hit], lam: float, snippet: Callable[[str], str]) -> List[Hit]:
-    """Maximal marginal relevance: repeatedly take the hit with the best lam * relevance -
-    (1 - lam) * its greatest similarity to a hit already taken (relevance: the score scaled to
-    [0, 1] over the candidates; similarity: Jaccard of the snippets' words)."""
-    if len(hits) <= 1 or lam >= 1:
-        return sorted(hits, key=_order)
-    lam = max(0.0, lam)
-    tokens = [frozenset(words(snippet(hit.text))) for hit in hits]
+    """OpenClaw's `mmrRerank`: repeatedly take the hit with the best lam x relevance - (1 - lam) x its
+    greatest similarity to a hit taken (relevance: the score scaled over the candidates; similarity:
+    Jaccard of the snippets' tokens; ties to the higher score, then the earlier hit)."""
+    if len(hits) <= 1:
+        return list(hits)
+    lam = max(0.0, min(1.0, lam))
+    if lam == 1:
+        return sorted(hits, key=lambda hit: -hit.score)
+    texts = [snippet(hit.text) for hit in hits]
+    tokens = [mmr_tokens(text) for text in texts]
+    empty = [text.strip().lower() if not found else None for text, found in zip(texts, tokens)]
     top, bottom = max(hit.score for hit in hits), min(hit.score for hit in hits)
     spread = top - bottom
     relevance = [1.0 if spread == 0 else (hit.score - bottom) / spread for hit in hits]
@@ -124,11 +261,19 @@ def diversify(hits: Sequence[Hit], lam: float, snippet: Callable[[str], str]) ->
     left = list(range(len(hits)))
     chosen: List[Hit] = []
     while left:
-        best = max(left, key=lambda i: (lam * relevance[i] - (1 - lam) * closest[i], hits[i].score, -i))
+        best, best_value = -1, -math.inf
+        for i in left:
+            value = lam * relevance[i] - (1 - lam) * closest[i]
+            if value > best_value or (value == best_value and hits[i].score > hits[best].score):
+                best, best_value = i, value
         left.remove(best)
         chosen.append(hits[best])
         for i in left:
-            closest[i] = max(closest[i], jaccard(tokens[i], tokens[best]))
+            if not tokens[i] and not tokens[best]:
+                similarity = float(empty[i] == empty[best])
+            else:
+                similarity = jaccard(tokens[i], tokens[best])
+            closest[i] = max(closest[i], similarity)
     return chosen
 
 
@@ -150,21 +295,43 @@ def hybrid(
         found = merged.get(hit.chunk)
         if found is None:
             merged[hit.chunk] = hit
-        else:
-            found.text_score, found.keyword_score, found.keyword = hit.text_score, hit.keyword_score, True
+            continue
+        found.text_score, found.body, found.path_score = hit.text_score, hit.body, hit.path_score
+        found.score, found.exact, found.keyword = hit.score, max(found.exact, hit.exact), True
     for hit in merged.values():
-        content = vector_weight * hit.vector_score + text_weight * (hit.keyword_score if hit.text_score > 0 else 0.0)
-        hit.score = decay(content, hit.path, now, half_life_days)
-    ranked = diversify(sorted(merged.values(), key=_order), lam, snippet)
-    strict = [hit for hit in ranked if hit.score >= min_score]
+        keyword_score = hit.score if hit.text_score > 0 else 0.0 if hit.exact > 0 else hit.path_score
+        if not hit.keyword:
+            keyword_score = 0.0
+        hit.content = vector_weight * hit.vector_score + text_weight * keyword_score
+        hit.lexical = hit.score if hit.keyword and hit.body and hit.text_score == 0 else 0.0
+        if hit.exact > 0:
+            ranking = _exact_tie(hit.content)
+        else:
+            ranking = hit.lexical if hit.content == 0 else hit.content
+        hit.ranking = decay(ranking, hit.path, now, half_life_days)
+        hit.score = 1.0 if hit.exact > 0 else 0.0 if hit.content == 0 else hit.ranking
+    ordered: List[Hit] = []
+    for level in (3, 2, 1):
+        tier = sort([hit for hit in merged.values() if hit.exact == level], _ranking_key)
+        for hit in tier:
+            hit.score = hit.ranking
+        tier = diversify(tier, lam, snippet)
+        for hit in tier:
+            hit.score = 1.0
+        ordered.extend(tier)
+    ordered.extend(diversify(sort([hit for hit in merged.values() if hit.exact == 0], _hybrid_key), lam, snippet))
+    keys = {hit.key for hit in keyword}
+    strict = [hit for hit in ordered if hit.score >= min_score]
     chosen = strict[:max_results]
     if not keyword or len(chosen) == max_results:
         return chosen
     if not strict:
-        return [hit for hit in ranked if hit.score >= 0 and hit.keyword][:max_results]
-    for hit in ranked:
+        return [hit for hit in ordered if hit.score >= 0 and hit.key in keys][:max_results]
+    seen = {hit.key for hit in chosen}
+    for hit in ordered:
         if len(chosen) == max_results:
             break
-        if hit.score < min_score and hit.vector_score == 0 and hit.keyword and all(hit is not c for c in chosen):
+        if hit.score < min_score and hit.vector_score == 0 and hit.key in keys and hit.key not in seen:
+            seen.add(hit.key)
             chosen.append(hit)
     return chosen

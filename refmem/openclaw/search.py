@@ -1,60 +1,176 @@
-"""memory_search's retrieval: the keyword candidates (with OpenClaw's single-keyword fallback), the
-vector candidates, the ranking, and the result objects.
+"""memory_search's retrieval, as OpenClaw 2026.9.6 runs it: keyword candidates from the chunk text
+and from the file paths, the single-keyword fallback, the vector candidates, and the result objects.
 
-Keyword candidates: the chunks holding every term of the query, best BM25 first. When they are
-fewer than wanted, each of the query's keywords (at most 6, `terms.keywords`) is searched on its
-own and the hits merged, each chunk keeping its best score; every hit is boosted against the
-whole query. This is OpenClaw's `searchKeywordWithFallback`: a conversational query ("what did we
-decide about the billing migration") still finds the note that has only some of its words.
+Keyword candidates for a query (`searchKeyword`): the best 200 chunks holding every term of it (BM25
+over the chunk text, each scored with the lexical boost against the whole query), and the files whose
+path holds every term (BM25 over the paths; a file is found by its first chunk) or that the query names
+exactly (`alice-chen` names `memory/people/alice-chen.md`); merged per chunk (`mergeKeywordSearchHits`)
+and bounded (`limitKeywordSearchHits`). When fewer than 200 are found for the whole query, each of its
+keywords (at most 6, `terms.keywords`) is searched the same way and everything merged
+(`searchKeywordWithFallback`): a conversational query still finds a note with some of its words.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Dict, List, Optional, Sequence
 
 from . import rank
 from .bm25 import rank_to_score
-from .index import Embed, Index
+from .chunks import truncate_utf16
+from .index import Embed, Index, normalize_path_query
 from .limits import OpenClawLimits
 from .rank import Hit
-from .terms import fold, keywords, runs, words
+from .terms import fts_expression, keywords, words
+
+EXACT_PATH_LIMIT = 200
+"""How many files named exactly a search keeps beside its other candidates (OpenClaw's)."""
 
 
-def query_runs(query: str, cap: int) -> List[str]:
-    """The query's distinct terms as written (distinct by their folded form), at most `cap`."""
-    seen: Dict[str, str] = {}
-    for run in runs(query):
-        folded = fold(run)
-        if folded and folded not in seen and len(seen) < cap:
-            seen[folded] = run
-    return list(seen.values())
+class Query:
+    """What one search compares every candidate with: the whole query's ranking words and the file
+    it may name exactly."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.words = list(dict.fromkeys(words(text)))
+        self.path_key = normalize_path_query(text)
+        self._exact: Optional[Dict[str, int]] = None
+        self.boosts: Dict[int, float] = {}  # chunk -> its lexical boost, for a chunk met by several terms
+
+    def exact(self, index: Index, path: str) -> int:
+        if self._exact is None:
+            self._exact = dict(index.exact_paths(self.path_key, 1 << 30))
+        return self._exact.get(path, 0)
 
 
-def keyword_hits(index: Index, query: str, limit: int, limits: OpenClawLimits) -> List[Hit]:
-    whole = query_runs(query, limits.max_query_terms)
-    query_words = list(dict.fromkeys(words(query)))[: limits.max_query_terms]
-    found: Dict[int, Hit] = {}
+def _body(index: Index, term: str, query: Query, limit: int) -> List[Hit]:
+    """`searchKeyword` over the chunk text: BM25, then the boost against the whole query."""
+    found = []
+    for hit, bm25_rank in index.body(fts_expression(term), term, limit):
+        hit.text_score = rank_to_score(bm25_rank)
+        if query.words:
+            boost = query.boosts.get(hit.chunk)
+            if boost is None:
+                boost = query.boosts[hit.chunk] = rank.boost_of(query.words, hit.path, hit.text, hit.words)
+            hit.score = min(1.0, hit.text_score + boost)
+        else:
+            hit.score = hit.text_score
+        hit.body = hit.keyword = True
+        found.append(hit)
+    return found
 
-    def take(term_runs: Sequence[str]) -> None:
-        for hit, bm25_rank in index.keyword(term_runs, limit):
-            hit.text_score = rank_to_score(bm25_rank)
-            hit.keyword_score = rank.lexical_boost(hit.text_score, query_words, hit.path, hit.text)
-            known = found.get(hit.chunk)
+
+def _paths(index: Index, term: str, query: Query, limit: int) -> List[Hit]:
+    """`searchPathKeyword`: files the query names exactly, then files whose path holds every term."""
+    by_chunk: Dict[int, Hit] = {}
+    for path, level in index.exact_paths(query.path_key, EXACT_PATH_LIMIT):
+        hit = index.first_chunk(path)
+        if hit is not None:
+            hit.exact, hit.keyword = level, True
+            by_chunk[hit.chunk] = hit
+    lexical: Dict[int, Hit] = {}
+    matches = sorted(index.path_matches(fts_expression(term), term), key=lambda item: (item[1], item[0]))
+    exact_taken = other_taken = 0
+    for path, bm25_rank in matches:
+        level = query.exact(index, path)
+        if level:
+            if exact_taken >= EXACT_PATH_LIMIT:
+                continue
+            exact_taken += 1
+        else:
+            if other_taken >= limit:
+                continue
+            other_taken += 1
+        hit = index.first_chunk(path)
+        if hit is None:
+            continue
+        hit.path_score = hit.score = rank_to_score(bm25_rank)
+        hit.exact, hit.keyword = level, True
+        lexical.setdefault(hit.chunk, hit)
+    kept_others = 0
+    for hit in rank.sort(list(lexical.values()), rank.path_key):
+        if hit.exact > 0:
+            known = by_chunk.get(hit.chunk)
+            if known is not None:
+                known.path_score = max(known.path_score, hit.path_score)
+                known.score = max(known.score, hit.score)
+            continue
+        if kept_others >= limit:
+            continue
+        by_chunk[hit.chunk] = hit
+        kept_others += 1
+    return rank.sort(list(by_chunk.values()), rank.path_key)[: EXACT_PATH_LIMIT + limit]
+
+
+def merge(result_sets: Sequence[Sequence[Hit]], index: Index, query: Query) -> List[Hit]:
+    """`mergeKeywordSearchHits`: one hit per chunk, its best body score and path score kept."""
+    seen: Dict[int, Hit] = {}
+    for results in result_sets:
+        for hit in results:
+            known = seen.get(hit.chunk)
             if known is None:
-                found[hit.chunk] = hit
-            else:
-                known.text_score = max(known.text_score, hit.text_score)
-                known.keyword_score = max(known.keyword_score, hit.keyword_score)
+                hit.exact = query.exact(index, hit.path)
+                seen[hit.chunk] = hit
+                continue
+            body_score = max(known.score if known.body else 0.0, hit.score if hit.body else 0.0)
+            if hit.body and not known.body:
+                known.text = hit.text
+            known.text_score = max(known.text_score, hit.text_score)
+            known.path_score = max(known.path_score, hit.path_score)
+            known.body = known.body or hit.body
+            known.score = body_score if body_score > 0 else known.path_score
+    merged = list(seen.values())
+    for hit in merged:
+        if not hit.body:
+            hit.score = 1.0 if hit.exact > 0 else hit.path_score
+    return rank.sort(merged, rank.keyword_key)
 
-    take(whole)
-    if len(found) < limit:
-        extra = [word for word in keywords(query) if word != query.lower()][: limits.fallback_terms]
-        same_terms = sorted(fold(run) for run in whole) == sorted(fold(word) for word in extra)
-        if extra and not (found and same_terms):
-            for word in extra:
-                take(runs(word))
-    ordered = sorted(found.values(), key=lambda hit: (-hit.keyword_score, -hit.text_score, hit.path, hit.start_line))
-    return ordered[:limit]
+
+def bound(results: Sequence[Hit], limit: int) -> List[Hit]:
+    """`limitKeywordSearchHits`: the files named exactly (at most 200 of them), then `limit` others."""
+    ranked = rank.sort(results, rank.keyword_key)
+    exact_body = [hit for hit in ranked if hit.exact > 0 and hit.body][:limit]
+    exact_path_only = [hit for hit in ranked if hit.exact > 0 and not hit.body]
+    bounded = rank.sort(exact_body + exact_path_only, rank.keyword_key)
+    chosen_paths: List[str] = []
+    for hit in bounded:
+        if hit.path not in chosen_paths:
+            chosen_paths.append(hit.path)
+        if len(chosen_paths) == EXACT_PATH_LIMIT:
+            break
+    exact = [hit for hit in bounded if hit.path in chosen_paths]
+    return exact + [hit for hit in ranked if hit.exact == 0][:limit]
+
+
+def search_terms(index: Index, term: str, query: Query, limit: int) -> List[Hit]:
+    """One keyword search: the chunk text and the paths, for `term`, ranked against `query`."""
+    return bound(merge([_body(index, term, query, limit), _paths(index, term, query, limit)], index, query), limit)
+
+
+def fallback_terms(query: str, cap: int) -> List[str]:
+    whole = query.strip().lower()
+    return [word for word in keywords(query) if word != whole][:cap]
+
+
+def keyword_hits(index: Index, text: str, limit: int, limits: OpenClawLimits) -> List[Hit]:
+    """`searchKeywordWithFallback` (see the module docstring)."""
+    query = Query(text)
+    whole = search_terms(index, text, query, limit)
+    if sum(1 for hit in whole if hit.exact == 0) >= limit:
+        return whole
+    extra = fallback_terms(text, limits.fallback_terms)
+    if not extra:
+        return whole
+    strict, loose = fts_expression(text), fts_expression(" ".join(extra))
+    if whole and (strict or "").lower() == (loose or "").lower():
+        return whole
+    sets = [whole] + [search_terms(index, term, query, limit) for term in extra]
+    return bound(merge(sets, index, query), limit)
+
+
+def snippet(text: str, limit: int) -> str:
+    return truncate_utf16(text, limit)
 
 
 def present(hit: Hit, hybrid: bool, snippet_chars: int) -> Dict[str, Any]:
@@ -69,7 +185,7 @@ def present(hit: Hit, hybrid: bool, snippet_chars: int) -> Dict[str, Any]:
     if hybrid:
         result["vectorScore"] = hit.vector_score
     result["textScore"] = hit.text_score
-    result["snippet"] = hit.text[:snippet_chars]
+    result["snippet"] = snippet(hit.text, snippet_chars)
     result["source"] = "memory"
     result["citation"] = hit.path + lines
     return result
@@ -84,13 +200,17 @@ def run(
     now: float,
     embed: Optional[Embed],
 ) -> List[Hit]:
-    """The chosen hits, best first (`embed` None: keyword-only)."""
-    candidates = min(limits.candidate_cap, max(1, max_results * limits.candidate_multiplier))
+    """The chosen hits, best first (`embed` None: keyword-only). OpenClaw asks every retriever for its
+    whole candidate pool (200), whatever `maxResults` is, and cuts at the end."""
+    candidates = limits.candidate_cap
     keyword = keyword_hits(index, query, candidates, limits)
     if embed is None:
         return rank.keyword_only(keyword, now, limits.half_life_days, max_results, min_score)
     vectors = embed([query])
     vector = index.nearest(vectors[0], candidates) if len(vectors) == 1 else []
+    query_key = Query(query)
+    for hit in vector:
+        hit.exact = query_key.exact(index, hit.path)
     return rank.hybrid(
         keyword,
         vector,
@@ -98,7 +218,7 @@ def run(
         now,
         limits.half_life_days,
         limits.mmr_lambda,
-        lambda text: text[: limits.snippet_max_chars],
+        functools.partial(snippet, limit=limits.snippet_max_chars),
         max_results,
         min_score,
     )

@@ -6,8 +6,8 @@ kept while the joined text fits `maxChars`, the first line always (cut at the bu
 alone is longer); `truncated` when lines were left out of the window or remain after it, and then
 `nextFrom` is the first line not shown. Differences, all decided in docs/spec-notes.md: a line cut
 at the budget still gets a `nextFrom` past it (D-OPENCLAW-GET-LONGLINE), the notice is given
-whenever the excerpt is truncated (D-OPENCLAW-GET-NOTICE), a CRLF file is shown without its `\\r`
-(D-OPENCLAW-GET-TEXT), lengths are counted in code points, not UTF-16 units.
+whenever the excerpt is truncated (D-OPENCLAW-GET-NOTICE), lengths are counted in code points, not
+UTF-16 units (D-OPENCLAW-GET-TEXT). A CRLF file's lines keep their `\\r`, as OpenClaw shows them.
 
 The file is streamed once (`Excerpter`): lines outside the window are counted, not kept, and a
 kept line stops growing at the budget, so memory stays bounded whatever the file's size; the
@@ -21,7 +21,7 @@ from __future__ import annotations
 import codecs
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
-from ..text import is_crlf, split_lines
+from ..text import split_lines
 from .messages import NOTICE_SEPARATOR, NOTICES
 
 
@@ -78,7 +78,7 @@ def fit(start: int, kept: List[Tuple[str, int]], wanted: int, n_lines: int, max_
 
 def excerpt_from_text(content: str, start: int, count: int, max_chars: int) -> Excerpt:
     """The plain definition: the excerpt of a text already in memory."""
-    lines = split_lines(content.replace("\r\n", "\n") if is_crlf(content) else content)
+    lines = split_lines(content)
     window = lines[start - 1 : start - 1 + count]
     return fit(start, [(line, len(line)) for line in window], len(window), len(lines), max_chars)
 
@@ -148,7 +148,7 @@ class Excerpter:
         if self._keeping():
             text = "".join(self._current)
             self._kept.append((text, self._current_len))
-            self._kept_cost += self._current_len - (1 if text.endswith("\r") else 0) + 1
+            self._kept_cost += self._current_len + 1
             if self._kept_cost > self._max:
                 self._full = True
         self._line += 1
@@ -162,17 +162,8 @@ class Excerpter:
             self._end_line()
         n_lines = self._line - 1
         kept = self._kept
-        if self._newlines and self._crlf_newlines == self._newlines:  # a CRLF file (D-VIEW-CRLF)
-            kept = [(_drop_cr(text, length), length - 1) for text, length in kept]
-            if kept and self._first + len(kept) - 1 == n_lines > self._newlines:
-                kept[-1] = self._kept[-1]  # the last line has no line ending, so no \r to drop
         wanted = max(0, min(self._last, n_lines) - self._first + 1)
         return fit(self._first, kept, wanted, n_lines, self._max)
-
-
-def _drop_cr(text: str, length: int) -> str:
-    """A kept line of a CRLF file without its \\r (a line cut short has none left to drop)."""
-    return text[:-1] if text.endswith("\r") and len(text) == length else text
 
 
 def read_excerpt(chunks: Iterable[bytes], start: int, count: int, max_chars: int) -> Excerpt:

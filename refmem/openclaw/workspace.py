@@ -9,13 +9,15 @@ handler it never raises for anything a model can send: every outcome is a result
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import fnmatch
 import json
 import os
 import sqlite3
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from ..limits import DEFAULT_LIMITS, Limits
 from ..messages import IO_REASONS, escape, is_unsafe_char
@@ -23,9 +25,10 @@ from ..paths import VirtualPath
 from ..problems import FsProblem, NotRegular, ParentNotDir
 from ..store import Root, TooBig
 from ..text import is_crlf
-from . import inputs, paths, search
+from . import embeddings, inputs, paths, search
 from .disk import Disk
-from .index import Embed, Index, Refreshed
+from .fresh import Freshness
+from .index import FORMAT, Embed, Index, Refreshed
 from .limits import DEFAULT_OPENCLAW_LIMITS, OpenClawLimits
 from .messages import NOTICES, Refusal, error_result, problem, search_error
 from .window import read_excerpt
@@ -53,6 +56,12 @@ class OpenClawMemory:
     without an embedding provider. `index="memory"` keeps the index in memory instead of the
     file `.refmem/openclaw-index.sqlite`. `clock` gives the time for the decay of daily logs and
     the date of `append_daily`.
+
+    `allow` and `read_only` are the memory tool's options of the same names (D-OPENCLAW-ALLOW): under
+    an allow-list (glob patterns on the path below the workspace, as `MemoryHandler(allow=...)`)
+    memory_get refuses other files and search never indexes them; read-only, nothing is written
+    (`append_daily` is refused). Either keeps the search index in memory: the shared index file
+    holds every memory file, and writing it is a write.
     """
 
     def __init__(
@@ -64,18 +73,27 @@ class OpenClawMemory:
         embed_model: str = "custom",
         index: str = "file",
         clock: Callable[[], float] = time.time,
+        allow: Optional[Sequence[str]] = None,
+        read_only: bool = False,
     ) -> None:
         if index not in ("file", "memory"):
             raise ValueError('index must be "file" or "memory"')
+        self.allow = tuple(allow) if allow is not None else None
+        self.read_only = read_only
+        if self.allow is not None or read_only:
+            index = "memory"
         self.root = root if isinstance(root, Root) else Root(root)
-        self.disk = Disk(self.root, path_limits)
+        self.disk = Disk(self.root, path_limits, None if self.allow is None else self.allowed)
         self.limits = limits
         self.path_limits = path_limits
         self.embed = embed
-        self.embed_model = embed_model
+        self.embed_model = getattr(embed, "model", "") or embed_model
+        self.embed_provider = getattr(embed, "provider", "custom") if embed is not None else "none"
+        self.embed_fingerprint = embeddings.fingerprint(embed, embed_model) if embed is not None else ""
         self.clock = clock
         self._index_kind = index
         self._index: Optional[Index] = None
+        self._freshness: Optional[Freshness] = None
         self._lock = threading.Lock()
 
     def close(self) -> None:
@@ -89,6 +107,10 @@ class OpenClawMemory:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def allowed(self, relative: str) -> bool:
+        """Does the allow-list let the tools reach `relative` (a path below the workspace)?"""
+        return self.allow is None or any(fnmatch.fnmatchcase(relative, pattern) for pattern in self.allow)
 
     # -- the tools, as a runner calls them --
 
@@ -119,6 +141,8 @@ class OpenClawMemory:
         if isinstance(location, Refusal):
             return error_result(location.key, _echo(parsed.path), **location.values)
         relative = paths.relative(location.parts)
+        if not self.allowed(relative):  # before the disk: a refused name says nothing of what is there
+            return error_result("not_in_allow_list", relative)
         try:
             with self.disk.open_file(location) as opened:
                 excerpt = read_excerpt(opened.chunks(), parsed.start, parsed.lines, self.limits.get_max_chars)
@@ -142,7 +166,7 @@ class OpenClawMemory:
             return search_error(parsed.key, **parsed.values)
         try:
             index = self._open_index()
-            index.refresh(self.disk, self.limits)
+            self._fresh().update(index, self.disk)
         except FsProblem as error:
             return search_error("index_failed", unavailable=True, reason=_reason(error))
         except sqlite3.Error:
@@ -160,9 +184,10 @@ class OpenClawMemory:
             warnings.append(problem("embedder_failed").template)
             embed = None
             hits = search.run(index, parsed.query, parsed.max_results, parsed.min_score, self.limits, now, None)
+        hits = [hit for hit in hits if self.allowed(hit.path)]
         result: Dict[str, Any] = {
             "results": [search.present(hit, embed is not None, self.limits.snippet_max_chars) for hit in hits],
-            "provider": "none" if embed is None else "custom",
+            "provider": "none" if embed is None else self.embed_provider,
             "model": None if embed is None else self.embed_model,
             "mode": "keyword-only" if embed is None else "hybrid",
         }
@@ -171,8 +196,15 @@ class OpenClawMemory:
         return result
 
     def refresh(self) -> Refreshed:
-        """Bring the index up to date now (a search does this first anyway)."""
-        return self._open_index().refresh(self.disk, self.limits)
+        """Bring the index up to date now with a full scan (a search brings it up to date anyway, with
+        what the sources of changes report, see `fresh.py`)."""
+        return self._fresh().full(self._open_index(), self.disk)
+
+    def _fresh(self) -> Freshness:
+        with self._lock:
+            if self._freshness is None:
+                self._freshness = Freshness(self.root, self.limits)
+            return self._freshness
 
     def counts(self) -> Tuple[int, int]:
         """(memory files indexed, chunks) in the search index."""
@@ -182,14 +214,15 @@ class OpenClawMemory:
         with self._lock:
             if self._index is None:
                 settings = {
-                    "format": "refmem-openclaw-index/1",
+                    "format": FORMAT,
                     "chunking": f"{self.limits.chunk_tokens}/{self.limits.chunk_overlap_tokens}",
-                    "embedding": self.embed_model if self.embed is not None else "",
+                    "embedding": self.embed_fingerprint,
                 }
                 if self._index_kind == "memory":
                     self._index = Index.in_memory(settings, None)
                 else:
                     self._index = Index.open(self.disk, settings)
+                self._index.provider = self.embed_fingerprint or None
             return self._index
 
     def _ready_embedder(self, index: Index, warnings: List[str]) -> Optional[Embed]:
@@ -210,6 +243,10 @@ class OpenClawMemory:
         a final newline; a log not ending in one gets one first; a CRLF log gets CRLF lines."""
         when = day if day is not None else datetime.date.fromtimestamp(self.clock())
         relative = f"{paths.MEMORY_DIR}/{when.isoformat()}.md"
+        if self.read_only:
+            return error_result("read_only", relative)
+        if not self.allowed(relative):
+            return error_result("not_in_allow_list", relative)
         if not isinstance(text, str) or not text.strip():
             return error_result("log_text", relative)
         try:
@@ -243,6 +280,8 @@ class OpenClawMemory:
             if error.code in ("link", "hard_linked", "not_regular"):
                 return error_result(error.code, relative)
             return error_result("log_failed", relative, reason=_reason(error))
+        with contextlib.suppress(OSError):  # the note is written; a missing workspace tells no one
+            self._fresh().announce(relative)
         return {"status": "ok", "path": relative}
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 import json
 import math
 import os
@@ -11,7 +10,6 @@ import sqlite3
 import zlib
 from typing import Any, Dict, List, Sequence
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -19,31 +17,12 @@ from refmem.openclaw import OpenClawLimits, OpenClawMemory, bm25, chunks, rank, 
 from refmem.openclaw.disk import Disk
 from refmem.openclaw.index import Index
 
-CANARY = "CANARY-7f3a"
-NOW = datetime.datetime(2026, 11, 23, tzinfo=datetime.timezone.utc).timestamp()
-
-
-@pytest.fixture()
-def case(tmp_path: pathlib.Path) -> pathlib.Path:
-    (tmp_path / "memories" / "memory").mkdir(parents=True)
-    (tmp_path / "outside").mkdir()
-    (tmp_path / "outside" / "secret.md").write_text(f"{CANARY} outside zebra\n")
-    return tmp_path
-
-
-def write(case: pathlib.Path, relative: str, text: str) -> None:
-    target = case / "memories" / relative
-    target.parent.mkdir(parents=True, exist_ok=True)
-    target.write_text(text)
+from .support import CANARY, NOW, paths_of, write
 
 
 def workspace(case: pathlib.Path, **kwargs: Any) -> OpenClawMemory:
     kwargs.setdefault("clock", lambda: NOW)
     return OpenClawMemory(case / "memories", **kwargs)
-
-
-def paths_of(result: Dict[str, Any]) -> List[str]:
-    return [hit["path"] for hit in result["results"]]
 
 
 # --- chunking -----------------------------------------------------------------------------------
@@ -57,7 +36,8 @@ def test_token_estimate() -> None:
 
 
 def test_small_file_is_one_chunk() -> None:
-    assert chunks.chunk_text("a\nb\n", 400, 80) == [chunks.Chunk(1, 2, "a\nb")]
+    # OpenClaw's lines: the text split at newlines, the empty line after the final one included.
+    assert chunks.chunk_text("a\nb\n", 400, 80) == [chunks.Chunk(1, 3, "a\nb\n")]
 
 
 def test_curated_files_are_cut_per_entry() -> None:
@@ -66,12 +46,12 @@ def test_curated_files_are_cut_per_entry() -> None:
         chunks.Chunk(1, 1, "# Prefs"),
         chunks.Chunk(2, 2, "- green"),
         chunks.Chunk(3, 4, "- coffee\n  black"),
-        chunks.Chunk(5, 6, "## Work\nplain"),
+        chunks.Chunk(5, 7, "## Work\nplain\n"),
     ]
 
 
 def test_blank_chunks_are_dropped() -> None:
-    assert chunks.chunk_text("\n\n- a\n", 400, 80, per_entry=True) == [chunks.Chunk(3, 3, "- a")]
+    assert chunks.chunk_text("\n\n- a\n", 400, 80, per_entry=True) == [chunks.Chunk(3, 4, "- a\n")]
 
 
 def test_chunks_overlap_by_whole_lines() -> None:
@@ -80,7 +60,8 @@ def test_chunks_overlap_by_whole_lines() -> None:
     assert all(len(piece.text) <= 40 for piece in found)
     for before, after in zip(found, found[1:]):
         assert after.start_line == before.end_line  # one 5-character line fits in the 8 of overlap
-    assert found[-1].end_line == 199
+        assert after.text.startswith(before.text.rsplit("\n", 1)[-1])
+    assert found[-1].end_line == 200  # the empty line after the final newline
 
 
 @settings(max_examples=300, deadline=None)
@@ -91,14 +72,15 @@ def test_chunks_overlap_by_whole_lines() -> None:
     per_entry=st.booleans(),
 )
 def test_every_chunk_is_within_its_lines(text: str, tokens: int, overlap: int, per_entry: bool) -> None:
-    lines = chunks.memory_lines(text)
+    lines = text.split("\n")
     found = chunks.chunk_text(text, tokens, overlap, per_entry)
     limit = max(chunks.MIN_CHUNK_CHARS, tokens * chunks.CHARS_PER_TOKEN)
     covered = set()
     for piece in found:
         assert 1 <= piece.start_line <= piece.end_line <= len(lines)
         assert chunks.weight(piece.text) <= limit
-        assert piece.text in "\n".join(lines[piece.start_line - 1 : piece.end_line])
+        # OpenClaw joins a chunk's pieces with newlines, also the pieces of one long line
+        assert piece.text.replace("\n", "") in "".join(lines[piece.start_line - 1 : piece.end_line])
         covered.update(range(piece.start_line, piece.end_line + 1))
     assert {n for n, line in enumerate(lines, 1) if line.strip()} <= covered
 
@@ -183,7 +165,7 @@ def test_search_finds_and_ranks(case: pathlib.Path) -> None:
     assert result["mode"] == "keyword-only" and result["provider"] == "none"
     assert paths_of(result)[0] == "memory/2026-11-20.md"
     top = result["results"][0]
-    assert top["startLine"] == 1 and top["endLine"] == 2 and top["citation"] == "memory/2026-11-20.md#L1-L2"
+    assert top["startLine"] == 1 and top["endLine"] == 3 and top["citation"] == "memory/2026-11-20.md#L1-L3"
     assert top["source"] == "memory" and 0 < top["score"] <= 1
 
 
@@ -207,7 +189,7 @@ def test_results_open_with_memory_get(case: pathlib.Path) -> None:
     for hit in result["results"]:
         opened = memory.memory_get(hit["path"], hit["startLine"], hit["endLine"] - hit["startLine"] + 1)
         assert opened["status"] == "ok"
-        assert opened["text"].startswith(hit["snippet"])
+        assert hit["snippet"].rstrip("\n") in opened["text"]
 
 
 def test_snippets_are_bounded(case: pathlib.Path) -> None:
@@ -421,3 +403,18 @@ def test_skipped_files_are_not_read_again_while_unchanged(case: pathlib.Path) ->
     assert CountingDisk.reads == ["memory/bad.md", "memory/ok.md"]  # the big one is judged by its size
     CountingDisk.reads = []
     assert memory.refresh() == (0, 0, 0, 0) and CountingDisk.reads == []
+
+
+# --- the same units as OpenClaw -------------------------------------------------------------------
+
+CHUNKS = pathlib.Path(__file__).resolve().parent / "data" / "openclaw-2026.9.6-chunks.json"
+
+
+def test_chunks_and_sizes_are_openclaw_s_to_the_character() -> None:
+    """OpenClaw 2026.9.6's own `chunkMarkdown` and `estimateStringChars`, recorded on 201 texts mixing
+    CRLF, CJK of every weight, astral characters, list items and headings, and lines over a chunk."""
+    recorded = json.loads(CHUNKS.read_text(encoding="utf-8"))
+    for case in recorded["cases"]:
+        found = chunks.chunk_text(case["text"], case["tokens"], case["overlap"], case["perEntry"])
+        assert [list(chunk) for chunk in found] == case["chunks"], case["text"][:80]
+        assert chunks.weight(case["text"]) == case["weight"]

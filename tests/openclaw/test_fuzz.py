@@ -9,11 +9,11 @@ import random
 from typing import Any, Dict
 
 import pytest
-
 from refmem_conformance.openclaw.runner import ReferenceTarget, Reply, Target
+
 from refmem_fuzz import openclaw as harness
 
-FINDINGS = pathlib.Path(__file__).resolve().parents[1] / "fuzz" / "findings" / "openclaw"
+FINDINGS = pathlib.Path(__file__).resolve().parents[2] / "fuzz" / "findings" / "openclaw"
 
 
 def test_reference_survives_a_seeded_run() -> None:

@@ -4,16 +4,14 @@ catch what they must (a leak, an escape, a wrong result) on deliberately broken 
 from __future__ import annotations
 
 import json
-import os
 import pathlib
-import shutil
-import subprocess
 from typing import Any, Dict
 
 import pytest
-
 from refmem_conformance.openclaw import expect, runner
 from refmem_conformance.openclaw.runner import Case, Reply, Target, load_cases, run_case
+
+from .support import openclaw_ready
 
 DOC_FEATURES = {
     "get",
@@ -38,7 +36,7 @@ DOC_FEATURES = {
 def test_cases_are_well_formed() -> None:
     cases = load_cases()
     assert len(cases) >= 60
-    notes = (pathlib.Path(__file__).resolve().parents[1] / "docs" / "spec-notes.md").read_text(encoding="utf-8")
+    notes = (pathlib.Path(__file__).resolve().parents[2] / "docs" / "spec-notes.md").read_text(encoding="utf-8")
     for case in cases:
         raw = case.raw
         assert raw["basis"] in ("openclaw", "reference", "security"), case.id
@@ -137,23 +135,8 @@ def test_partial_expectations() -> None:
     assert len(expect.judge_step(step, True, {"results": [], "x": 1})) == 4
 
 
-def _openclaw_ready() -> bool:
-    node = runner.find_node()
-    if (
-        not (runner.ADAPTER_DIR / "node_modules" / "openclaw").is_dir()
-        or shutil.which(node) is None
-        and not os.path.isfile(node)
-    ):
-        return False
-    try:
-        major = subprocess.run([node, "-p", "process.versions.node"], capture_output=True, text=True, timeout=30).stdout
-    except OSError:
-        return False
-    return major.strip().split(".")[0].isdigit() and int(major.strip().split(".")[0]) >= 24
-
-
 @pytest.mark.skipif(
-    not _openclaw_ready(), reason="OpenClaw is not installed (conformance/adapters/openclaw/install.sh) or Node < 24"
+    not openclaw_ready(), reason="OpenClaw is not installed (conformance/adapters/openclaw/install.sh) or Node < 24"
 )
 def test_openclaw_adapter_runs_the_cases(tmp_path: pathlib.Path) -> None:
     info, results = runner.run(

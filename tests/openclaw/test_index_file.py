@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import pathlib
 import sqlite3
+import subprocess
+import sys
 import threading
 from typing import Any, Dict, List
 
@@ -14,16 +16,12 @@ import pytest
 from refmem.openclaw import OpenClawMemory
 from refmem.openclaw.index import Index, fts5_available
 
-CANARY = "CANARY-7f3a"
+from .support import CANARY, write
 
 
-@pytest.fixture()
-def case(tmp_path: pathlib.Path) -> pathlib.Path:
-    (tmp_path / "memories" / "memory").mkdir(parents=True)
-    (tmp_path / "memories" / "memory" / "a.md").write_text("zebra crossing\n")
-    (tmp_path / "outside").mkdir()
-    (tmp_path / "outside" / "secret.db").write_text(f"{CANARY}\n")
-    return tmp_path
+@pytest.fixture(autouse=True)
+def _one_note(case: pathlib.Path) -> None:
+    write(case, "memory/a.md", "zebra crossing\n")
 
 
 def index_path(case: pathlib.Path) -> pathlib.Path:
@@ -147,11 +145,16 @@ def test_planted_rows_in_a_well_formed_index_do_not_survive_a_refresh(case: path
     search(case)
     with sqlite3.connect(index_path(case)) as conn:
         conn.execute("PRAGMA journal_mode=MEMORY")
-        conn.execute("INSERT INTO files VALUES ('memory/planted.md', 1, 1, 1, 1, 1)")
         conn.execute(
-            "INSERT INTO chunks(path, start_line, end_line, text, length) "
-            "VALUES ('memory/planted.md', 1, 1, 'zebra', 1)"
+            "INSERT INTO files(path, dev, ino, size, mtime_ns, chunks, key_path, key_base, key_stem) "
+            "VALUES ('memory/planted.md', 1, 1, 1, 1, 1, 'memory/planted.md', 'planted.md', 'planted')"
         )
+        conn.execute(
+            "INSERT INTO chunks(path, start_line, end_line, text, length, words, hash) "
+            "VALUES ('memory/planted.md', 1, 1, 'zebra', 1, 1, 'x')"
+        )
+        if fts5_available():
+            conn.execute("INSERT INTO chunks_fts(rowid, text) VALUES (last_insert_rowid(), 'zebra')")
     result = search(case)
     assert [hit["path"] for hit in result["results"]] == ["memory/a.md"]  # the file does not exist: dropped
 
@@ -206,3 +209,47 @@ def test_index_open_directly_reports_the_fallback(case: pathlib.Path) -> None:
     finally:
         os.chmod(case / "memories" / ".refmem", 0o700)
     outside_unchanged(case)
+
+
+# --- SQLite's locks survive a second handler in the same process ----------------------------------
+
+PROBE = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], timeout=0, isolation_level=None)
+try:
+    conn.execute("BEGIN IMMEDIATE")
+except sqlite3.OperationalError:
+    print("refused")
+else:
+    print("granted")
+"""
+
+
+def other_process_may_write(case: pathlib.Path) -> bool:
+    """Can another process take the index's write lock right now (without waiting)?"""
+    found = subprocess.run(
+        [sys.executable, "-c", PROBE, str(index_path(case))], capture_output=True, text=True, timeout=60, check=True
+    )
+    return found.stdout.strip() == "granted"
+
+
+def test_opening_the_index_again_keeps_this_process_s_write_lock(case: pathlib.Path) -> None:
+    """SQLite's locks are POSIX record locks: they belong to the process and the file, and closing any
+    descriptor of the file drops them all. The index used to be opened through a checked descriptor
+    that was closed right after SQLite opened it: a second handler opening the index dropped the
+    first one's write lock, and another process could then write beside it."""
+    first = OpenClawMemory(case / "memories")
+    first.refresh()
+    index = first._open_index()
+    index.conn.execute("BEGIN IMMEDIATE")
+    try:
+        assert not other_process_may_write(case)
+        second = OpenClawMemory(case / "memories")
+        assert second.counts() == (1, 1)  # opened and read beside the write lock
+        assert not other_process_may_write(case)
+        second.close()
+        assert not other_process_may_write(case)
+    finally:
+        index.conn.execute("ROLLBACK")
+    first.close()
+    assert other_process_may_write(case)  # nothing of this process holds the file any more

@@ -1,0 +1,128 @@
+"""Keeping the search index fresh without a rescan per search (D-OPENCLAW-INDEX-FRESH).
+
+Before each search `Freshness.update` asks the sources of changes (`changes.py`) what changed and
+reads again only that: the in-process notices and the store's journal name files; the interval says
+when the full scan is due; and the cheap check of every search looks at the modification time of each
+folder holding memory files, listing again only a folder whose time moved (or moved too recently to
+be trusted, `changes.RACY_NS`). A folder that appeared is scanned whole, one that went takes its files
+with it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable, Dict, List, Set, Tuple
+
+from ..store import Root
+from . import changes, paths
+from .disk import Disk, FolderState
+from .index import Index, Refreshed
+from .limits import OpenClawLimits
+
+Parts = Tuple[str, ...]
+
+
+def _directly_in(folder: Parts) -> Callable[[str], bool]:
+    prefix = "/".join(folder)
+    if not prefix:
+        return lambda path: "/" not in path
+    return lambda path: path.rsplit("/", 1)[0] == prefix if "/" in path else False
+
+
+def _below(folder: Parts) -> Callable[[str], bool]:
+    prefix = "/".join(folder) + "/"
+    return lambda path: path.startswith(prefix)
+
+
+class Freshness:
+    """What one handler knows of the workspace since its last search: the tokens its sources handed
+    out and the state of every folder it looked at (with when it looked)."""
+
+    def __init__(self, root: Root, limits: OpenClawLimits) -> None:
+        self.limits = limits
+        key = changes.workspace_key(root)
+        self.notices = changes.Notices(key)
+        sources: List[changes.Source] = [self.notices, changes.Interval(limits.scan_interval_ms * 1_000_000)]
+        store_journal = changes.journal(root)
+        if store_journal is not None:
+            sources.append(store_journal)
+        self.sources = sources
+        self.tokens = [0] * len(sources)
+        self.folders: Dict[Parts, Tuple[FolderState, int]] = {}  # state, and when it was taken (ns)
+        self.lock = threading.Lock()
+        self.full_scans = 0
+
+    def update(self, index: Index, disk: Disk) -> Refreshed:
+        """Bring `index` up to date (see the module docstring)."""
+        with self.lock:
+            changed: Set[str] = set()
+            full = False
+            for number, source in enumerate(self.sources):
+                self.tokens[number], found = source.changes_since(self.tokens[number])
+                if found is None:
+                    full = True
+                else:
+                    changed |= found
+            if full:
+                return self.full(index, disk)
+            total = [0, 0, 0, 0]
+            for result in self._check_folders(index, disk):
+                total = [a + b for a, b in zip(total, result)]
+            if changed:
+                result = index.refresh_paths(disk, self.limits, changed)
+                total = [a + b for a, b in zip(total, result)]
+            return Refreshed(*total)
+
+    def full(self, index: Index, disk: Disk) -> Refreshed:
+        """The full scan, now."""
+        folders: Dict[Parts, FolderState] = {}
+        taken = time.time_ns()
+        result = index.refresh(disk, self.limits, folders)
+        self.folders = {parts: (state, taken) for parts, state in folders.items()}
+        self.full_scans += 1
+        return result
+
+    def _check_folders(self, index: Index, disk: Disk) -> List[Refreshed]:
+        results: List[Refreshed] = []
+        gone: List[Parts] = []
+        for parts, (known, taken) in sorted(self.folders.items()):
+            if any(parts[: len(g)] == g for g in gone):
+                continue
+            now = time.time_ns()
+            state = disk.folder_state(parts)
+            if state == known and known.mtime_ns < taken - changes.RACY_NS:
+                continue
+            if state is None:
+                gone.append(parts)
+                results.append(index.reconcile(disk, self.limits, {}, _below(parts)))
+                continue
+            listed = disk.list_folder(parts)
+            if listed is None:
+                gone.append(parts)
+                results.append(index.reconcile(disk, self.limits, {}, _below(parts)))
+                continue
+            files, subfolders = listed
+            self.folders[parts] = (state, now)
+            results.append(index.reconcile(disk, self.limits, files, _directly_in(parts)))
+            for sub in subfolders:
+                if sub not in self.folders:  # a new folder: scanned whole
+                    found: Dict[Parts, FolderState] = {}
+                    scanned = disk.scan(self.limits.max_indexed_files, found, sub)
+                    results.append(index.reconcile(disk, self.limits, scanned, _below(sub)))
+                    taken_now = time.time_ns()
+                    for folder, folder_state in found.items():
+                        self.folders[folder] = (folder_state, taken_now)
+            children = [f for f in self.folders if len(f) == len(parts) + 1 and f[:-1] == parts]
+            for old in [f for f in children if f not in subfolders]:
+                gone.append(old)
+                results.append(index.reconcile(disk, self.limits, {}, _below(old)))
+        for parts in gone:
+            for folder in [folder for folder in self.folders if folder[: len(parts)] == parts]:
+                del self.folders[folder]
+        return results
+
+    def announce(self, relative: str) -> None:
+        """This process wrote `relative`: tell every handler of the workspace."""
+        if paths.is_indexed(tuple(relative.split("/"))):
+            changes.notify(self.notices.key, [relative])
