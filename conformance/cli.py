@@ -23,12 +23,13 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Text
 
 import refmem
 
-from . import CASE_FORMAT_VERSION, PROTOCOL_VERSION, SUITE_VERSION, matrixpage
+from . import CASE_FORMAT_VERSION, PROTOCOL_VERSION, SUITE_VERSION
 from . import expectations as expect
 from . import htmlpage as html
 from .badges import write_badges
 from .cases import CASES_DIR, Case, CaseLoadError, Selection, load_cases
 from .figures import run_verdict
+from .matrixpage import matrix_page
 from .reports import as_json, describe_failure, summary, write_json, write_junit, write_markdown
 from .results import CaseResult, RunResult
 from .runner import StressRunner, run_suite
@@ -275,7 +276,7 @@ def _matrix(args: argparse.Namespace, err: TextIO) -> int:
         except TrendError as exc:
             raise MatrixError(str(exc)) from exc
     args.html.parent.mkdir(parents=True, exist_ok=True)
-    html.write(matrixpage.matrix_page(reports, args.title, trend=args.trend), args.html)
+    html.write(matrix_page(reports, args.title, trend=args.trend), args.html)
     kind = "reports of one implementation, oldest first" if args.trend else "implementations"
     err.write(f"wrote {args.html}: {len(reports)} {kind}\n")
     if not args.trend and one_implementation(reports):
