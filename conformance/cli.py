@@ -25,14 +25,17 @@ import refmem
 from . import CASE_FORMAT_VERSION, PROTOCOL_VERSION, SUITE_VERSION, terminal
 from . import expectations as expect
 from . import htmlpage as html
+from .badges import write_badges
 from .cases import CASES_DIR, Case, CaseLoadError, Selection, load_cases
 from .figures import run_verdict
+from .matrixpage import matrix_page
 from .reports import as_json, describe_failure, summary, write_json, write_junit, write_markdown
 from .results import CaseResult, RunResult
 from .runner import StressRunner, run_suite
 from .scaffold import LANGUAGES, ScaffoldError, new_adapter
 from .targets import DEFAULT_STEP_TIMEOUT, TargetError
 from .tiers import PROFILES, default_profile
+from .trend import TrendError, check_one_implementation, one_implementation
 from .visible import printable
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -51,7 +54,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="refmem-conformance",
         description=f"Memory tool conformance suite, edition {SUITE_VERSION} (adapter protocol {PROTOCOL_VERSION}).",
         epilog="Subcommands: run (default), baseline, list, validate, matrix REPORT.json... --html FILE "
-        "(implementations side by side), new-adapter --lang python|node [--out FILE] [--force] (a starting "
+        "(implementations side by side; with --trend, one implementation's reports, oldest first), "
+        "new-adapter --lang python|node [--out FILE] [--force] (a starting "
         "point for an adapter that already runs). "
         "Exit 0 ok, 1 unexpected failure, 2 usage/adapter failure.",
     )
@@ -106,6 +110,18 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="one self-contained HTML page (figures, features by outcome, every failure); with matrix, the "
         "implementations side by side",
+    )
+    parser.add_argument(
+        "--badges",
+        type=pathlib.Path,
+        metavar="DIR",
+        help="write shields.io endpoint badges into DIR: safe.json (yes/no) and documented.json (x/y must cases)",
+    )
+    parser.add_argument(
+        "--trend",
+        action="store_true",
+        help="matrix: the reports are of one implementation (versions of it, or suite editions), oldest first: "
+        "show what changed from each to the next",
     )
     parser.add_argument("--title", default="", help="title of the Markdown report")
     parser.add_argument(
@@ -232,18 +248,38 @@ class MatrixError(Exception):
     """matrix: no reports, no --html, or a report that cannot be read."""
 
 
+def _read_report(path: pathlib.Path) -> Dict[str, Any]:
+    """A JSON report as the matrix reads it: an object with a figures object and a list of cases with IDs."""
+    try:
+        report = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise MatrixError(f"{path}: not a readable JSON report ({exc})") from exc
+    cases = report.get("cases") if isinstance(report, dict) else None
+    if (
+        not isinstance(cases, list)
+        or not isinstance(report.get("figures"), dict)
+        or not all(isinstance(case, dict) and isinstance(case.get("id"), str) for case in cases)
+    ):
+        raise MatrixError(f"{path}: not a JSON report of refmem-conformance (--report-json)")
+    read: Dict[str, Any] = report
+    return read
+
+
 def _matrix(args: argparse.Namespace, err: TextIO) -> int:
     if not args.reports or args.html is None:
         raise MatrixError("matrix needs one or more JSON reports (--report-json) and --html FILE")
-    reports = []
-    for path in args.reports:
+    reports = [_read_report(path) for path in args.reports]
+    if args.trend:
         try:
-            reports.append(json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError) as exc:
-            raise MatrixError(f"{path}: not a readable JSON report ({exc})") from exc
+            check_one_implementation(reports)
+        except TrendError as exc:
+            raise MatrixError(str(exc)) from exc
     args.html.parent.mkdir(parents=True, exist_ok=True)
-    html.write(html.matrix_page(reports, args.title), args.html)
-    err.write(f"wrote {args.html}: {len(reports)} implementations\n")
+    html.write(matrix_page(reports, args.title, trend=args.trend), args.html)
+    kind = "reports of one implementation, oldest first" if args.trend else "implementations"
+    err.write(f"wrote {args.html}: {len(reports)} {kind}\n")
+    if not args.trend and one_implementation(reports):
+        err.write("all the reports are of one implementation: --trend shows what changed from each to the next\n")
     return EXIT_OK
 
 
@@ -394,6 +430,7 @@ def _write_reports(args: argparse.Namespace, run: RunResult) -> None:
         "junit": write_junit,
         "markdown": lambda run, path: write_markdown(run, path, args.title),
         "html": lambda run, path: html.write(html.report_page(as_json(run), args.title), path),
+        "badges": lambda run, path: write_badges(as_json(run), path),
     }
     for option, writer in writers.items():
         path = getattr(args, option)

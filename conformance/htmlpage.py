@@ -1,40 +1,82 @@
-"""HTML pages from JSON reports: one implementation's report, and several side by side (a matrix).
+"""HTML pages from JSON reports: one implementation's report here, several side by side in matrixpage.py.
 
 Both are built from the JSON report (`as_json`), so a page can be made again from published JSON without a
-run. A page is one self-contained file: inline CSS, no script, nothing fetched; every text is escaped and its
-failures are the bounded excerpts of the text report (conformance/excerpt.py), drawn with visible whitespace.
+run. A page is one self-contained file: inline CSS, no script, nothing fetched (its Content-Security-Policy
+forbids it too); every text is drawn printable (conformance/visible.py) and then HTML-escaped, and failures are
+the bounded excerpts of the text report (conformance/excerpt.py), drawn with visible whitespace.
 """
 
 from __future__ import annotations
 
 import html
 import pathlib
-from typing import Any, Dict, List, Sequence
+from typing import Any, Dict, List, Mapping, Tuple
 
 from .checks import Finding
-from .figures import ROWS
+from .figures import ROWS, Row
 from .figures import rows as figure_rows
+from .legend import FIGURE_UNITS
 from .reports import finding_lines
+from .tiers import (
+    COST,
+    DOCUMENTED,
+    HARDENING,
+    HOST_LAYOUT,
+    MUST,
+    PROFILES,
+    REFERENCE,
+    ROBUSTNESS,
+    SHOULD,
+    SIGNALLING,
+    describe_profile,
+    gates,
+)
 from .visible import printable, redact
 
 OUTCOMES = ("pass", "fail", "xfail", "xpass", "skip")
 
 STYLE = """
-body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:80em;padding:0 1em;color:#1b1b1b}
-table{border-collapse:collapse;margin:.5em 0 1.5em}
+body{font:14px/1.45 system-ui,sans-serif;margin:1em auto;max-width:96em;padding:0 1em;color:#1b1b1b}
+h1{font-size:1.6em;margin:.2em 0 .3em}h2{margin:1em 0 .3em}
+table{border-collapse:collapse;margin:.4em 0 1.2em}
+caption{text-align:left;padding:.2em 0;color:#444}
 th,td{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}
 th{background:#f3f3f3}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
-.yes{background:#e5f5e0}.no{background:#fde0dd}
+.yes{background:#dff2d8}.no{background:#fbd3cf}
+.st-unsafe{background:#f4a6a0}.st-fail{background:#fdc68a}.st-known{background:#c9dcf5}
+.st-shown{background:#fff0a8}.st-clean{background:#dff2d8}.st-none{background:#eeeeee;color:#555}
+.sw{display:inline-block;width:.9em;height:.9em;border:1px solid #888;vertical-align:-.1em;margin-right:.3em}
+.note{color:#444;font-size:92%}.tag{font-size:85%;color:#333}.meaning{font-weight:normal}
+th.figure{font-weight:normal}table.wide{width:100%}
+.legend{border:1px solid #ccc;background:#fafafa;padding:.4em .8em;margin:.4em 0 1em}
+.legend p{margin:.3em 0}.legend table{margin:.2em 0;width:100%;table-layout:fixed}
+.legend td{font-size:92%;border-color:#ddd}#legend-classes th{width:8%}
+.legend dl{display:grid;grid-template-columns:repeat(2,1fr);gap:.1em 2em;margin:.3em 0;font-size:92%}
+.legend dt{font-weight:bold;display:inline}.legend dd{margin:0;display:inline}
+nav a{margin-right:1em}
 pre{background:#f7f7f7;border:1px solid #ddd;padding:.6em;overflow-x:auto;white-space:pre}
 details{margin:.3em 0}
 summary{cursor:pointer}
 code{font-size:90%}
+table.cases td:first-child{white-space:nowrap}
 """
 
+CSP = "default-src 'none'; style-src 'unsafe-inline'"
+"""The page's Content-Security-Policy: its own inline style, nothing else (no script, image, font or fetch)."""
 
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
+
+def escape(value: Any) -> str:
+    """Any text (a backend's included) as HTML: drawn printable on one line, then escaped (attributes too)."""
+    return html.escape(printable(str(value)), quote=True)
+
+
+def escape_block(text: str) -> str:
+    """Several lines for a `<pre>`: each drawn printable and escaped, the line breaks kept."""
+    return "\n".join(escape(line) for line in text.split("\n"))
+
+
+_e = escape
 
 
 def figure_text(figures: Dict[str, Any], key: str) -> str:
@@ -43,13 +85,14 @@ def figure_text(figures: Dict[str, Any], key: str) -> str:
     return row.text(figures)
 
 
-def _document(title: str, body: List[str]) -> str:
+def document(title: str, body: List[str]) -> str:
     return "\n".join(
         [
             "<!DOCTYPE html>",
             '<html lang="en">',
             "<head>",
             '<meta charset="utf-8">',
+            f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
             f"<title>{_e(title)}</title>",
             f"<style>{STYLE}</style>",
             "</head>",
@@ -62,9 +105,11 @@ def _document(title: str, body: List[str]) -> str:
     )
 
 
-def _name(report: Dict[str, Any]) -> str:
-    info = report.get("implementation", {})
-    return " ".join(part for part in (info.get("name", "?"), info.get("version", "")) if part)
+def name(report: Mapping[str, Any]) -> str:
+    """The implementation's name and version as a report gives them."""
+    info = report.get("implementation")
+    info = info if isinstance(info, Mapping) else {}
+    return " ".join(str(part) for part in (info.get("name", "?"), info.get("version", "")) if part)
 
 
 def failing(report: Dict[str, Any]) -> List[Dict[str, Any]]:
@@ -104,13 +149,67 @@ def case_text(case: Dict[str, Any]) -> str:
     return redact("\n".join(lines))
 
 
+def figure_header(row: Row) -> str:
+    """A figure's name, what it means and what its numbers count, as a table header cell's content."""
+    unit = FIGURE_UNITS.get(row.key, "")
+    counts = f' <span class="note">({_e(unit)})</span>' if unit else ""
+    return f'<b>{_e(row.name)}</b>: <span class="meaning">{_e(row.meaning)}</span>{counts}'
+
+
+FIGURE_CLASS: Dict[str, Tuple[str, str]] = {
+    "host_layout_findings": (HOST_LAYOUT, SHOULD),
+    "documented": (DOCUMENTED, MUST),
+    "wording": (DOCUMENTED, SHOULD),
+    "suggested": (DOCUMENTED, SHOULD),
+    "reference": (REFERENCE, SHOULD),
+    "hardening": (HARDENING, SHOULD),
+    "signalling": (SIGNALLING, SHOULD),
+    "robustness_findings": (ROBUSTNESS, SHOULD),
+    "cost_findings": (COST, SHOULD),
+}
+"""The class of finding (and level) behind each figure that counts cases or findings, to say whether a figure
+that falls short decides anything under a report's profile (tiers.gates)."""
+
+
+def row_text(row: Row, figures: Mapping[str, Any]) -> str:
+    """A figure's text as every writer shows it, or `?` where a report's figures are not what this version
+    writes (an unknown profile, a pair that is not one): a page is made from any report without failing."""
+    try:
+        return row.text(dict(figures))
+    except (KeyError, TypeError, ValueError, IndexError):
+        return "?"
+
+
+def figure_state(row: Row, figures: Dict[str, Any]) -> str:
+    """The cell state (families.STATES) of a figure: clean when it holds; when it does not, unsafe for `safe`,
+    fail when it counts under the report's profile, shown when the profile only shows it."""
+    try:
+        if row.ok(figures):
+            return "clean"
+    except (KeyError, TypeError, ValueError, IndexError):
+        return "none"
+    if row.key == "safe":
+        return "unsafe"
+    profile = str(figures.get("profile", ""))
+    found = FIGURE_CLASS.get(row.key)
+    if found is None or profile not in PROFILES:
+        return "fail"
+    cls, level = found
+    return "fail" if gates(profile, cls, cls, level) else "shown"
+
+
+def profile_text(profile: Any) -> str:
+    """A profile and what gates under it; a profile this version does not know is shown as it is."""
+    known = str(profile) in PROFILES
+    return f"{profile}: {describe_profile(str(profile))}" if known else f"{profile} (unknown profile)"
+
+
 def _figures_table(figures: Dict[str, Any]) -> List[str]:
     rows = ["<table>", "<tr><th>figure</th><th>value</th></tr>"]
     for row in figure_rows(figures):
-        css = "yes" if row.ok(figures) else "no"
         rows.append(
-            f'<tr id="figure-{row.key}"><td>{_e(row.name)}: {_e(row.meaning)}</td>'
-            f'<td class="num {css}">{_e(row.text(figures))}</td></tr>'
+            f'<tr id="figure-{row.key}"><th class="figure">{figure_header(row)}</th>'
+            f'<td class="num st-{figure_state(row, figures)}">{_e(row_text(row, figures))}</td></tr>'
         )
     return rows + ["</table>"]
 
@@ -123,23 +222,30 @@ def _feature_table(report: Dict[str, Any]) -> List[str]:
     return rows + ["</table>"]
 
 
+FIGURE_COLOURS = (
+    "Colours: green, the figure holds; yellow, it falls short where the report's profile only shows it; orange, it "
+    "falls short where the profile counts it; red, not safe."
+)
+
+
 def report_page(report: Dict[str, Any], title: str = "") -> str:
     """One implementation: what it is, the figures by tier, features by outcome, every failure."""
-    name = _name(report)
-    title = title or f"Memory tool conformance: {name}"
+    shown = name(report)
+    title = title or f"Memory tool conformance: {shown}"
     versions = report.get("versions", {})
     body = [
         f"<h1>{_e(title)}</h1>",
         "<table>",
-        f"<tr><th>implementation</th><td>{_e(name)}</td></tr>",
+        f"<tr><th>implementation</th><td>{_e(shown)}</td></tr>",
         f"<tr><th>target</th><td><code>{_e(report.get('target', ''))}</code></td></tr>",
         f"<tr><th>storage</th><td>{_e(report.get('storage', ''))}</td></tr>",
-        f"<tr><th>profile</th><td>{_e(report.get('profile', ''))}</td></tr>",
+        f"<tr><th>profile</th><td>{_e(profile_text(report.get('profile', '')))}</td></tr>",
         "<tr><th>suite / protocol / case format</th><td>"
         + _e(f"{versions.get('suite')} / {versions.get('protocol')} / {versions.get('case_format')}")
         + "</td></tr>",
         "</table>",
         "<h2>Figures by tier</h2>",
+        f'<p class="note">{_e(FIGURE_COLOURS)}</p>',
         *_figures_table(report.get("figures", {})),
         "<h2>Features by outcome</h2>",
         *_feature_table(report),
@@ -151,52 +257,12 @@ def report_page(report: Dict[str, Any], title: str = "") -> str:
         classes = ", ".join(case.get("classes", []))
         body += [
             f'<details class="failure" id="case-{_e(case["id"])}">',
-            f"<summary><code>{_e(case['id'])}</code> [{_e(classes)}] {_e(printable(case.get('description', '')))}"
+            f"<summary><code>{_e(case['id'])}</code> [{_e(classes)}] {_e(case.get('description', ''))}"
             "</summary>",
-            f"<pre>{_e(case_text(case))}</pre>",
+            f"<pre>{escape_block(case_text(case))}</pre>",
             "</details>",
         ]
-    return _document(title, body)
-
-
-def matrix_page(reports: Sequence[Dict[str, Any]], title: str = "") -> str:
-    """Several implementations side by side: the figures, then every case that any of them fails."""
-    title = title or "Memory tool conformance: implementations side by side"
-    names = [_name(report) for report in reports]
-    head = "<tr><th></th>" + "".join(f"<th>{_e(name)}</th>" for name in names) + "</tr>"
-    body = [f"<h1>{_e(title)}</h1>", "<h2>Figures by tier</h2>", '<table id="figures">', head]
-    for figure in ROWS:
-        all_figures = [report.get("figures", {}) for report in reports]
-        if not any(figure.shown(figures) for figures in all_figures):
-            continue
-        values = "".join(
-            f'<td class="num {"yes" if figure.ok(figures) else "no"}">{_e(figure.text(figures))}</td>'
-            for figures in all_figures
-        )
-        body.append(f'<tr id="figure-{figure.key}"><th>{_e(figure.name)}: {_e(figure.meaning)}</th>{values}</tr>')
-    body.append("</table>")
-    outcomes = [{case["id"]: case for case in report.get("cases", [])} for report in reports]
-    order = list(dict.fromkeys(case_id for by_id in outcomes for case_id in by_id))
-    failed = [
-        case_id
-        for case_id in order
-        if any(by_id.get(case_id, {}).get("outcome") in ("fail", "xpass") for by_id in outcomes)
-    ]
-    body += [f"<h2>Cases any implementation fails ({len(failed)})</h2>", '<table id="cases">', "<tr><th>case</th>"]
-    body[-1] += "".join(f"<th>{_e(name)}</th>" for name in names) + "</tr>"
-    for case_id in failed:
-        cells = []
-        for by_id in outcomes:
-            case = by_id.get(case_id)
-            if case is None:
-                cells.append("<td>-</td>")
-                continue
-            outcome = case.get("outcome", "")
-            css = "no" if outcome in ("fail", "xpass") else "yes" if outcome in ("pass", "xfail") else ""
-            cells.append(f'<td class="{css}">{_e(outcome)} {_e(", ".join(case.get("classes", [])))}</td>')
-        body.append(f"<tr><td><code>{_e(case_id)}</code></td>{''.join(cells)}</tr>")
-    body.append("</table>")
-    return _document(title, body)
+    return document(title, body)
 
 
 def write(page: str, path: pathlib.Path) -> None:

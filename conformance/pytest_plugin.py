@@ -6,20 +6,33 @@
     pytest --memory-target refmem -m "memory_must and memory_feature_paths" -k "not unicode"
 
 Installed, the plugin is loaded through its `pytest11` entry point (or `-p refmem_conformance.pytest_plugin` where
-plugin autoloading is off); without `--memory-target` it adds nothing. Each case is an item `memory-conformance::ID`
+plugin autoloading is off); without a target it adds no test. Each case is an item `memory-conformance::ID`
 marked with its tier (`memory_documented`, `memory_reference`, `memory_hardening`), level (`memory_must`,
-`memory_should`) and features (`memory_feature_view`, ...). Cases expected to fail become strict xfails when
-`--memory-strict` is given (an unexpected pass then fails), plain xfails otherwise; cases expected to be skipped are
-skipped.
+`memory_should`) and features (`memory_feature_view`, ...); the markers are registered with or without a target,
+so `pytest --markers` lists them. Cases expected to fail become strict xfails when `--memory-strict` is given (an
+unexpected pass then fails), plain xfails otherwise; cases expected to be skipped are skipped.
+
+Every option is also an ini option of the same name with underscores (`SETTINGS`), so a project can keep its
+target and selection in `[tool.pytest.ini_options]` or pytest.ini; the command line wins where both are given:
+
+    [tool.pytest.ini_options]
+    memory_target = "python:mypackage.memory:make"
+    memory_skip_features = "symlink hardlink"
+    memory_workdir = "/dev/shm"
+
+A node ID pytest prints is pasteable as it is, even in the form pytest uses when its rootdir is not the current
+folder (`../../memory-conformance::ID`, see `our_node_id`).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import pathlib
 import re
 import secrets
 import tempfile
-from typing import Any, Iterator, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
@@ -37,55 +50,159 @@ ROOT_NAME = "memory-conformance"
 """The collector every case item hangs under; its node ID is this name, so a case's ID is ROOT_NAME::CASE."""
 
 
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """One option of the plugin: `--memory-NAME` on the command line and `memory_NAME` in the ini file
+    (`[tool.pytest.ini_options]`, pytest.ini, tox.ini, setup.cfg). The command line wins where both are given."""
+
+    name: str
+    help: str
+    kind: str = "text"
+    """text, path, number, flag (store_true / ini bool), list (repeatable / ini args) or lines (repeatable /
+    ini linelist: one item a line, for items that hold spaces)."""
+    metavar: Optional[str] = None
+    choices: Optional[Tuple[str, ...]] = None
+    default: Any = None
+
+    @property
+    def dest(self) -> str:
+        return self.name.replace("-", "_")
+
+    @property
+    def option(self) -> str:
+        return "--" + self.name
+
+
+_INI_TYPES = {
+    "text": "string", "path": "string", "number": "string", "flag": "bool", "list": "args", "lines": "linelist",
+}
+
+SETTINGS: Tuple[Setting, ...] = (
+    Setting("memory-target", "refmem, python:MODULE:CALLABLE or 'cmd:COMMAND LINE'; without it the plugin adds no "
+            "test", metavar="SPEC"),
+    Setting("memory-run", "only these case IDs (globs)", "list", "GLOB"),
+    Setting("memory-skip", "not these case IDs (globs)", "list", "GLOB"),
+    Setting("memory-features", "only cases with any of these features", "list", "A,B"),
+    Setting("memory-skip-features", "leave out cases with any of these features (a feature the backend does not "
+            "have)", "list", "A,B"),
+    Setting("memory-level", "only this level", "list", choices=("must", "should")),
+    Setting("memory-expectations", "known deviations (JSON)", "path", "FILE"),
+    Setting("memory-strict", "expected failures that pass fail the test", "flag"),
+    Setting("memory-timeout", "seconds per step", "number", "S", default=str(DEFAULT_STEP_TIMEOUT)),
+    Setting("memory-no-matrix", "leave out the generated security matrix", "flag"),
+    Setting("memory-cases-dir", "read case files from DIR instead of the suite's own", "path", "DIR"),
+    Setting("memory-workdir", "make case directories under DIR (a tmpfs is fastest); written --memory-workdir=DIR "
+            "(or set in the ini file) it leaves pytest's rootdir alone", "path", "DIR"),
+    Setting("memory-profile", "what fails a case: documented (the default for every target but the reference), "
+            "standard (the reference's default) or hardening; safety, signalling and robustness always", "text",
+            choices=tuple(sorted(PROFILES))),
+    Setting("memory-stress", "also run the stress tier (conformance/stress.py) as one test: any safety or cost "
+            "finding fails it", "text", choices=("quick", "full")),
+    Setting("memory-error-prefix", "python targets: a plain string starting with TEXT is an error; repeat it for "
+            "several (in the ini file, one a line)", "lines", "TEXT"),
+    Setting("memory-full-diff", "print every line of a failure (default: the first difference)", "flag"),
+)
+"""Every option of the plugin, each both a command-line flag and an ini option."""
+
+
 def pytest_addoption(parser: Any) -> None:
     group = parser.getgroup("memory-conformance", "memory tool conformance cases")
-    group.addoption("--memory-target", metavar="SPEC", help="refmem, python:MODULE:CALLABLE or 'cmd:COMMAND LINE'")
-    group.addoption("--memory-run", action="append", default=[], metavar="GLOB", help="only these case IDs")
-    group.addoption("--memory-skip", action="append", default=[], metavar="GLOB", help="not these case IDs")
-    group.addoption(
-        "--memory-features", action="append", default=[], metavar="A,B", help="only cases with these features"
-    )
-    group.addoption("--memory-level", action="append", default=[], choices=("must", "should"), help="only this level")
-    group.addoption("--memory-expectations", metavar="FILE", help="known deviations (JSON)")
-    group.addoption("--memory-strict", action="store_true", help="expected failures that pass fail the test")
-    group.addoption("--memory-timeout", type=float, default=DEFAULT_STEP_TIMEOUT, help="seconds per step")
-    group.addoption("--memory-no-matrix", action="store_true", help="leave out the generated security matrix")
-    group.addoption("--memory-cases-dir", metavar="DIR", help="read case files from DIR instead of the suite's own")
-    group.addoption("--memory-workdir", metavar="DIR", help="make case directories under DIR (a tmpfs is fastest)")
-    group.addoption(
-        "--memory-profile",
-        choices=sorted(PROFILES),
-        default=None,
-        help="what fails a case: documented (the default for every target but the reference), standard (the "
-        "reference's default) or hardening; safety, signalling and robustness always",
-    )
-    group.addoption(
-        "--memory-stress",
-        choices=("quick", "full"),
-        help="also run the stress tier (conformance/stress.py) as one test: any safety or cost finding fails it",
-    )
-    group.addoption(
-        "--memory-error-prefix",
-        metavar="TEXT",
-        action="append",
-        help="python targets: a plain string starting with TEXT is an error; repeat it for several",
-    )
-    group.addoption(
-        "--memory-full-diff", action="store_true", help="print every line of a failure (default: the first difference)"
-    )
+    for setting in SETTINGS:
+        _add_setting(parser, group, setting)
+
+
+def _add_setting(parser: Any, group: Any, setting: Setting) -> None:
+    """The flag (its default None: not given) and the ini option of the same name (holding the default)."""
+    extra: Dict[str, Any] = {"dest": setting.dest, "default": None}
+    if setting.kind == "flag":
+        extra["action"] = "store_true"
+    elif setting.kind in ("list", "lines"):
+        extra["action"] = "append"
+    if setting.metavar and setting.kind != "flag":
+        extra["metavar"] = setting.metavar
+    if setting.choices:
+        extra["choices"] = setting.choices
+    group.addoption(setting.option, help=f"{setting.help} (ini: {setting.dest})", **extra)
+    ini_default = setting.default
+    if ini_default is None:
+        ini_default = {"flag": False, "list": [], "lines": []}.get(setting.kind, "")
+    parser.addini(setting.dest, f"memory conformance: {setting.help}", type=_INI_TYPES[setting.kind],
+                  default=ini_default)
+
+
+def setting_value(config: Any, dest: str) -> Any:
+    """The value of a setting: the command line's when given, else the ini file's, else its default; paths
+    from the ini file are read relative to that file's folder, as pytest reads its own."""
+    setting = next(item for item in SETTINGS if item.dest == dest)
+    given = config.getoption(dest, None)
+    from_ini = given is None
+    value = config.getini(dest) if from_ini else given
+    if setting.kind == "flag":
+        return bool(value)
+    if setting.kind in ("list", "lines"):
+        items = [str(item) for item in value or []]
+        if setting.kind == "list":
+            items = [part.strip() for item in items for part in item.split(",") if part.strip()]
+        _check_choices(setting, items)
+        return items
+    text = str(value).strip() if value is not None else ""
+    if not text:
+        return None
+    _check_choices(setting, [text])
+    if setting.kind == "number":
+        return _number(setting, text)
+    if setting.kind == "path" and from_ini and getattr(config, "inipath", None) is not None:
+        return str(pathlib.Path(config.inipath).parent / text)
+    return text
+
+
+def _check_choices(setting: Setting, values: List[str]) -> None:
+    for value in values:
+        if setting.choices and value not in setting.choices:
+            raise pytest.UsageError(
+                f"{setting.dest} = {value!r}: choose one of {', '.join(setting.choices)}"
+            )
+
+
+def _number(setting: Setting, text: str) -> float:
+    try:
+        number = float(text)
+    except ValueError:
+        raise pytest.UsageError(f"{setting.dest} = {text!r}: a number of seconds") from None
+    if not number > 0:
+        raise pytest.UsageError(f"{setting.dest} = {text!r}: a number of seconds above 0")
+    return number
 
 
 def _marker(*parts: str) -> str:
     return "memory_" + re.sub(r"\W", "_", "_".join(parts))
 
 
+def _schema_features() -> List[str]:
+    """The features the case format knows (schema/case.schema.json), for markers listed before any case loads."""
+    try:
+        schema = json.loads((CASES_DIR.parent / "schema" / "case.schema.json").read_text(encoding="utf-8"))
+        return [str(name) for name in schema["$defs"]["feature"]["enum"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+
+
 def pytest_configure(config: Any) -> None:
-    if not config.getoption("memory_target", None):
-        return
+    """Markers are registered whether or not a target is given, so that `pytest --markers` lists them and
+    `-m` / `--strict-markers` accept them anywhere; the settings are read (and checked) once, here."""
     names = [(_marker(tier), f"a {tier} case") for tier in TIERS]
     names += [(_marker(level), f"a {level} case") for level in ("must", "should")]
+    names += [(_marker("feature", name), f"a case with the feature {name}") for name in _schema_features()]
     for name, meaning in names:
         config.addinivalue_line("markers", f"{name}: memory tool conformance: {meaning}")
+    config._memory_settings = {setting.dest: setting_value(config, setting.dest) for setting in SETTINGS}
+
+
+def _settings(config: Any) -> Dict[str, Any]:
+    found: Dict[str, Any] = getattr(config, "_memory_settings", None) or {
+        setting.dest: setting_value(config, setting.dest) for setting in SETTINGS
+    }
+    return found
 
 
 def case_markers(case: Case) -> List[str]:
@@ -98,8 +215,19 @@ def _register(config: Any, cases: List[Case]) -> None:
         config.addinivalue_line("markers", f"{name}: memory tool conformance: a case with this feature")
 
 
-def _is_ours(arg: str) -> bool:
-    return arg.lstrip(":").split("::", 1)[0] == ROOT_NAME
+def our_node_id(arg: str) -> Optional[str]:
+    """The case node ID `arg` names (`memory-conformance::ID`), or None when it names something else.
+
+    pytest prints a node ID relative to the current folder when its rootdir is another one (run from a
+    subfolder, or a path given as a separate option value such as `--memory-workdir /dev/shm`, which pytest
+    takes into its rootdir): `../../memory-conformance::ID`. That form names the same case, so that any ID
+    pytest prints can be pasted back."""
+    head, sep, rest = arg.lstrip(":").partition("::")
+    if head == ROOT_NAME:
+        return ROOT_NAME + sep + rest
+    if sep and re.split(r"[/\\]", head.rstrip("/\\"))[-1] == ROOT_NAME:
+        return ROOT_NAME + sep + rest
+    return None
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -107,12 +235,12 @@ def pytest_collection(session: Any) -> None:
     """Node IDs of cases are not files: take them out of the arguments pytest resolves as paths, and keep
     them to select the case items."""
     config = session.config
-    if not config.getoption("memory_target"):
+    if not _settings(config)["memory_target"]:
         return
-    ours = [arg.lstrip(":") for arg in config.args if _is_ours(arg)]
-    if ours:
-        config.args[:] = [arg for arg in config.args if not _is_ours(arg)]
-    config._memory_node_ids = ours
+    ours = [our_node_id(arg) for arg in config.args]
+    if any(ours):
+        config.args[:] = [arg for arg, node_id in zip(config.args, ours) if node_id is None]
+    config._memory_node_ids = [node_id for node_id in ours if node_id]
 
 
 class CaseFailed(Exception):
@@ -163,7 +291,7 @@ class ConformanceItem(pytest.Item):
             pytest.skip(result.reason)
         if result.status == FAIL:
             result.outcome = "fail"
-            raise CaseFailed(describe_failure(result, self.config.getoption("memory_full_diff")))
+            raise CaseFailed(describe_failure(result, _settings(self.config)["memory_full_diff"]))
 
     def repr_failure(self, excinfo: Any, style: Any = None) -> str:
         if isinstance(excinfo.value, CaseFailed):
@@ -229,27 +357,31 @@ class ConformanceCollector(pytest.Collector):
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(session: Any, config: Any, items: List[Any]) -> None:
-    spec = config.getoption("memory_target")
+    settings = _settings(config)
+    spec = settings["memory_target"]
     if not spec:
         return
-    cases_dir = config.getoption("memory_cases_dir")
+    cases_dir = settings["memory_cases_dir"]
     cases, warnings = load_cases(
-        pathlib.Path(cases_dir) if cases_dir else CASES_DIR, with_matrix=not config.getoption("memory_no_matrix")
+        pathlib.Path(cases_dir) if cases_dir else CASES_DIR, with_matrix=not settings["memory_no_matrix"]
     )
     for warning in warnings:
         config.issue_config_time_warning(pytest.PytestWarning(warning), stacklevel=2)
-    features = [item for value in config.getoption("memory_features") for item in value.split(",") if item]
     selection = Selection(
-        config.getoption("memory_run"), config.getoption("memory_skip"), features, (), config.getoption("memory_level")
+        settings["memory_run"],
+        settings["memory_skip"],
+        settings["memory_features"],
+        settings["memory_skip_features"],
+        settings["memory_level"],
     )
-    path = config.getoption("memory_expectations")
+    path = settings["memory_expectations"]
     entries = expect.load(pathlib.Path(path)) if path else []
     config._memory_session = _Session(
         spec,
-        config.getoption("memory_timeout"),
-        config.getoption("memory_workdir"),
-        config.getoption("memory_profile") or default_profile(spec),
-        config.getoption("memory_error_prefix"),
+        settings["memory_timeout"],
+        settings["memory_workdir"],
+        settings["memory_profile"] or default_profile(spec),
+        settings["memory_error_prefix"] or None,
     )
     collector = ConformanceCollector.from_parent(
         session,
@@ -257,11 +389,11 @@ def pytest_collection_modifyitems(session: Any, config: Any, items: List[Any]) -
         nodeid=ROOT_NAME,
         cases=selection.apply(cases),
         entries=entries,
-        strict=config.getoption("memory_strict"),
+        strict=settings["memory_strict"],
     )
     _register(config, collector.cases)
     ours: List[pytest.Item] = list(collector.collect())
-    stress = config.getoption("memory_stress")
+    stress = settings["memory_stress"]
     if stress:
         ours.append(StressItem.from_parent(collector, name="stress", quick=stress == "quick"))
     chosen = getattr(config, "_memory_node_ids", [])

@@ -11,13 +11,15 @@ import html
 import json
 import pathlib
 import xml.etree.ElementTree as ET
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List
 
 from . import excerpt
 from .checks import Finding
 from .documentation import quote
+from .families import family_titles, matrix_family
 from .figures import figures, run_verdict, text_lines, tier_passed
 from .figures import rows as figure_rows
+from .legend import FIGURE_UNITS
 from .results import SKIP, CaseResult, RunResult
 from .tiers import CLASSES, DOCUMENTED, SAFETY, SIGNALLING, TIERS, describe_profile
 from .visible import clip, log_safe, printable, redact
@@ -39,16 +41,6 @@ def _implementation(run: RunResult) -> str:
 def _label(result: CaseResult) -> str:
     case = result.case
     return f"{case.level}, {case.tier}" + (f", {case.decision}" if case.decision else "")
-
-
-def matrix_family(case_id: str) -> Optional[str]:
-    """The payload family of a generated case (`dotdot`, `fs-link-out-file`, ...); None for a hand-written one."""
-    if not case_id.startswith("sec-"):
-        return None
-    stem = case_id[len("sec-") :].rsplit("-", 2)[0]
-    if stem.startswith("fs-"):
-        return stem
-    return stem.split("-", 1)[0]
 
 
 # --- human --------------------------------------------------------------------------------------
@@ -326,17 +318,6 @@ DETAIL_CASES = 30
 DETAIL_LIMIT = 1500
 
 
-def _family_titles() -> Dict[str, str]:
-    try:
-        from .security.matrix import load
-    except ImportError:
-        return {}
-    data = load()
-    titles = {family["key"]: family["title"] for family in data["families"]}
-    titles.update({f"fs-{hazard['key']}": hazard["title"] for hazard in data.get("fs_hazards", [])})
-    return titles
-
-
 def _headline(run: RunResult) -> List[str]:
     numbers = figures(run).as_dict()
     rows = []
@@ -344,7 +325,9 @@ def _headline(run: RunResult) -> List[str]:
         name = f"**{row.name}**" if row.headline else row.name
         value = row.text(numbers)
         value = f"**{_cell(value, 300)}**" if row.headline else _cell(value, 300)
-        rows.append(f"| {name} ({_cell(row.meaning, 300)}) | {value} |")
+        unit = FIGURE_UNITS.get(row.key)
+        counts = f"; {_cell(unit, 200)}" if unit else ""
+        rows.append(f"| {name} ({_cell(row.meaning, 300)}{counts}) | {value} |")
     return rows
 
 
@@ -371,13 +354,16 @@ def _matrix_table(run: RunResult) -> List[str]:
             families.setdefault(family, []).append(result)
     if not families:
         return []
-    titles = _family_titles()
+    titles = family_titles()
     lines = [
         "## Security matrix by payload family",
         "",
-        "Containment is checked for every payload (safety); the refusal itself is judged in the case's tier.",
+        "Containment is checked for every payload (safety); the refusal itself is judged in the case's tier. "
+        "*passing / run*: the family's cases meeting their own tier's expectations / its cases run; *findings by "
+        "class*: how many of its cases have a finding of each class.",
         "",
-        "| family | tiers | cases | safe | tier passes | findings by class | sentence behind documented failures |",
+        "| family | tiers | cases run | safe (unsafe cases) | passing / run | findings by class | "
+        "sentence behind documented failures |",
         "|---|---|---|---|---|---|---|",
     ]
     for family, results in families.items():

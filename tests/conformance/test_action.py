@@ -41,7 +41,9 @@ def run_step_script() -> str:
     return textwrap.dedent("\n".join(block))
 
 
-def run_action(tmp_path: pathlib.Path, target: str, expectations: str = "") -> Tuple[int, Dict[str, str], str]:
+def run_action(
+    tmp_path: pathlib.Path, target: str, expectations: str = "", badges: str = "false"
+) -> Tuple[int, Dict[str, str], str]:
     """(exit status, the step's outputs, the job summary) of the action's run step."""
     (tmp_path / "runner").mkdir()
     summary, outputs = tmp_path / "summary.md", tmp_path / "outputs.txt"
@@ -50,6 +52,7 @@ def run_action(tmp_path: pathlib.Path, target: str, expectations: str = "") -> T
         TARGET=target,
         EXPECTATIONS=expectations,
         STRICT="false",
+        BADGES=badges,
         EXTRA_ARGS=SELECTION,
         RUNNER_TEMP=str(tmp_path / "runner"),
         GITHUB_STEP_SUMMARY=str(summary),
@@ -60,7 +63,8 @@ def run_action(tmp_path: pathlib.Path, target: str, expectations: str = "") -> T
     script = tmp_path / "step.sh"
     script.write_text(run_step_script(), encoding="utf-8")
     done = subprocess.run(["bash", str(script)], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    values = dict(line.split("=", 1) for line in outputs.read_text().splitlines() if "=" in line)
+    written = outputs.read_text() if outputs.exists() else ""
+    values = dict(line.split("=", 1) for line in written.splitlines() if "=" in line)
     return done.returncode, values, summary.read_text() if summary.exists() else ""
 
 
@@ -77,6 +81,27 @@ def test_an_unsafe_backend_fails_the_job_even_with_its_case_listed_as_expected(t
 def test_the_careful_backend_passes_the_same_step(tmp_path: pathlib.Path) -> None:
     status, outputs, summary = run_action(tmp_path, "python:buggy_backends_plain:make_clean")
     assert (status, outputs["status"], outputs["safe"]) == (0, "0", "yes"), summary[-2000:]
+    assert outputs["badges"] == ""  # not asked for
+
+
+def test_the_step_writes_badges_when_asked_and_says_where(tmp_path: pathlib.Path) -> None:
+    status, outputs, _summary = run_action(
+        tmp_path, "python:buggy_backends_plain:make_delete_follows_link", badges="true"
+    )
+    assert status == 1 and outputs["safe"] == "no"  # the badge does not soften the gate
+    folder = pathlib.Path(outputs["badges"])
+    assert sorted(path.name for path in folder.iterdir()) == ["documented.json", "safe.json"]
+    safe = json.loads((folder / "safe.json").read_text())
+    assert (safe["schemaVersion"], safe["message"], safe["color"], safe["isError"]) == (1, "no", "red", True)
+    report = json.loads(pathlib.Path(outputs["report"]).read_text())
+    documented = json.loads((folder / "documented.json").read_text())
+    assert report["figures"]["documented"] == [0, 0]  # SELECTION has no must case: the badge says so, in grey
+    assert (documented["message"], documented["color"]) == ("no must case run", "lightgrey")
+
+
+def test_the_badges_input_is_true_or_false(tmp_path: pathlib.Path) -> None:
+    status, _outputs, _summary = run_action(tmp_path, "python:buggy_backends_plain:make_clean", badges="yes")
+    assert status == 2
 
 
 def test_baseline_refuses_to_record_an_unsafe_case_and_says_why(tmp_path: pathlib.Path) -> None:

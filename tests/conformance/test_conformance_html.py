@@ -4,72 +4,17 @@ from __future__ import annotations
 
 import json
 import pathlib
-from html.parser import HTMLParser
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Tuple
 
 from conformance_support import run_cli
+from page_reader import Page, read
 
 from refmem_conformance.figures import rows as figure_rows
 from refmem_conformance.htmlpage import OUTCOMES, figure_text
 
 
-class Page(HTMLParser):
-    """Rows of every table by the id of their table or row, failure ids, and anything that could fetch."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.failures: List[str] = []
-        self.pre: List[str] = []
-        self.rows: Dict[str, List[str]] = {}
-        self.table_rows: Dict[str, List[List[str]]] = {}
-        self.fetching: List[Tuple[str, Any]] = []
-        self._table: Optional[str] = None
-        self._row: Optional[List[str]] = None
-        self._row_id: Optional[str] = None
-        self._cell: Optional[List[str]] = None
-        self._in_pre = False
-
-    def handle_starttag(self, tag: str, attrs: List[Tuple[str, Optional[str]]]) -> None:
-        found = dict(attrs)
-        if tag in ("script", "link", "img", "iframe") or any(
-            name in ("src", "href") for name in found
-        ):
-            self.fetching.append((tag, found))
-        if tag == "details" and found.get("class") == "failure":
-            self.failures.append(str(found["id"])[len("case-") :])
-        if tag == "table":
-            self._table = found.get("id")
-        if tag == "tr":
-            self._row, self._row_id = [], found.get("id")
-        if tag in ("td", "th"):
-            self._cell = []
-        if tag == "pre":
-            self._in_pre = True
-            self.pre.append("")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in ("td", "th") and self._row is not None and self._cell is not None:
-            self._row.append("".join(self._cell).strip())
-            self._cell = None
-        if tag == "tr" and self._row is not None:
-            if self._row_id:
-                self.rows[self._row_id] = self._row
-            self.table_rows.setdefault(self._table or "", []).append(self._row)
-            self._row = None
-        if tag == "pre":
-            self._in_pre = False
-
-    def handle_data(self, data: str) -> None:
-        if self._cell is not None:
-            self._cell.append(data)
-        if self._in_pre:
-            self.pre[-1] += data
-
-
 def _read(path: pathlib.Path) -> Page:
-    page = Page()
-    page.feed(path.read_text(encoding="utf-8"))
-    return page
+    return read(path)
 
 
 def _run(basic_cases: pathlib.Path, tmp_path: pathlib.Path, target: str) -> Tuple[Dict[str, Any], Page]:
@@ -118,13 +63,13 @@ def test_the_matrix_lays_implementations_side_by_side(basic_cases: pathlib.Path,
     page = _read(matrix)
     for row in figure_rows(tiny["figures"]):
         assert page.rows[f"figure-{row.key}"][1:] == [figure_text(r["figures"], row.key) for r in (tiny, wrong)]
-    failing = {case["id"] for r in (tiny, wrong) for case in r["cases"] if case["outcome"] in ("fail", "xpass")}
-    rows = page.table_rows["cases"][1:]
-    assert {row[0] for row in rows} == failing and len(rows) == len(failing)
-    for row in rows:
-        outcomes = [next(c["outcome"] for c in r["cases"] if c["id"] == row[0]) for r in (tiny, wrong)]
-        assert [cell.split(" ")[0] for cell in row[1:]] == outcomes
+    for case in tiny["cases"]:  # every case has its row in the drill-down, with each column's outcome
+        row = page.rows[f"case-{case['id']}"]
+        outcomes = [next(c["outcome"] for c in r["cases"] if c["id"] == case["id"]) for r in (tiny, wrong)]
+        assert [cell.split(" ")[0] for cell in row[3:]] == outcomes
+        assert row[1] == case["description"]
     assert page.fetching == []
+    assert set(page.links) <= set(page.ids)  # every in-page link lands somewhere
 
 
 def test_the_matrix_needs_reports_and_a_page(tmp_path: pathlib.Path) -> None:

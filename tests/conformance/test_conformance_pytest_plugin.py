@@ -169,3 +169,109 @@ def test_expected_failures_come_from_the_expectations_file(pytester: pytest.Pyte
         "memory_should",
     )
     result.assert_outcomes(xfailed=1, deselected=4)
+
+
+# --- node IDs, markers, ini options ---------------------------------------------------------------------------
+
+
+def _printed_ids(lines: List[str]) -> List[str]:
+    """The case node IDs as pytest printed them in its short summary (`PASSED <id>`, `FAILED <id> - ...`)."""
+    return [
+        line.split(" ")[1]
+        for line in lines
+        if line.startswith(("PASSED ", "FAILED ")) and "memory-conformance::" in line
+    ]
+
+
+def test_a_printed_node_id_is_pasteable_when_the_workdir_moves_the_rootdir(
+    pytester: pytest.Pytester, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    # A path given as a separate option value takes part in pytest's choice of rootdir: outside the project, it
+    # moves the rootdir up, and pytest prints node IDs relative to the current folder ("../../memory-...").
+    workdir = tmp_path_factory.mktemp("elsewhere")
+    options = _project(pytester) + ["--memory-target", "python:conformance_fakes:tiny", "--memory-workdir", str(workdir)]
+    first = pytester.runpytest(*options, "-rA", "-k", "t-003")
+    first.assert_outcomes(passed=1, deselected=4)
+    printed = _printed_ids(first.outlines)
+    assert len(printed) == 1 and printed[0].endswith("memory-conformance::t-003"), first.outlines
+    again = pytester.runpytest(*options, printed[0])
+    again.assert_outcomes(passed=1)
+
+
+def test_our_node_id_reads_every_printed_form() -> None:
+    from refmem_conformance.pytest_plugin import our_node_id
+
+    for printed in ("memory-conformance::t-1", "../../memory-conformance::t-1", "/memory-conformance::t-1",
+                    "..\\memory-conformance::t-1", "::memory-conformance::t-1"):
+        assert our_node_id(printed) == "memory-conformance::t-1", printed
+    assert our_node_id("memory-conformance") == "memory-conformance"
+    for other in ("tests/memory-conformance", "tests/test_x.py::test_y", "memory-conformance-x::t-1", "x::t-1"):
+        assert our_node_id(other) is None, other
+
+
+def test_the_markers_are_listed_without_a_target(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("-p", "no:cacheprovider", "--markers")
+    text = result.stdout.str()
+    for marker in ("memory_documented", "memory_reference", "memory_hardening", "memory_must", "memory_should",
+                   "memory_feature_view", "memory_feature_symlink", "memory_feature_special_files"):
+        assert f"@pytest.mark.{marker}:" in text, marker
+
+
+def test_every_option_is_an_ini_option(pytester: pytest.Pytester) -> None:
+    from refmem_conformance.pytest_plugin import SETTINGS
+
+    result = pytester.runpytest("-p", "no:cacheprovider", "--help")
+    text = result.stdout.str()
+    options = [line.split()[0].split("=")[0] for line in text.splitlines() if line.strip().startswith("--memory-")]
+    assert sorted(options) == sorted(setting.option for setting in SETTINGS) and "--memory-skip-features" in options
+    for setting in SETTINGS:
+        assert f"{setting.dest} " in text or f"{setting.dest}(" in text, setting.dest  # listed under [pytest] ini
+
+
+def test_the_ini_file_configures_the_plugin_and_the_command_line_wins(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cases = write_cases(pytester.path / "cases", BASIC)
+    pytester.makepyfile(test_own="def test_own():\n    assert True\n")
+    pytester.makeini(
+        "[pytest]\n"
+        "memory_target = python:conformance_fakes:tiny\n"
+        f"memory_cases_dir = {cases.name}\n"  # relative to the ini file's folder
+        "memory_no_matrix = true\n"
+        "memory_skip = t-001 t-002\n"
+    )
+    from_ini = pytester.runpytest("-p", "no:cacheprovider")
+    from_ini.assert_outcomes(passed=3)  # test_own, t-003, t-004
+    overridden = pytester.runpytest("-p", "no:cacheprovider", "--memory-skip", "t-004")
+    overridden.assert_outcomes(passed=4)  # the command line's --memory-skip replaces the ini file's
+    monkeypatch.chdir(pytester.mkdir("sub"))  # the ini file's paths are read from its folder, not from here
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=2)  # t-003, t-004 (no test_own here)
+
+
+def test_pyproject_settings_and_a_bad_value_are_reported(pytester: pytest.Pytester) -> None:
+    cases = write_cases(pytester.path / "cases", BASIC)
+    pytester.makepyprojecttoml(
+        "[tool.pytest.ini_options]\n"
+        'memory_target = "python:conformance_fakes:wrong"\n'
+        f'memory_cases_dir = "{cases.name}"\n'
+        'memory_no_matrix = "true"\n'
+        'memory_profile = "documented"\n'
+        'memory_timeout = "soon"\n'
+    )
+    bad = pytester.runpytest("-p", "no:cacheprovider")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    assert "memory_timeout = 'soon': a number of seconds" in bad.stderr.str()
+    good = pytester.runpytest("-p", "no:cacheprovider", "--memory-timeout", "5", "-m", "memory_should")
+    good.assert_outcomes(failed=1, deselected=3)  # t-001: the trailing space, under the documented profile too
+
+
+def test_skip_features_leaves_cases_out(pytester: pytest.Pytester) -> None:
+    cases = write_cases(pytester.path / "cases", BASIC[:2] + [dict(BASIC[2], features=["delete"]), BASIC[3]])
+    options = ["-p", "no:cacheprovider", "--memory-cases-dir", str(cases), "--memory-no-matrix"]
+    target = ["--memory-target", "python:conformance_fakes:tiny", "--collect-only", "-q"]
+    kept = pytester.runpytest(*options, *target, "--memory-skip-features", "delete")
+    assert [line for line in kept.outlines if "::" in line] == [
+        "memory-conformance::t-001", "memory-conformance::t-002", "memory-conformance::t-004"
+    ]
+    none = pytester.runpytest(*options, *target, "--memory-skip-features", "view,delete")
+    assert not [line for line in none.outlines if "::" in line]

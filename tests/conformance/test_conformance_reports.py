@@ -56,7 +56,10 @@ def test_all_three_reports_are_written(basic_cases: pathlib.Path, tmp_path: path
     }
     markdown = paths["r.md"].read_text()
     assert markdown.startswith("# Fake report")
-    assert "| **documented** (must cases: behaviour the documentation states, every reading it allows accepted) | **3/3** |" in markdown
+    assert (
+        "| **documented** (must cases: behaviour the documentation states, every reading it allows accepted; "
+        "x/y = must cases passing / must cases run) | **3/3** |"
+    ) in markdown
     assert "| **conformant** (" in markdown and "| **no: 3 cases fail under the documented profile** |" in markdown
     assert "**Verdict**: FAIL (exit 1): 3 cases fail under the documented profile" in markdown
     assert "| `t-002` | must, documented |" in markdown
