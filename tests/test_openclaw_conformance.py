@@ -1,5 +1,5 @@
 """The OpenClaw conformance cases are well formed and the step expectations read as documented (the runs
-themselves, on the reference, planted backends and OpenClaw: tests/conformance/test_openclaw_plugin.py)."""
+themselves, on the reference, planted backends and OpenClaw: tests/conformance/test_openclaw_runner.py)."""
 
 from __future__ import annotations
 
