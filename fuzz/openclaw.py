@@ -101,10 +101,10 @@ PLACEHOLDERS = ("<ROOT>", "<CASE>", "<CANARY>")
 
 
 def decode(data: bytes) -> List[Dict[str, Any]]:
-    """The calls `data` stands for: one to MAX_CALLS; no bytes decode to `memory_get` of MEMORY.md."""
+    """The calls `data` stands for, one to MAX_CALLS; every decision takes a byte or two (byte_reader.py), and the
+    empty input is `memory_get` of MEMORY.md."""
     reader = ByteReader(data)
-    calls = [_call(reader) for _ in range(1 + reader.below(MAX_CALLS))]
-    return calls
+    return [_call(reader) for _ in range(1 + reader.below(MAX_CALLS))]
 
 
 def _call(reader: ByteReader) -> Dict[str, Any]:
