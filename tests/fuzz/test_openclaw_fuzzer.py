@@ -94,6 +94,8 @@ def test_refmem_fuzz_runs_and_replays_the_plug_in(tmp_path: pathlib.Path, capsys
     assert cli.main(["replay", str(path), "--target", PLANTED]) == 1
     assert "REPRODUCED: leak:host-path:memory_get" in capsys.readouterr().out
     assert cli.main(["replay", str(path)]) == 0  # the reference, not the file's target
+    assert cli.main(["to-case", str(path)]) == 2  # its tools have cases of their own
+    assert "a finding of the openclaw harness is not one" in capsys.readouterr().err
     raw = tmp_path / "crash-input"
     raw.write_bytes(b"\x00\x00\x01\x0d")
     assert cli.main(["replay", str(raw), "--raw", "--harness", "openclaw", "--target", PLANTED]) in (0, 1)
