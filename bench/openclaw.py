@@ -56,28 +56,33 @@ def _peak_rss_mb(pid: int) -> float:
 class Side:
     """One implementation behind the adapter protocol, with what was measured of it."""
 
-    def __init__(self, name: str, target: Any) -> None:
+    def __init__(self, name: str, spec: str, tools: Tuple[str, ...]) -> None:
         self.name = name
-        self.target = target
+        self.spec = spec
+        self.tools = tools
+        self.target: Any = None
         self.latencies: List[float] = []
         self.numbers: Dict[str, Any] = {}
 
     def timed(self, tool: str, tool_input: Dict[str, Any]) -> Tuple[float, Any]:
         started = time.perf_counter()
-        reply = self.target.execute(tool, tool_input)
+        reply = self.target.execute(tool_input, tool)
         return time.perf_counter() - started, reply
 
     def first_answer(self, folder: pathlib.Path, query: str, timeout: float) -> None:
+        """Start the side on `folder` (the shared apparatus's target) and wait for its first usable search."""
+        from refmem_conformance.targets import open_target
+
         started = time.perf_counter()
-        self.target.reset(folder)
-        while not _usable(self.target.execute("memory_search", {"query": query})):
+        self.target = open_target(self.spec, folder, timeout, tools=self.tools)
+        while not _usable(self.target.execute({"query": query}, "memory_search")):
             if time.perf_counter() - started > timeout:
                 raise SystemExit(f"{self.name}: search never answered within {timeout:g} s")
             time.sleep(1)
         self.numbers["first search answered (index build), s"] = time.perf_counter() - started
 
     def found(self, query: str, path: str) -> bool:
-        reply = self.target.execute("memory_search", {"query": query, "minScore": 0})
+        reply = self.target.execute({"query": query, "minScore": 0}, "memory_search")
         return _usable(reply) and path in [hit.get("path") for hit in reply.result["results"]]
 
     def wait_found(self, query: str, path: str, limit: float) -> float:
@@ -90,11 +95,12 @@ class Side:
 
 
 def open_sides(openclaw: bool, timeout: float) -> List[Side]:
-    from refmem_conformance.openclaw.runner import AdapterTarget, open_target
+    """The sides, each a separate process behind the adapter protocol (started on their workspace later)."""
+    from refmem_conformance.openclaw.runner import TOOLS, target_spec
 
-    sides = [Side("refmem", AdapterTarget([sys.executable, "-m", "refmem.serve"], timeout))]
+    sides = [Side("refmem", f"cmd:{sys.executable} -m refmem serve", ("memory",) + TOOLS)]
     if openclaw:
-        sides.append(Side("openclaw", open_target("openclaw", timeout)))
+        sides.append(Side("openclaw", target_spec("openclaw"), TOOLS))
     return sides
 
 
@@ -131,7 +137,7 @@ def speed(files: int, openclaw: bool, timeout: float) -> List[Side]:
             word = f"zebrafinch{number}"
             path = f"memory/inbox/new-{number}.md"
             if side.name == "refmem":
-                side.target.execute("memory", {"command": "create", "path": f"/memories/{path}", "file_text": word})
+                side.target.execute({"command": "create", "path": f"/memories/{path}", "file_text": word}, "memory")
             else:
                 (folder / path).write_text(word + "\n", encoding="utf-8")
             side.numbers["a new note found by the next search"] = "yes" if side.found(word, path) else "no"
@@ -143,11 +149,12 @@ def speed(files: int, openclaw: bool, timeout: float) -> List[Side]:
                 handle.write(f"- {word}\n")
             side.numbers["an outside edit in place found after, s"] = side.wait_found(word, names[number], 30)
         for side in sides:
-            process = getattr(side.target, "process", None)
-            side.numbers["peak resident memory, MB"] = _peak_rss_mb(process.pid) if process else float("nan")
+            pid = getattr(side.target, "pid", None)
+            side.numbers["peak resident memory, MB"] = _peak_rss_mb(pid) if pid else float("nan")
     finally:
         for side in sides:
-            side.target.close()
+            if side.target is not None:
+                side.target.close()
         shutil.rmtree(base, ignore_errors=True)
     return sides
 
@@ -192,11 +199,12 @@ def differential(timeout: float) -> Dict[str, float]:
             side.first_answer(folder, workspace.queries[0], timeout)
             results[side.name] = []
             for query in workspace.queries:
-                reply = side.target.execute("memory_search", {"query": query})
+                reply = side.target.execute({"query": query}, "memory_search")
                 results[side.name].append([(hit["path"], hit["startLine"]) for hit in reply.result["results"]])
     finally:
         for side in sides:
-            side.target.close()
+            if side.target is not None:
+                side.target.close()
         shutil.rmtree(base, ignore_errors=True)
     found = agreement(results["refmem"], results["openclaw"])
     return {"overlap@5": found.overlap, "same top hit": found.same_top, "identical top 5": found.identical}

@@ -188,6 +188,9 @@ def _check_ready(reply: Dict[str, Any]) -> None:
     options = reply.get(P.OPTIONS, [])
     if not isinstance(options, list) or not all(isinstance(name, str) for name in options):
         raise ProtocolViolation("options in the start reply must be a list of option names")
+    tools = reply.get(P.TOOLS, [P.TOOL_MEMORY])
+    if not isinstance(tools, list) or not all(isinstance(name, str) and name for name in tools):
+        raise ProtocolViolation("tools in the start reply must be a list of tool names")
 
 
 def _check_reply(reply: Dict[str, Any], seq: int) -> None:
@@ -235,6 +238,7 @@ class AdapterTarget(Target):
         self.implementation = described(reply[P.IMPLEMENTATION])
         self.storage = reply.get(P.STORAGE, P.STORAGE_FILESYSTEM)
         self.options = frozenset(name for name in reply.get(P.OPTIONS, []) if name in P.OPTION_NAMES)
+        self.tools = tuple(dict.fromkeys(reply.get(P.TOOLS, [P.TOOL_MEMORY])))
         self.restarts += 1
         return child
 
@@ -284,13 +288,16 @@ class AdapterTarget(Target):
 
     # --- commands -----------------------------------------------------------------------------
 
-    def execute(self, input: Any) -> StepResult:
+    def execute(self, input: Any, tool: str = P.TOOL_MEMORY) -> StepResult:
         child = self._child
         if child is None:
             return StepResult("", True, crashed=True, detail="the adapter is not running (it crashed earlier)")
+        request: Dict[str, Any] = {P.CMD: P.CMD_EXECUTE, P.INPUT: input}
+        if tool != P.TOOL_MEMORY:
+            request[P.TOOL] = tool  # sent only for another tool: an adapter of the memory tool alone never sees it
         try:
-            reply = self._request(child, {P.CMD: P.CMD_EXECUTE, P.INPUT: input}, self._step_timeout)
-            return _step_from_reply(reply)
+            reply = self._request(child, request, self._step_timeout)
+            return step_from_reply(reply)
         except queue.Empty:
             self._discard()
             return StepResult(
@@ -311,7 +318,9 @@ def _error_text(reply: Dict[str, Any]) -> str:
     return shown(error if error is not None else f"no error, but {P.json_type(reply.get(P.OK))} ok", MESSAGE_CHARS)
 
 
-def _step_from_reply(reply: Dict[str, Any]) -> StepResult:
+def step_from_reply(reply: Dict[str, Any]) -> StepResult:
+    """An execute reply (output, is_error, and `raised` or a tool's `result` when present) as a StepResult;
+    ProtocolViolation for a reply without a string output and a boolean is_error."""
     if P.ERROR in reply:
         return StepResult("", True, crashed=True, detail=f"adapter error: {_error_text(reply)}")
     output, is_error = reply.get(P.OUTPUT), reply.get(P.IS_ERROR)
@@ -320,7 +329,7 @@ def _step_from_reply(reply: Dict[str, Any]) -> StepResult:
             "an execute reply needs a string output and a boolean is_error, "
             f"got {P.json_type(output)} output and {P.json_type(is_error)} is_error"
         )
-    raised = reply.get(P.RAISED)
+    raised, result = reply.get(P.RAISED), reply.get(P.RESULT)
     if raised is not None:
-        return StepResult(output, is_error, raised=True, detail=shown_lines(raised, DETAIL_CHARS))
-    return StepResult(output, is_error)
+        return StepResult(output, is_error, raised=True, detail=shown_lines(raised, DETAIL_CHARS), result=result)
+    return StepResult(output, is_error, result=result)

@@ -1,4 +1,5 @@
-"""The `refmem` target: the embedded reference handler, configured from a case's options as the case states them.
+"""The `refmem` target: the embedded reference handler, configured from a case's options as the case states them,
+and the reference's OpenClaw tools (`refmem.openclaw`) for the OpenClaw cases and fuzzer.
 
 This is the only module of the suite that imports the reference; the runner and the other targets pass
 options as plain data (conformance/CASE-FORMAT.md `options`).
@@ -7,7 +8,7 @@ options as plain data (conformance/CASE-FORMAT.md `options`).
 from __future__ import annotations
 
 import pathlib
-from typing import Any, Dict, Mapping, Optional, Sequence
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
 
 def version() -> str:
@@ -35,3 +36,28 @@ def make(
     if content_policy is not None:
         kwargs["content_policy"] = ContentPolicy(content_policy)
     return MemoryHandler(root, **kwargs)
+
+
+class OpenClawTools:
+    """`refmem.openclaw`'s `memory_get` and `memory_search` on one root, answered by `refmem.openclaw.tools.reply`,
+    the very function `refmem serve` answers an `execute` for them with (the in-process tool convention of
+    conformance/targets.py: `tools` and `run_tool`)."""
+
+    tools: Tuple[str, ...] = ("memory_get", "memory_search")
+
+    def __init__(self, root: pathlib.Path) -> None:
+        from refmem.openclaw import OpenClawMemory
+
+        self._workspace = OpenClawMemory(root)
+
+    def run_tool(self, tool: str, tool_input: Any) -> Dict[str, Any]:
+        from refmem.openclaw.tools import reply
+
+        return reply(self._workspace, tool, tool_input)
+
+    def close(self) -> None:
+        self._workspace.close()
+
+
+def make_openclaw(root: pathlib.Path) -> OpenClawTools:
+    return OpenClawTools(root)

@@ -398,6 +398,11 @@ def _feature_table(run: RunResult) -> List[str]:
     return header + ["| feature | cases passing |", "|---|---|", *rows, ""] if rows else []
 
 
+def _tier_order(tier: str) -> int:
+    """Where a case's tier sorts: a plug-in's case judged in the safety class first, then TIERS in order."""
+    return TIERS.index(tier) if tier in TIERS else -1
+
+
 def _first(result: CaseResult) -> str:
     finding = result.findings[0] if result.findings else None
     return f"[{finding.cls}] {finding.kind}: {finding.message}" if finding else "-"
@@ -478,7 +483,7 @@ def markdown(run: RunResult, title: str = "") -> str:
     lines += _feature_table(run)
     lines += _unsafe_table([r for r in run.results if r.failed_in(SAFETY)])
     failed = [r for r in run.results if r.status == "fail" and matrix_family(r.case.id) is None]
-    failed.sort(key=lambda r: (not r.failed_in(SAFETY), not r.failed_in(DOCUMENTED), TIERS.index(r.case.tier)))
+    failed.sort(key=lambda r: (not r.failed_in(SAFETY), not r.failed_in(DOCUMENTED), _tier_order(r.case.tier)))
     if failed:
         lines += _failing_table(failed)
     everything = [r for r in run.results if r.status == "fail"]

@@ -6,12 +6,13 @@ fails when it has a finding of a class its profile counts.
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import secrets
 import tempfile
 import time
-from typing import Any, Callable, Dict, List, Optional, Set, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Type
 
 from .cases import Case
 from .checks import (
@@ -47,7 +48,7 @@ from .layout import (
 )
 from .results import FAIL, PASS, SKIP, CaseResult, Classify, RunResult, as_found
 from .signalling import ErrorPrefix
-from .targets import DEFAULT_STEP_TIMEOUT, StepResult, Target, open_target
+from .targets import DEFAULT_STEP_TIMEOUT, TOOL_MEMORY, StepResult, Target, open_target
 from .tiers import DEFAULT_PROFILE, gates
 
 OUTPUT_BOUND_BASE = 65_536
@@ -58,7 +59,15 @@ stays far below it; an output past it is unbounded (a safety finding)."""
 
 
 class CaseRun:
-    """One case in its own directory: setup, steps, final state, and the universal checks."""
+    """One case in its own directory: setup, steps, final state, and the universal checks.
+
+    A plug-in for other tools (conformance/openclaw/runner.py) subclasses it: its own layout (`lay_out`),
+    inputs and steps, over the same universal checks (`_execute`, the outside, data loss, host paths).
+    """
+
+    planted_is_host_layout = True
+    """Whether findings that only a planted hard link or FIFO explains are host-layout: the memory tool cannot
+    make either. A plug-in whose files an agent makes with other tools says False: there they stay safety."""
 
     def __init__(self, target: Target, case: Case, directory: CaseDir, canary: str, base: pathlib.Path) -> None:
         self.target = target
@@ -78,11 +87,24 @@ class CaseRun:
         self.outside_before: Tree = {}
         self.success_openings: List[str] = []
 
-    def _execute(self, input: Any, number: int, limit: Optional[int] = None) -> Optional[StepResult]:
-        """Run one input; record leaks, its bound and misbehaviour. None when the case cannot go on."""
+    def lay_out(self) -> None:
+        """What the case plants in its directory before the target is reset: `setup.fixtures`."""
+        apply_fixtures(self.directory, self.case.setup.get("fixtures", []))
+
+    def inputs(self) -> List[Any]:
+        """The tool inputs the case sends (host paths they name are watched; data loss reads what they touch)."""
+        return [step["input"] for step in self.case.steps]
+
+    def _execute(
+        self, input: Any, number: int, limit: Optional[int] = None, tool: str = TOOL_MEMORY
+    ) -> Optional[StepResult]:
+        """Run one input; record leaks (in the output and a tool's result object), its bound and misbehaviour.
+        None when the case cannot go on."""
         self.sent += sum(len(text) for text in strings_in(input))
-        result = self.target.execute(input)
-        self.findings.extend(self.guard.check(result.output, number, result.raised))
+        result = self.target.execute(input, tool)
+        shown = result.output if result.result is None else json.dumps(result.result, ensure_ascii=False)
+        said = result.output if result.result is None else f"{result.output}\n{shown}"
+        self.findings.extend(self.guard.check(said, number, result.raised))
         self.findings.extend(outside_shown(result.output, number, self.memory_before, self.outside_before))
         bound = limit if limit is not None else OUTPUT_BOUND_BASE + OUTPUT_BOUND_FACTOR * (self.size + self.sent)
         self.findings.extend(output_bound(result, bound, number))
@@ -131,7 +153,7 @@ class CaseRun:
         self.findings.extend(check_final_views(final, view, self.case.tier))
 
     def data_loss(self, before: Tree, after: Tree) -> None:
-        inputs = [step["input"] for step in self.case.steps]
+        inputs = self.inputs()
         names = touched(inputs, before, shared_inodes(before))
         for path, was, now in lost(before, after, names):
             message = (
@@ -144,14 +166,15 @@ class CaseRun:
         outside = outside_read(self.directory)
         self.outside_before = outside.tree
         base_before = set(os.listdir(self.base))
-        host = HostWatch(named_paths((step["input"] for step in self.case.steps), str(self.directory.path)))
+        host = HostWatch(named_paths(self.inputs(), str(self.directory.path)))
         try:
             self._run(base_before)
         finally:
             # last, and always: what the case did to host paths it names is reported and undone
             for path, change in host.settle():
                 self.findings.append(Finding("outside", f"host path {path}: {change} (put back)"))
-        self.findings = planted_layout(self.findings, self.case.setup.get("fixtures", []))
+        if self.planted_is_host_layout:
+            self.findings = planted_layout(self.findings, self.case.setup.get("fixtures", []))
         return self.findings
 
     def _run(self, base_before: Set[str]) -> None:
@@ -216,16 +239,18 @@ def run_case(
     keep: bool = False,
     profile: str = DEFAULT_PROFILE,
     classify: Classify = as_found,
+    run_class: Type[CaseRun] = CaseRun,
 ) -> CaseResult:
-    """One case, its outcome set (by `classify`, from the expectations) before it is returned."""
+    """One case, its outcome set (by `classify`, from the expectations) before it is returned; `run_class` runs
+    it (a plug-in's CaseRun for its own cases)."""
     started = time.monotonic()
     reason = skip_reason(case, target)
     if reason:
         return _classified(CaseResult(case, SKIP, reason=reason), classify)
     directory = make_case_dir(base / f"{index:05d}-{case.id}"[:120], canary)
     try:
-        apply_fixtures(directory, case.setup.get("fixtures", []))
-        run = CaseRun(target, case, directory, canary, base)
+        run = run_class(target, case, directory, canary, base)
+        run.lay_out()
         findings = run.run()
     except FixtureUnavailable as exc:
         return _classified(CaseResult(case, SKIP, reason=str(exc)), classify)
@@ -263,9 +288,12 @@ def run_suite(
     stress: Optional[StressRunner] = None,
     classify: Classify = as_found,
     skipped: Optional[Skipped] = None,
+    tools: Sequence[str] = (TOOL_MEMORY,),
+    run_class: Type[CaseRun] = CaseRun,
 ) -> RunResult:
     """Run `cases` (then `stress`, when given) against the target `spec`; raises TargetError when the
-    target cannot be used at all.
+    target cannot be used at all. A plug-in's cases name the `tools` the target must run and the `run_class`
+    that runs each case.
 
     Each result's outcome is set once, when it is made (`classify`), and handed to `progress` at once, so a
     caller can show failures as they happen. An interrupt (KeyboardInterrupt: Ctrl-C, or SIGTERM turned into
@@ -281,7 +309,7 @@ def run_suite(
     target: Optional[Target] = None
     try:
         start_dir = make_case_dir(base / "00000-start", canary)
-        target = open_target(spec, start_dir.root, timeout, error_prefix=error_prefix)
+        target = open_target(spec, start_dir.root, timeout, error_prefix=error_prefix, tools=tools)
         try:
             remove(start_dir.path)
             for index, case in enumerate(cases, 1):
@@ -289,7 +317,7 @@ def run_suite(
                 if why is not None:
                     result = _classified(CaseResult(case, SKIP, reason=why), classify)
                 else:
-                    result = run_case(target, case, base, index, canary, keep, profile, classify)
+                    result = run_case(target, case, base, index, canary, keep, profile, classify, run_class)
                 results.append(result)
                 if progress is not None:
                     progress(result)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-from typing import Any, Dict, FrozenSet, Mapping, Optional
+from typing import Any, Dict, FrozenSet, Mapping, Optional, Tuple
 
 from refmem import protocol
 
@@ -51,10 +51,17 @@ class StepResult:
     """The implementation raised an exception that is not its declared error signal."""
     detail: str = ""
     """For a crash, timeout or exception: what happened (traceback, stderr tail), for the report."""
+    result: Any = None
+    """A tool's result object beside its rendered output, for a tool that has one (the protocol's `result`:
+    OpenClaw's `memory_get` and `memory_search`); None for the memory tool. Plain JSON data."""
 
     @property
     def misbehaved(self) -> bool:
         return self.crashed or self.timed_out or self.raised
+
+
+TOOL_MEMORY = protocol.TOOL_MEMORY
+"""The memory tool: what a target runs when no other tool is named."""
 
 
 class Target:
@@ -66,8 +73,12 @@ class Target:
     restarts: int = 0
     options: FrozenSet[str] = frozenset()
     """The names of OPTION_NAMES this target can configure its implementation with."""
+    tools: Tuple[str, ...] = (TOOL_MEMORY,)
+    """The tools this target runs over one root (the protocol's `tools`): the memory tool unless it says more
+    or other ones (OpenClaw's `memory_get` and `memory_search`)."""
 
-    def execute(self, input: Any) -> StepResult:
+    def execute(self, input: Any, tool: str = TOOL_MEMORY) -> StepResult:
+        """Run `input` as the tool `tool` would be called with it by a model (the protocol's `execute`)."""
         raise NotImplementedError
 
     def reset(self, root: pathlib.Path, options: Options = None) -> None:

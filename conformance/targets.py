@@ -2,6 +2,8 @@
 
     target = open_target("refmem" | "python:MODULE:CALLABLE" | "cmd:COMMAND LINE", root)
     step = target.execute({"command": "view", "path": "/memories"})   # -> StepResult
+    target = open_target(spec, root, tools=("memory_get", "memory_search"))   # other tools (OpenClaw's)
+    step = target.execute({"path": "MEMORY.md"}, tool="memory_get")           # step.result: the tool's object
     target.reset(new_root)   # a fresh handler on a new root (restarts a crashed adapter)
     target.reset(new_root, {"read_only": True})   # configured (only options in target.options)
     target.close()
@@ -15,6 +17,7 @@ Standard library only: the fuzzer imports this module inside its harness.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import inspect
 import os
@@ -22,16 +25,22 @@ import pathlib
 import queue
 import sys
 import threading
-from typing import Any, Callable, Dict, Mapping, Optional, Tuple
+import traceback
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
+from refmem import protocol as P  # the protocol's vocabulary: an in-process tool answers in its terms
+
+from . import adapter_wire as wire
 from . import signalling
-from .adapter_client import AdapterTarget
+from .adapter_client import AdapterTarget, ProtocolViolation, step_from_reply
 from .signalling import ErrorPrefix
 from .target_base import (
     DEFAULT_STEP_TIMEOUT,
     MESSAGE_CHARS,
+    NAME_CHARS,
     OPTION_NAMES,
     STORAGE_KINDS,
+    TOOL_MEMORY,
     Options,
     StepResult,
     Target,
@@ -45,6 +54,7 @@ __all__ = [
     "DEFAULT_STEP_TIMEOUT",
     "OPTION_NAMES",
     "STORAGE_KINDS",
+    "TOOL_MEMORY",
     "InProcessTarget",
     "Options",
     "StepResult",
@@ -70,6 +80,40 @@ def _method(handler: Any) -> Callable[[Any], Any]:
     if callable(handler) and not inspect.isclass(handler):
         return handler  # type: ignore[no-any-return]
     raise TargetError("the handler has neither call(input) nor execute(input) and is not callable")
+
+
+ToolCall = Callable[[str, Any], Any]
+
+
+def declared_tools(handler: Any) -> Tuple[Tuple[str, ...], Optional[ToolCall]]:
+    """(the tools a handler runs, its `run_tool`): the memory tool alone, unless it has `run_tool(tool, input)`
+    and names its tools in `tools` (the protocol's names; the memory tool among them only if it runs it too)."""
+    run_tool = getattr(handler, "run_tool", None)
+    if not callable(run_tool):
+        return (TOOL_MEMORY,), None
+    names = getattr(handler, "tools", None)
+    if not isinstance(names, (list, tuple)) or not names or not all(isinstance(name, str) and name for name in names):
+        raise TargetError("a handler with run_tool(tool, input) names the tools it runs in `tools`, a list of names")
+    return tuple(dict.fromkeys(names)), run_tool
+
+
+def call_tool(run_tool: ToolCall, tool: str, input: Any) -> StepResult:
+    """One call of a tool other than the memory tool: `run_tool(tool, input)` answers with the protocol's execute
+    reply fields (`output`, `is_error`, and `result`, `raised` when it has them), which are read as an adapter's
+    reply is, after the trip through JSON the protocol would make (bounded, plain data). Never raises."""
+    try:
+        reply = signalling.settle(run_tool(tool, input))
+    except Exception as exc:  # noqa: BLE001 - every exception is read, never a runner crash
+        return StepResult(repr(exc), True, raised=True, detail=traceback.format_exc())
+    except SystemExit as exc:
+        return StepResult("", True, crashed=True, detail=f"the implementation called exit({exc.code!r})")
+    try:
+        if not isinstance(reply, dict):
+            raise ProtocolViolation(f"a tool's reply must be an object, got {P.json_type(reply)}")
+        return step_from_reply(wire.decode(P.encode_message(reply).encode("ascii")))
+    except (ProtocolViolation, wire.Unreadable, TypeError, ValueError, RecursionError) as exc:
+        detail = f"the tool's reply is not one the protocol can carry: {shown(exc, MESSAGE_CHARS)}"
+        return StepResult(f"unsupported reply to {shown(tool, NAME_CHARS)}", True, raised=True, detail=detail)
 
 
 class _Worker:
@@ -99,7 +143,9 @@ class InProcessTarget(Target):
     With a timeout, each call runs on a worker thread; a call that overruns is abandoned (Python cannot
     kill a thread) and the next reset builds a new object. `timeout=None` calls directly on the caller's
     thread, which is what a fuzzer wants. `rules` says how plain results and exceptions are read
-    (conformance/signalling.py).
+    (conformance/signalling.py). An object that runs other tools says so with `tools` and `run_tool`
+    (`declared_tools`). An object with `close()` is closed when the next one replaces it and when the target
+    closes, unless a call on it was abandoned (it may still be running).
     """
 
     def __init__(
@@ -120,6 +166,10 @@ class InProcessTarget(Target):
         self.options = frozenset(self._converters)
         self.rules = rules or signalling.Convention()
         self.implementation = implementation
+        self._handler: Any = None
+        self._call: Optional[Callable[[Any], Any]] = None
+        self._run_tool: Optional[ToolCall] = None
+        self._abandoned = False
         self.reset(root)
         declared = getattr(self._handler, "implementation", None)
         self.implementation = described(declared if isinstance(declared, dict) and declared else implementation)
@@ -132,27 +182,54 @@ class InProcessTarget(Target):
         missing = self.unsupported(options)
         if missing is not None:
             raise TargetError(f"{self.spec}: option {missing} not supported")
+        self._release()
         try:
             kwargs = {name: self._converters[name](value) for name, value in (options or {}).items()}
             self._handler = signalling.settle(self._factory(root, **kwargs))
         except Exception as exc:  # noqa: BLE001
             raise TargetError(f"{self.spec}: building the handler failed: {shown(repr(exc), MESSAGE_CHARS)}") from exc
         try:
-            self._call = _method(self._handler)
+            self.tools, self._run_tool = declared_tools(self._handler)
+            self._call = _method(self._handler) if TOOL_MEMORY in self.tools else None
         except TargetError as exc:
             raise TargetError(f"{self.spec}: {exc}") from None
 
-    def execute(self, input: Any) -> StepResult:
-        call, rules = self._call, self.rules
+    def execute(self, input: Any, tool: str = TOOL_MEMORY) -> StepResult:
+        job = self._job(input, tool)
+        if job is None:
+            detail = f"{self.spec} does not run the tool {shown(tool, NAME_CHARS)}"
+            return StepResult("", True, crashed=True, detail=detail)
         if self._timeout is None:
-            return signalling.call(call, input, rules)
+            return job()
         if self._worker is None:
             self._worker = _Worker()
-        result = self._worker.run(lambda: signalling.call(call, input, rules), self._timeout)
+        result = self._worker.run(job, self._timeout)
         if result is not None:
             return result
         self._worker = None  # abandoned with the hung call
+        self._abandoned = True
         return StepResult("", True, timed_out=True, detail=f"no result within {self._timeout:g}s")
+
+    def _job(self, input: Any, tool: str) -> Optional[Callable[[], StepResult]]:
+        """The call that runs `input` as `tool`; None for a tool the handler does not run."""
+        call, run_tool, rules = self._call, self._run_tool, self.rules
+        if tool == TOOL_MEMORY and call is not None:
+            return lambda: signalling.call(call, input, rules)
+        if tool in self.tools and run_tool is not None:
+            return lambda: call_tool(run_tool, tool, input)
+        return None
+
+    def _release(self) -> None:
+        """Close the handler being replaced, unless a call on it was abandoned (it may still be running)."""
+        handler, abandoned = self._handler, self._abandoned
+        self._handler, self._abandoned = None, False
+        close = getattr(handler, "close", None)
+        if handler is not None and not abandoned and callable(close):
+            with contextlib.suppress(Exception):  # a handler that fails to close is done with all the same
+                close()
+
+    def close(self) -> None:
+        self._release()
 
 
 def _import_callable(spec: str, module_name: str, attr_path: str) -> Tuple[Any, Callable[..., Any]]:
@@ -203,7 +280,12 @@ def option_converters(factory: Callable[..., Any]) -> Dict[str, Callable[[Any], 
     return {name: convert for name, convert in OPTION_VALUES.items() if name in accepted}
 
 
-def _python_target(spec: str, root: pathlib.Path, timeout: Optional[float], error_prefix: ErrorPrefix) -> Target:
+Tools = Tuple[str, ...]
+
+
+def _python_target(
+    spec: str, root: pathlib.Path, timeout: Optional[float], error_prefix: ErrorPrefix, tools: Tools
+) -> Target:
     module_name, _, attr_path = spec[len("python:") :].partition(":")
     if not module_name or not attr_path:
         raise TargetError(f"{spec}: expected python:MODULE:CALLABLE")
@@ -215,17 +297,30 @@ def _python_target(spec: str, root: pathlib.Path, timeout: Optional[float], erro
     return InProcessTarget(spec, factory, root, _module_info(module), timeout, option_converters(factory), rules)
 
 
-def _reference_target(spec: str, root: pathlib.Path, timeout: Optional[float], error_prefix: ErrorPrefix) -> Target:
+def _reference_target(
+    spec: str, root: pathlib.Path, timeout: Optional[float], error_prefix: ErrorPrefix, tools: Tools
+) -> Target:
+    """The memory handler, or `refmem.openclaw`'s tools when those are the tools asked for (not both at once:
+    `refmem serve` runs all three over one root)."""
+    if TOOL_MEMORY in tools and len(tools) > 1:
+        raise TargetError(f"{spec}: the embedded reference runs the memory tool or OpenClaw's tools, not both in one "
+                          "target (cmd:refmem serve runs all three)")
+    if TOOL_MEMORY not in tools:
+        module, factory = _import_callable(spec, f"{__package__}.reference_target", "make_openclaw")
+        info = implementation_info("refmem.openclaw", "python", module.version())
+        return InProcessTarget(spec, factory, root, info, timeout)
     module, factory = _import_callable(spec, f"{__package__}.reference_target", "make")
     info = implementation_info("refmem", "python", module.version())
     return InProcessTarget(spec, factory, root, info, timeout, OPTION_VALUES, signalling.convention(None, error_prefix))
 
 
-def _command_target(spec: str, root: pathlib.Path, timeout: Optional[float], error_prefix: ErrorPrefix) -> Target:
+def _command_target(
+    spec: str, root: pathlib.Path, timeout: Optional[float], error_prefix: ErrorPrefix, tools: Tools
+) -> Target:
     return AdapterTarget(spec, spec[len("cmd:") :], root, timeout or DEFAULT_STEP_TIMEOUT)
 
 
-_KINDS: Dict[str, Callable[[str, pathlib.Path, Optional[float], ErrorPrefix], Target]] = {
+_KINDS: Dict[str, Callable[[str, pathlib.Path, Optional[float], ErrorPrefix, Tools], Target]] = {
     "refmem": _reference_target,
     "python:": _python_target,
     "cmd:": _command_target,
@@ -238,6 +333,7 @@ def open_target(
     timeout: Optional[float] = DEFAULT_STEP_TIMEOUT,
     *,
     error_prefix: ErrorPrefix = None,
+    tools: Sequence[str] = (TOOL_MEMORY,),
 ) -> Target:
     """Open the target named by `spec` on `root`: `refmem`, `python:MODULE:CALLABLE` or `cmd:COMMAND LINE`.
 
@@ -252,8 +348,17 @@ def open_target(
     A case's `options` (read_only, allow, limits, content_policy) reach a python target as keyword
     arguments of the callable, as plain data, and only those its signature names; cases using any other are
     skipped. `error_prefix` applies to in-process targets; an adapter states is_error in every reply.
+    `tools` are the tools the caller will run (default: the memory tool): a target that does not run them all
+    is refused, and the embedded reference is built to run them (`refmem.openclaw` for OpenClaw's).
     """
+    wanted = tuple(dict.fromkeys(tools))
     for prefix, opener in _KINDS.items():
         if spec == prefix or (prefix.endswith(":") and spec.startswith(prefix)):
-            return opener(spec, pathlib.Path(root), timeout, error_prefix)
+            target = opener(spec, pathlib.Path(root), timeout, error_prefix, wanted)
+            missing = [tool for tool in wanted if tool not in target.tools]
+            if missing:
+                target.close()
+                runs = shown(", ".join(target.tools), MESSAGE_CHARS)
+                raise TargetError(f"{spec}: does not run {', '.join(missing)}; it runs {runs}")
+            return target
     raise TargetError(f"unknown target {spec!r}: use refmem, python:MODULE:CALLABLE or cmd:COMMAND LINE")

@@ -31,12 +31,14 @@ from refmem.protocol import MAX_LINE_BYTES
 
 from .layout import Layout
 from .model import render_tree
+from .plugin import PLUGINS
 from .session import Report
 
 FORMAT = "refmem-fuzz-finding/2"
 READABLE = ("refmem-fuzz-finding/1", FORMAT)
 """/2 added packed repeated parameters and the `cost` record; /1 files read the same."""
-HARNESS_NAMES = ("sequence", "paths")
+HARNESS_NAMES = ("sequence", "paths", *PLUGINS)
+"""The memory tool's harnesses, then the plug-ins' (fuzz/plugin.py): the name says how a file is replayed."""
 PACK_MIN_CHARS = 1024
 PACK_MAX_UNIT = 64
 KEPT_CHARS = 4096

@@ -25,7 +25,7 @@ from .decode import decode
 from .finding import Finding
 from .layout import Layout
 from .meter import Meter
-from .minimise import minimise
+from .minimise import MEMORY_TOOL, Fields, minimise
 from .oracles import Violation, check_outside, check_step
 from .session import Report, Settings, run_sequence
 
@@ -79,6 +79,16 @@ class Harness:
 
     def close(self) -> None:
         pass
+
+    def minimised(
+        self, report: Report, oracle: str, run: Callable[[List[Any]], Report], fields: Fields = MEMORY_TOOL
+    ) -> Report:
+        """The run of the smallest sequence `minimise` finds that still breaks `oracle`; the original run when
+        that one does not break it again (flaky: a hang near the timeout)."""
+        smallest = minimise(report.commands, lambda cmds: run(cmds).has(oracle), self.options.minimise_budget,
+                            self.options.deadline, fields)
+        final = run(smallest)
+        return final if final.has(oracle) else report
 
     def _record(self, found: Finding) -> Finding:
         found.engine = self.options.engine
@@ -180,11 +190,7 @@ class SequenceHarness(Harness):
             final = self.confirm(smallest, oracle) if smallest != report.commands else None
             final = final or report  # too small to break the budget every time: keep the confirmed sequence
         else:
-            smallest = minimise(report.commands, lambda cmds: self.run(cmds).has(oracle), self.options.minimise_budget,
-                                self.options.deadline)
-            final = self.run(smallest)
-            if not final.has(oracle):  # flaky (a hang near the timeout): keep the original run
-                final = report
+            final = self.minimised(report, oracle, self.run)
         final.violations = [v for v in final.violations if v.family != "cost" or v.oracle == oracle]
         differential = self.settings.differential
         found = finding_files.from_report(final, self.layout, self.options.target, self.name, differential, oracle)
@@ -324,7 +330,15 @@ def _step_cost(report: Report, oracle: str) -> float:
     return float(record["measured"][key] or 0)
 
 
+def _openclaw(options: Options, work: pathlib.Path) -> Harness:
+    """OpenClaw's memory tools (fuzz/openclaw.py, a plug-in): imported when asked for."""
+    from .openclaw import OpenClawHarness
+
+    return OpenClawHarness(options, work)
+
+
 HARNESSES: Dict[str, Callable[[Options, pathlib.Path], Harness]] = {
     "sequence": SequenceHarness,
     "paths": PathsHarness,
+    "openclaw": _openclaw,
 }

@@ -11,7 +11,9 @@ WORK/                    a private ring around the case: anything new here is an
 
 With `hostile=True` the root is seeded with the fixtures below before the first command: links to
 the outside, a dangling link, a FIFO, a hard link to the outside secret, non-UTF-8 bytes. They are
-written as conformance fixture objects so a finding converts into a case without translation.
+written as conformance fixture objects so a finding converts into a case without translation. A
+plug-in for other tools (fuzz/plugin.py) lays out its own fixtures, and may add files beside the
+canary tree (`outside`, their text holding the run's canary where it says `<CANARY>`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import os
 import secrets
 import tempfile
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from .suite import hosttree
 from .suite import layout as suite_layout
@@ -48,6 +50,9 @@ HOSTILE_FIXTURES: List[Fixture] = [
 ]
 """Names the decoder's dictionary also knows (see tokens.py)."""
 
+CANARY_MARK = "<CANARY>"
+"""Where the run's canary goes in the text of a file laid out beside the canary tree (and in finding files)."""
+
 Snapshot = Dict[str, "hosttree.Node"]
 Fingerprint = Dict[str, Tuple[object, ...]]
 
@@ -55,19 +60,30 @@ Fingerprint = Dict[str, Tuple[object, ...]]
 class Layout:
     """One reusable case directory; `reset()` rebuilds it between sequences."""
 
-    def __init__(self, work: Path, hostile: bool, canary: Optional[str] = None) -> None:
+    def __init__(
+        self,
+        work: Path,
+        hostile: bool,
+        canary: Optional[str] = None,
+        fixtures: Optional[Sequence[Fixture]] = None,
+        outside: Optional[Mapping[str, str]] = None,
+    ) -> None:
         self.work = work
         self.case = work / "case"
         self.root = self.case / "memories"
         self.hostile = hostile
         self.canary = canary or f"CANARY-{secrets.token_hex(12)}"
+        chosen = HOSTILE_FIXTURES if fixtures is None else fixtures
+        self._fixtures: List[Fixture] = [dict(fixture) for fixture in chosen]
+        self.outside: Dict[str, str] = dict(outside or {})
+        """Files written beside the canary tree, before the fixtures (CASE-relative path -> text)."""
         self.baseline: Snapshot = {}
         self.baseline_print: Fingerprint = {}
         self._host_paths: List[str] = []
 
     @property
     def fixtures(self) -> List[Fixture]:
-        return HOSTILE_FIXTURES if self.hostile else []
+        return self._fixtures if self.hostile else []
 
     def host_paths(self) -> List[str]:
         """Spellings of the case directory that must never appear in an output (worked out once:
@@ -90,7 +106,11 @@ class Layout:
             remove(self.work)
         # The same case directory, canary tree and fixtures as the conformance runner lays out.
         self.work.mkdir(parents=True)
-        apply_fixtures(make_case_dir(self.case, self.canary), [dict(fixture) for fixture in self.fixtures])
+        case = make_case_dir(self.case, self.canary)
+        for relative, text in self.outside.items():
+            (self.case / relative).parent.mkdir(parents=True, exist_ok=True)
+            (self.case / relative).write_bytes(text.replace(CANARY_MARK, self.canary).encode("utf-8"))
+        apply_fixtures(case, [dict(fixture) for fixture in self.fixtures])
         self.baseline = self.snapshot_outside()
         self.baseline_print = hosttree.fingerprint(str(self.work))
 

@@ -8,14 +8,32 @@ the run's deadline (what has been shrunk by then is the result).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import time
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List, Optional, Tuple
 
 Predicate = Callable[[List[Any]], bool]
 
 TEXT_FIELDS = ("file_text", "old_str", "new_str", "insert_text")
 OPTIONAL_FIELDS = ("view_range",)
 PATH_FIELDS = ("path", "old_path", "new_path")
+
+
+@dataclasses.dataclass(frozen=True)
+class Fields:
+    """Which parameters of a command the minimiser simplifies: the memory tool's unless a plug-in says others."""
+
+    optional: Tuple[str, ...] = OPTIONAL_FIELDS
+    """Dropped when the command still fails without them."""
+    texts: Tuple[str, ...] = TEXT_FIELDS
+    """Cut to one character, or to half, when it still fails."""
+    paths: Tuple[str, ...] = PATH_FIELDS
+    """Shortened by one `/`-separated name at a time."""
+    kept_names: int = 2
+    """Leading parts of a path never dropped: `""` and `memories` of `/memories/...`; a path keeps one more."""
+
+
+MEMORY_TOOL = Fields()
 
 
 class _Budget:
@@ -59,20 +77,20 @@ def ddmin(items: List[Any], still_fails: Predicate) -> List[Any]:
     return current
 
 
-def simplify_texts(commands: List[Any], still_fails: Predicate) -> List[Any]:
-    """Try the empty string, then halves, for every text field, keeping what still fails."""
+def simplify_texts(commands: List[Any], still_fails: Predicate, fields: Fields = MEMORY_TOOL) -> List[Any]:
+    """Drop optional fields, then try one character, then halves, for every text field, keeping what still fails."""
     current = copy.deepcopy(commands)
     for index, command in enumerate(current):
         if not isinstance(command, dict):
             continue
-        for field in OPTIONAL_FIELDS:
+        for field in fields.optional:
             if field in command:
                 trial = copy.deepcopy(current)
                 del trial[index][field]
                 if still_fails(trial):
                     current = trial
         command = current[index]
-        for field in TEXT_FIELDS:
+        for field in fields.texts:
             value = command.get(field)
             if not isinstance(value, str) or len(value) <= 1:
                 continue
@@ -85,20 +103,20 @@ def simplify_texts(commands: List[Any], still_fails: Predicate) -> List[Any]:
     return current
 
 
-def simplify_paths(commands: List[Any], still_fails: Predicate) -> List[Any]:
+def simplify_paths(commands: List[Any], still_fails: Predicate, fields: Fields = MEMORY_TOOL) -> List[Any]:
     """Drop one name at a time from every path (never the leading `/memories`-like part)."""
     current = copy.deepcopy(commands)
     for index, command in enumerate(current):
         if not isinstance(command, dict):
             continue
-        for field in PATH_FIELDS:
-            position = 2
+        for field in fields.paths:
+            position = fields.kept_names
             while True:
                 value = current[index].get(field)
                 if not isinstance(value, str):
                     break
                 parts = value.split("/")
-                if position >= len(parts) or len(parts) <= 3:
+                if position >= len(parts) or len(parts) <= fields.kept_names + 1:
                     break
                 trial = copy.deepcopy(current)
                 trial[index][field] = "/".join(parts[:position] + parts[position + 1 :])
@@ -110,11 +128,15 @@ def simplify_paths(commands: List[Any], still_fails: Predicate) -> List[Any]:
 
 
 def minimise(
-    commands: List[Any], still_fails: Predicate, budget: int = 200, deadline: Optional[float] = None
+    commands: List[Any],
+    still_fails: Predicate,
+    budget: int = 200,
+    deadline: Optional[float] = None,
+    fields: Fields = MEMORY_TOOL,
 ) -> List[Any]:
     """The smallest failing sequence found in `budget` calls of `still_fails`, none after `deadline`
-    (a `time.monotonic()` value)."""
+    (a `time.monotonic()` value), simplifying the parameters `fields` names."""
     counted = _Budget(still_fails, budget, deadline)
     smaller = ddmin(commands, counted)
-    smaller = simplify_paths(smaller, counted)
-    return simplify_texts(smaller, counted)
+    smaller = simplify_paths(smaller, counted, fields)
+    return simplify_texts(smaller, counted, fields)

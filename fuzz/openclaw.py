@@ -1,58 +1,60 @@
-"""Fuzzing OpenClaw's memory reader (and the reference) with hostile paths on a hostile workspace.
+"""Fuzzing OpenClaw's memory tools (and the reference's) with hostile paths on a hostile workspace: a plug-in.
 
     python -m refmem_fuzz.openclaw --target openclaw --max-time 300      # OpenClaw's memory_get / memory_search
     python -m refmem_fuzz.openclaw --target refmem --runs 20000          # the reference
-    python -m refmem_fuzz.openclaw replay fuzz/findings/openclaw/FILE.finding --target openclaw
+    python -m refmem_fuzz.openclaw replay fuzz/findings/openclaw/FILE.json --target openclaw
+    refmem-fuzz run --harness openclaw --target openclaw                 # the same, through refmem-fuzz
+    refmem-fuzz replay fuzz/findings/openclaw/FILE.json --target openclaw
 
-Each input is a `memory_get` path built from a dictionary of hostile pieces (dot segments, encoded
-dots, backslashes, NUL, look-alike dots and slashes, the workspace's own host path, links, the
-FIFO, the hard link, the sibling folder) with random `from` / `lines`, and now and then a
-`memory_search` for the canary's words. It runs against a workspace seeded with symbolic links to
-the outside (a file, a folder, a dangling one), a hard link to the outside secret, a FIFO, a file
-that is not UTF-8 and a CRLF file (`LAYOUT`), beside a canary tree. Oracles, by class:
+What is OpenClaw's own lives here (`PLUGIN`, fuzz/plugin.py): the workspace (`LAYOUT`, beside a canary tree and
+`outside/secret.md`: symbolic links to the outside, a dangling one, a hard link to the outside secret, a FIFO, a
+folder named like a file, a file that is not UTF-8, a CRLF file), the decoder (bytes -> one to eight calls, each
+naming its tool with the protocol's `tool` field: mostly a `memory_get` path built from a dictionary of hostile
+pieces, dot segments, encoded dots, backslashes, NUL, look-alike dots and slashes, the workspace's own host path,
+with random `from` / `lines`; now and then a `memory_search` for the canary's words) and the oracles, by class:
 
 | oracle | broken when |
 |---|---|
-| `leak:canary:TOOL` | a reply holds the canary text (content from outside the workspace) |
-| `leak:host-path:TOOL` | a reply holds the case directory's host path that the input did not contain |
-| `hang:TOOL` | a call took longer than the step timeout |
-| `crash:TOOL` | the target died, broke the protocol, or raised |
+| `leak:canary:TOOL` | a reply (its output or its result object) holds the canary text (content from outside) |
+| `leak:host-path:TOOL` | a reply holds a host path of the case directory that the call did not hold itself |
+| `leak:traceback:TOOL` | (the reference) a reply holds a traceback or an exception class name |
+| `hang:TOOL` / `crash:TOOL` | a call took longer than the step timeout / the target died or broke the protocol |
+| `exception:TYPE` | the target raised instead of answering |
 | `escape:outside-changed` | anything outside the workspace changed |
 
-Findings are deduplicated by oracle, minimised (path pieces dropped while the oracle still
-breaks), and written as JSON replay files with the host paths and the canary replaced by
-`<CASE>` and `<CANARY>`. The engine is a seeded random generator (the target runs in another
-process, so there is no coverage to guide it); a run is reproducible from its seed.
+Everything else is the memory tool's fuzzer: the session (a fresh workspace and reset per input), the engines
+(`engine_random`, seeded: a run is reproducible from its seed), the minimiser (calls, path names and optional
+parameters dropped while the oracle still breaks), the finding files (fuzz/finding.py: validated, bounded, host
+paths and the canary written `<CASE>`, `<WORK>`, `<CANARY>`; harness `openclaw`) and replay, which never starts
+the target a file names.
 """
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import pathlib
-import random
-import secrets
 import shutil
 import sys
-import tempfile
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional
 
-from .suite import layout, openclaw_runner
+from . import engine_random, plugin, reach
+from . import finding as finding_files
+from .byte_reader import ByteReader
+from .finding import Finding, FindingError
+from .harness import Harness, Options
+from .layout import Layout, scratch_dir
+from .minimise import Fields
+from .oracles import Violation, check_result
+from .replay import replay
+from .session import Report, run_sequence
+from .suite import openclaw_runner
 
-Reply = openclaw_runner.Reply
-Target = openclaw_runner.Target
-TargetError = openclaw_runner.TargetError
-open_target = openclaw_runner.open_target
+TOOLS = openclaw_runner.TOOLS
+TargetError = reach.TargetError
 
-FORMAT = "refmem-openclaw-finding/1"
-SUFFIX = ".finding"
-"""Finding files are JSON, named *.finding: fuzz/findings/ also holds the memory tool harness's *.json files."""
-SEARCH_SHARE = 0.08
-"""Share of inputs that are a memory_search (OpenClaw's search is much slower than its reader)."""
-
-LAYOUT: List[Dict[str, Any]] = [
+LAYOUT: List[Dict[str, str]] = [
     {"type": "file", "path": "MEMORY.md", "text": "# Prefs\n- green\n"},
     {"type": "file", "path": "memory/ok.md", "text": "an ordinary note\n"},
     {"type": "file", "path": "memory/crlf.md", "text": "one\r\ntwo\r\n"},
@@ -65,7 +67,8 @@ LAYOUT: List[Dict[str, Any]] = [
     {"type": "fifo", "path": "memory/fifo.md"},
     {"type": "dir", "path": "memory/dir.md"},
 ]
-"""The hostile workspace; `outside/secret.md` (the canary) is made before it."""
+"""The hostile workspace (hostile-v1 of the first OpenClaw findings); `OUTSIDE` is laid out before it."""
+OUTSIDE = {"outside/secret.md": "<CANARY> outside secret markdown\n"}
 
 PIECES = [
     "MEMORY.md", "USER.md", "dreams.md", "DREAMS.md", "memory", "memory.md", "ok.md", "crlf.md", "bin.md",
@@ -75,268 +78,250 @@ PIECES = [
     "%00", "....//", "..;", "CON", "x.md:stream", "file:", "?", "*.md",
 ]  # fmt: skip
 PREFIXES = ["", "", "", "/memories/", "/", "./", "<ROOT>/", "<CASE>/", "memory/", "memory/out/", "../", "file://"]
-KNOWN = [str(spec["path"]) for spec in LAYOUT] + ["memory/out/secret.md", "memory/out/dir/inner.txt", "dreams.md"]
+KNOWN = [spec["path"] for spec in LAYOUT] + ["memory/out/secret.md", "memory/out/dir/inner.txt", "dreams.md"]
 """The layout's own paths, which mutations start from (a random path rarely names a file)."""
-MUTATIONS: List[Callable[[random.Random, str], str]] = [
-    lambda rng, path: rng.choice(PREFIXES) + path,
-    lambda rng, path: path.replace("/", rng.choice(["//", "/./", "\\", "/%2f", "\u2215"]), 1),
-    lambda rng, path: path.replace("memory/", "memory/" + rng.choice(["../", "x/../", "./", "%2e%2e/", "out/../"]), 1),
-    lambda rng, path: path.upper() if rng.random() < 0.5 else path.lower(),
-    lambda rng, path: path + rng.choice(["/", "\x00", ".", " ", "%00", ":$DATA", "/..", "?x", "#x"]),
-    lambda rng, path: path.replace(".md", rng.choice([".MD", ".md.", ".md ", "%2emd", ".txt", ""]), 1),
-    lambda rng, path: "".join(f"%{ord(ch):02x}" if ch == "." and rng.random() < 0.5 else ch for ch in path),
+MUTATIONS: List[Callable[[ByteReader, str], str]] = [
+    lambda pick, path: pick.pick(PREFIXES) + path,
+    lambda pick, path: path.replace("/", pick.pick(["//", "/./", "\\", "/%2f", "\u2215"]), 1),
+    lambda pick, path: path.replace("memory/", "memory/" + pick.pick(["../", "x/../", "./", "%2e%2e/", "out/../"]), 1),
+    lambda pick, path: path.upper() if pick.chance(1, 2) else path.lower(),
+    lambda pick, path: path + pick.pick(["/", "\x00", ".", " ", "%00", ":$DATA", "/..", "?x", "#x"]),
+    lambda pick, path: path.replace(".md", pick.pick([".MD", ".md.", ".md ", "%2emd", ".txt", ""]), 1),
+    lambda pick, path: "".join(f"%{ord(ch):02x}" if ch == "." and pick.chance(1, 2) else ch for ch in path),
 ]
+WORDS = ["<CANARY>", "outside", "secret", "inner", "green", "note", "NEAR(", '"', "*"]
+FROMS: List[Any] = [1, 2, 3, 0, -1, 10**12, 1.5, "2"]
+LINES: List[Any] = [1, 2, 120, 0, 10**12]
+MAX_RESULTS: List[Any] = [1, 6, 50]
+MAX_CALLS = 8
+PLACEHOLDERS = ("<ROOT>", "<CASE>", "<CANARY>")
 
 
-@dataclasses.dataclass
-class Finding:
-    target: str
-    oracle: str
-    detail: str
-    call: Dict[str, Any]
-    observed: Dict[str, Any]
-    seed: Optional[int] = None
-    runs: int = 0
-
-    def key(self) -> str:
-        import hashlib
-
-        blob = json.dumps([self.oracle, self.call], sort_keys=True, ensure_ascii=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:12]
-
-    def to_json(self) -> Dict[str, Any]:
-        return dict(dataclasses.asdict(self), format=FORMAT, layout="hostile-v1")
+# --- the decoder ----------------------------------------------------------------------------------------
 
 
-def generate(rng: random.Random) -> Dict[str, Any]:
-    """One call: mostly memory_get on a built path, sometimes a search for the canary's words."""
-    if rng.random() < SEARCH_SHARE:
-        words = rng.sample(["<CANARY>", "outside", "secret", "inner", "green", "note", "NEAR(", '"', "*"], 2)
-        return {"tool": "memory_search", "query": " ".join(words), "maxResults": rng.choice([None, 1, 6, 50])}
-    if rng.random() < 0.5:
-        path = rng.choice(KNOWN)
-        for _ in range(rng.randint(0, 2)):
-            path = rng.choice(MUTATIONS)(rng, path)
+def decode(data: bytes) -> List[Dict[str, Any]]:
+    """The calls `data` stands for, one to MAX_CALLS; every decision takes a byte or two (byte_reader.py), and the
+    empty input is `memory_get` of MEMORY.md."""
+    reader = ByteReader(data)
+    return [_call(reader) for _ in range(1 + reader.below(MAX_CALLS))]
+
+
+def _call(reader: ByteReader) -> Dict[str, Any]:
+    if reader.chance(2, 25):  # a search now and then: OpenClaw's is much slower than its reader
+        search: Dict[str, Any] = {"tool": "memory_search", "query": f"{reader.pick(WORDS)} {reader.pick(WORDS)}"}
+        if reader.chance(3, 4):
+            search["maxResults"] = reader.pick(MAX_RESULTS)
+        return search
+    if reader.chance(1, 2):
+        path = reader.pick(PREFIXES) + "/".join(reader.pick(PIECES) for _ in range(1 + reader.below(5)))
     else:
-        path = rng.choice(PREFIXES) + "/".join(rng.choice(PIECES) for _ in range(rng.randint(1, 5)))
+        path = KNOWN[reader.below(len(KNOWN))]
+        for _ in range(reader.below(3)):
+            path = reader.pick(MUTATIONS)(reader, path)
     call: Dict[str, Any] = {"tool": "memory_get", "path": path}
-    if rng.random() < 0.3:
-        call["from"] = rng.choice([1, 2, 3, 0, -1, 10**12, 1.5, "2", None])
-    if rng.random() < 0.3:
-        call["lines"] = rng.choice([1, 2, 120, 0, 10**12, None])
+    if reader.chance(3, 10):
+        call["from"] = reader.pick(FROMS)
+    if reader.chance(3, 10):
+        call["lines"] = reader.pick(LINES)
     return call
 
 
-class Session:
-    """A hostile case directory and a target working on it."""
+# --- running a call and judging it ----------------------------------------------------------------------
 
-    def __init__(self, target: Target, work: pathlib.Path) -> None:
+
+def concrete(command: Any, layout: Layout) -> Any:
+    """The call with its placeholders filled in: the workspace's host paths and the run's canary."""
+    if not isinstance(command, dict):
+        return command
+    text = json.dumps(command)
+    for mark, value in zip(PLACEHOLDERS, (layout.root, layout.case, layout.canary)):
+        text = text.replace(mark, json.dumps(str(value))[1:-1])
+    return json.loads(text)
+
+
+def execute(target: Any, command: Any, layout: Layout) -> Any:
+    """One call, on the tool it names (the protocol's `tool`); what names no tool is memory_get's input as it is
+    (a finding file may hold anything)."""
+    call = concrete(command, layout)
+    if not isinstance(call, dict) or not isinstance(call.get("tool"), str):
+        return target.execute(call, TOOLS[0])
+    tool = call.pop("tool")
+    return target.execute(call, tool)
+
+
+def _label(command: Any) -> str:
+    tool = command.get("tool") if isinstance(command, dict) else None
+    return tool if isinstance(tool, str) and tool.isidentifier() else "input"
+
+
+def check_step(index: int, command: Any, step: Any, layout: Layout, strict: bool) -> List[Violation]:
+    """The shared oracles on a call, over its output and its result object; a host path the call held itself is
+    not a leak (an error may name the path it was given)."""
+    result = getattr(step, "result", None)
+    also = json.dumps(result, ensure_ascii=False) if result is not None else ""
+    sent = json.dumps(concrete(command, layout), ensure_ascii=False)
+    return check_result(index, _label(command), step, layout, strict, also, sent)
+
+
+PLUGIN = plugin.Plugin(
+    harness="openclaw",
+    tools=TOOLS,
+    fixtures=LAYOUT,
+    outside=OUTSIDE,
+    decode=decode,
+    execute=execute,
+    check_step=check_step,
+    fields=Fields(optional=("from", "lines", "maxResults", "minScore"), texts=("query",), paths=("path",),
+                  kept_names=0),
+)
+
+
+def outcome(step: Any) -> str:
+    """What a call came to: its result's status (`ok`, `error`, `not_found`...), `results` for a search, `none`."""
+    result = getattr(step, "result", None)
+    if not isinstance(result, dict):
+        return "none"
+    return str(result.get("status", "results"))[:40]
+
+
+class WarmTarget:
+    """The target, reset only when a sequence needs it: the first time, after the workspace was laid out afresh,
+    and after a hang or a crash. Neither tool writes, so every sequence still starts from the same workspace,
+    and OpenClaw keeps the index its first search builds: that search takes 2 to 11 s, which a reset before
+    every input paid again (and a 10 s step timeout took for a hang). Replay starts the target afresh."""
+
+    def __init__(self, target: reach.Target, layout: Layout) -> None:
         self.target = target
-        self.canary = "CANARY-" + secrets.token_hex(6)
-        self.case = layout.make_case_dir(work / "case", self.canary)
-        (self.case.path / "outside" / "secret.md").write_text(f"{self.canary} outside secret markdown\n")
-        layout.apply_fixtures(self.case, LAYOUT)
-        self.outside = layout.outside_snapshot(self.case)
-        self.target.reset(self.case.root)
+        self.layout = layout
+        self._laid_out: Optional[object] = None
 
-    def concrete(self, call: Dict[str, Any]) -> Dict[str, Any]:
-        """The call with its placeholders filled in (host paths, the canary)."""
-        text = json.dumps(call)
-        text = text.replace("<ROOT>", json.dumps(str(self.case.root))[1:-1])
-        text = text.replace("<CASE>", json.dumps(str(self.case.path))[1:-1]).replace("<CANARY>", self.canary)
-        return dict(json.loads(text))
+    @property
+    def storage(self) -> str:
+        return self.target.storage
 
-    def run(self, call: Dict[str, Any]) -> Tuple[Reply, float]:
-        concrete = self.concrete(call)
-        tool = concrete.pop("tool")
-        started = time.monotonic()
-        reply = self.target.execute(tool, {key: value for key, value in concrete.items() if value is not None})
-        return reply, time.monotonic() - started
+    def reset(self, root: pathlib.Path) -> None:
+        if self._laid_out is not self.layout.baseline_print:
+            self.target.reset(root)
+            self._laid_out = self.layout.baseline_print
 
-    def oracles(self, call: Dict[str, Any], reply: Reply) -> List[Tuple[str, str]]:
-        tool = str(call["tool"])
-        broken: List[Tuple[str, str]] = []
-        if reply.failure is not None:
-            oracle = "hang" if "timed out" in reply.failure else "crash"
-            broken.append((f"{oracle}:{tool}", reply.failure))
-        if reply.raised is not None:
-            broken.append((f"crash:{tool}", reply.raised.strip().splitlines()[-1][:300]))
-        said = reply.output + json.dumps(reply.result, ensure_ascii=False)
-        if self.canary in said:
-            broken.append((f"leak:canary:{tool}", "the reply holds the canary text from outside the workspace"))
-        sent = json.dumps(self.concrete(call), ensure_ascii=False)
-        if str(self.case.path) in said and str(self.case.path) not in sent:
-            broken.append((f"leak:host-path:{tool}", "the reply holds the workspace's host path"))
-        return broken
-
-    def escaped(self) -> bool:
-        return layout.outside_snapshot(self.case) != self.outside
-
-    def scrub(self, value: Any) -> Any:
-        text = json.dumps(value, ensure_ascii=False)
-        for secret, mark in (
-            (str(self.case.root), "<ROOT>"),
-            (str(self.case.path), "<CASE>"),
-            (self.canary, "<CANARY>"),
-        ):
-            text = text.replace(json.dumps(secret, ensure_ascii=False)[1:-1], mark)
-        return json.loads(text)
+    def execute(self, tool_input: Any, tool: str) -> Any:
+        step = self.target.execute(tool_input, tool)
+        if step.crashed or step.timed_out:
+            self._laid_out = None
+        return step
 
     def close(self) -> None:
-        layout.remove(self.case.path)
+        self.target.close()
 
 
-def minimise(session: Session, call: Dict[str, Any], oracle: str, budget: int = 40) -> Dict[str, Any]:
-    """Drop path pieces and optional parameters while `oracle` still breaks."""
-    best = dict(call)
-    for key in ("from", "lines", "maxResults"):
-        if key in best and budget > 0:
-            trial = {k: v for k, v in best.items() if k != key}
-            budget -= 1
-            if oracle in [name for name, _ in session.oracles(trial, session.run(trial)[0])]:
-                best = trial
-    if "path" not in best:
-        return best
-    pieces = str(best["path"]).split("/")
-    index = 0
-    while index < len(pieces) and budget > 0 and len(pieces) > 1:
-        trial_pieces = pieces[:index] + pieces[index + 1 :]
-        trial = dict(best, path="/".join(trial_pieces))
-        budget -= 1
-        if oracle in [name for name, _ in session.oracles(trial, session.run(trial)[0])]:
-            pieces, best = trial_pieces, trial
-        else:
-            index += 1
-    return best
+class OpenClawHarness(Harness):
+    """Decoded calls on the plug-in's workspace, through the shared session; each new oracle minimised and
+    recorded as a finding file of harness `openclaw`."""
+
+    name = PLUGIN.harness
+
+    def __init__(self, options: Options, work: pathlib.Path) -> None:
+        super().__init__(options, work)
+        self.layout = PLUGIN.layout(work / "openclaw")
+        self.layout.reset()
+        self.target = WarmTarget(reach.open(options.target, self.layout.root, options.step_timeout, TOOLS), self.layout)
+        strict = options.is_reference if options.strict is None else options.strict
+        self.settings = PLUGIN.settings(strict=strict, deadline=options.deadline, step_timeout=options.step_timeout)
+        self.calls = 0
+        self.outcomes: Dict[str, int] = {}
+
+    def run(self, commands: List[Any]) -> Report:
+        return run_sequence(commands, self.target, self.layout, self.settings)
+
+    def one_input(self, data: bytes) -> Optional[Finding]:
+        self.runs += 1
+        report = self.run(list(decode(data)))
+        self.calls += len(report.steps)
+        features = []
+        for command, step in zip(report.commands, report.steps):
+            kind = outcome(step)
+            self.outcomes[kind] = self.outcomes.get(kind, 0) + 1
+            result = getattr(step, "result", None)
+            code = str(result.get("code", result.get("error", "")))[:40] if isinstance(result, dict) else ""
+            features.append((_label(command), kind, code))
+        self.last_features = frozenset(features)
+        primary = report.primary
+        if primary is None or primary.oracle in self.seen:
+            return None
+        final = self.minimised(report, primary.oracle, self.run, PLUGIN.fields)
+        found = finding_files.from_report(final, self.layout, self.options.target, self.name, False, primary.oracle)
+        return self._record(found)
+
+    def close(self) -> None:
+        self.target.close()
+        self.layout.remove()
 
 
-@dataclasses.dataclass
-class Outcome:
-    runs: int
-    findings: List[Finding]
-    seconds: float
-    classes: Dict[str, int]
+# --- the command line -----------------------------------------------------------------------------------
 
 
-def fuzz(
-    target: Target,
-    target_name: str,
-    seed: int,
-    runs: Optional[int] = None,
-    max_time: Optional[float] = None,
-    findings_dir: Optional[pathlib.Path] = None,
-    on_finding: Optional[Callable[[Finding], None]] = None,
-) -> Outcome:
-    rng = random.Random(seed)
-    work = pathlib.Path(tempfile.mkdtemp(prefix="refmem-openclaw-fuzz-"))
-    session = Session(target, work)
-    found: Dict[str, Finding] = {}
-    classes: Dict[str, int] = {}
-    started = time.monotonic()
-    count = 0
+def _fuzz(args: argparse.Namespace) -> int:
+    from .cli import shown
+
+    if args.runs is None and args.max_time is None:
+        args.runs = 500
+
+    def on_finding(found: Finding, path: Optional[pathlib.Path]) -> None:
+        print(f"finding: {shown(found.oracle, 'name')}: {shown(json.dumps(found.commands), 'command')}", flush=True)
+
+    deadline = time.monotonic() + args.max_time if args.max_time is not None else None
+    options = Options(target=args.target, step_timeout=args.timeout if args.timeout > 0 else None, seed=args.seed,
+                      engine="random",
+                      findings_dir=pathlib.Path(args.findings) if args.findings else None, on_finding=on_finding,
+                      cost=False, growth=False, deadline=deadline)
+    work = scratch_dir("refmem-openclaw-fuzz-")
     try:
-        while (runs is None or count < runs) and (max_time is None or time.monotonic() - started < max_time):
-            count += 1
-            call = generate(rng)
-            reply, _ = session.run(call)
-            outcome = (reply.result or {}).get("status", "results" if isinstance(reply.result, dict) else "none")
-            classes[str(outcome)] = classes.get(str(outcome), 0) + 1
-            broken = session.oracles(call, reply)
-            if count % 50 == 0 and session.escaped():
-                broken.append(("escape:outside-changed", "something outside the workspace changed"))
-            for oracle, detail in broken:
-                if oracle in found:
-                    continue
-                if oracle.startswith(("hang", "crash")):
-                    session.target.reset(session.case.root)
-                small = minimise(session, call, oracle) if not oracle.startswith(("hang", "escape")) else call
-                observed_reply = session.run(small)[0]
-                finding = Finding(
-                    target_name,
-                    oracle,
-                    detail,
-                    session.scrub(small),
-                    session.scrub({"output": observed_reply.output[:2000], "result": observed_reply.result}),
-                    seed,
-                    count,
-                )
-                found[oracle] = finding
-                if findings_dir is not None:
-                    findings_dir.mkdir(parents=True, exist_ok=True)
-                    name = "".join(ch if ch.isalnum() or ch in "-_" else "-" for ch in oracle)
-                    path = findings_dir / f"{name}-{finding.key()}{SUFFIX}"
-                    path.write_text(json.dumps(finding.to_json(), indent=2, ensure_ascii=True) + "\n", encoding="utf-8")
-                if on_finding is not None:
-                    on_finding(finding)
-                if oracle.startswith("escape"):
-                    session.close()
-                    session = Session(target, work)
+        harness = OpenClawHarness(options, work)
+        try:
+            stats = engine_random.fuzz(harness, None, args.runs, args.seed, deadline=deadline)
+        finally:
+            harness.close()
     finally:
-        session.close()
         shutil.rmtree(work, ignore_errors=True)
-    return Outcome(count, list(found.values()), time.monotonic() - started, classes)
+    rate = harness.calls / stats.seconds if stats.seconds else 0.0
+    print(f"{harness.calls} calls ({stats.runs} inputs) in {stats.seconds:.0f} s ({rate:.0f}/s), "
+          f"{len(harness.findings)} findings")
+    print("outcomes: " + ", ".join(f"{name} {count}" for name, count in sorted(harness.outcomes.items())))
+    return 1 if harness.findings else 0
 
 
-def replay(path: pathlib.Path, target: Target) -> List[Tuple[str, str]]:
-    """Run a finding file's call on a fresh hostile workspace: the oracles it breaks now."""
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if data.get("format") != FORMAT:
-        raise ValueError(f"{path.name} is not a finding file of this harness")
-    work = pathlib.Path(tempfile.mkdtemp(prefix="refmem-openclaw-replay-"))
-    session = Session(target, work)
-    try:
-        call = data["call"]
-        broken = session.oracles(call, session.run(call)[0])
-        if session.escaped():
-            broken.append(("escape:outside-changed", "something outside the workspace changed"))
-        return broken
-    finally:
-        session.close()
-        shutil.rmtree(work, ignore_errors=True)
+def _replay(args: argparse.Namespace, files: List[str]) -> int:
+    """Each finding file on `--target` (never the file's own): its oracle broken again is reproduced."""
+    from .cli import shown
+
+    reproduced = 0
+    for name in files:
+        found = finding_files.load(pathlib.Path(name))
+        broken = sorted({violation.oracle for violation in replay(found, args.target, args.timeout).violations})
+        reproduced += found.oracle in broken
+        verdict = "reproduced" if found.oracle in broken else "not reproduced"
+        print(f"{shown(name, 'name')}: {verdict}: {shown(', '.join(broken) or 'no oracle broken', 'detail')}")
+    return 1 if reproduced else 0
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m refmem_fuzz.openclaw", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m refmem_fuzz.openclaw", description=(__doc__ or "").splitlines()[0])
     parser.add_argument("replay", nargs="*", help='"replay FILE..." to run finding files again')
-    parser.add_argument("--target", default="refmem", help="refmem, openclaw or cmd:PROGRAM ARGS")
-    parser.add_argument("--runs", type=int)
-    parser.add_argument("--max-time", type=float)
+    parser.add_argument("--target", default="refmem", help="refmem, openclaw, python:MODULE:CALLABLE or cmd:PROGRAM")
+    parser.add_argument("--runs", type=int, help="inputs to run (each one to eight calls; default 500)")
+    parser.add_argument("--max-time", type=float, help="seconds the run takes at most")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=10.0, help="seconds per call before it counts as a hang")
     parser.add_argument("--findings", help="folder for finding files (default: print only)")
     args = parser.parse_args(argv)
+    if args.replay and args.replay[0] != "replay":
+        parser.error("the only positional command is: replay FILE...")
     try:
-        target = open_target(args.target, args.timeout)
-    except TargetError as error:
-        print(f"{__name__}: {error}", file=sys.stderr)
+        return _replay(args, args.replay[1:]) if args.replay else _fuzz(args)
+    except (TargetError, FindingError, OSError) as error:
+        print(f"openclaw fuzz: {error}", file=sys.stderr)
         return 2
-    try:
-        if args.replay:
-            if args.replay[0] != "replay":
-                parser.error("the only positional command is: replay FILE...")
-            reproduced = 0
-            for name in args.replay[1:]:
-                broken = replay(pathlib.Path(name), target)
-                reproduced += bool(broken)
-                print(f"{name}: {', '.join(oracle for oracle, _ in broken) or 'not reproduced'}")
-            return 1 if reproduced else 0
-        if args.runs is None and args.max_time is None:
-            args.runs = 2000
-        outcome = fuzz(
-            target,
-            args.target,
-            args.seed,
-            args.runs,
-            args.max_time,
-            pathlib.Path(args.findings) if args.findings else None,
-            lambda finding: print(f"finding: {finding.oracle}: {json.dumps(finding.call, ensure_ascii=True)}"),
-        )
-    finally:
-        target.close()
-    rate = outcome.runs / outcome.seconds if outcome.seconds else 0.0
-    print(f"{outcome.runs} calls in {outcome.seconds:.0f} s ({rate:.0f}/s), {len(outcome.findings)} findings")
-    print("outcomes: " + ", ".join(f"{name} {count}" for name, count in sorted(outcome.classes.items())))
-    return 1 if outcome.findings else 0
 
 
 if __name__ == "__main__":

@@ -39,10 +39,20 @@ class Violation:
 
 def check_step(index: int, command: object, step: object, layout: Layout, strict: bool) -> List[Violation]:
     """Oracles on one StepResult (duck-typed: output, is_error, crashed, timed_out, raised, detail)."""
-    found: List[Violation] = []
-    output = getattr(step, "output", None)
     name = command.get("command") if isinstance(command, dict) else None
     label = name if isinstance(name, str) and name.isidentifier() else "input"
+    return check_result(index, label, step, layout, strict)
+
+
+def check_result(
+    index: int, label: str, step: object, layout: Layout, strict: bool, also: str = "", sent: str = ""
+) -> List[Violation]:
+    """The oracles on what one step did, named by `label`: a hang, a crash, an exception that is not the error
+    signal, a result that is not a string with a boolean is_error; then the canary or a host path of the case
+    directory in the output (and `also`, what else the step said: a plug-in's result object), a host path the
+    input (`sent`) held itself excepted; in strict mode a traceback or an exception class name."""
+    found: List[Violation] = []
+    output = getattr(step, "output", None)
     if getattr(step, "timed_out", False):
         found.append(Violation(f"hang:{label}", index, "no result within the step timeout"))
     if getattr(step, "crashed", False):
@@ -52,15 +62,16 @@ def check_step(index: int, command: object, step: object, layout: Layout, strict
     if not isinstance(output, str) or not isinstance(getattr(step, "is_error", None), bool):
         found.append(Violation("crash:result-type", index, "the result is not a string with a boolean is_error"))
         return found
-    if layout.canary in output:
+    said = f"{output}\n{also}" if also else output
+    if layout.canary in said:
         found.append(Violation(f"leak:canary:{label}", index, "canary bytes from outside the root in the output"))
     for host_path in layout.host_paths():
-        if host_path in output:
+        if host_path in said and host_path not in sent:
             detail = "the host path of the case directory in the output"
             found.append(Violation(f"leak:host-path:{label}", index, detail))
             break
     if strict and not getattr(step, "raised", False):
-        if TRACEBACK_MARK in output or _EXCEPTION_RE.search(output):
+        if TRACEBACK_MARK in said or _EXCEPTION_RE.search(said):
             detail = "a traceback or exception class name in the output"
             found.append(Violation(f"leak:traceback:{label}", index, detail))
     return found

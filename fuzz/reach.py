@@ -1,4 +1,5 @@
-"""How the fuzzer reaches a target: the conformance runner's `open_target`, plus a few aliases.
+"""How the fuzzer reaches a target: the conformance runner's `open_target`, plus a few aliases
+(`openclaw`: OpenClaw's own adapter, for the openclaw plug-in's tools).
 
 The fuzzer never talks to an implementation any other way, so a backend that passes the conformance
 runner's adapter checks can be fuzzed as it is.
@@ -8,9 +9,9 @@ from __future__ import annotations
 
 import importlib.util
 import pathlib
-from typing import Optional
+from typing import Optional, Sequence
 
-from .suite import targets
+from .suite import openclaw_runner, targets
 
 StepResult = targets.StepResult
 Target = targets.Target
@@ -31,8 +32,13 @@ def resolve_spec(spec: str) -> str:
         if importlib.util.find_spec(adapter) is not None:
             return f"python:{adapter}:make"
         return f"python:{__package__}.sdk_target:make"
+    if spec == "openclaw":
+        return openclaw_runner.target_spec(spec)  # TargetError when it is not installed
     return ALIASES.get(spec) or spec
 
 
-def open(spec: str, root: pathlib.Path, timeout: Optional[float]) -> Target:  # noqa: A001
-    return open_target(resolve_spec(spec), root, timeout=timeout)
+def open(  # noqa: A001
+    spec: str, root: pathlib.Path, timeout: Optional[float], tools: Optional[Sequence[str]] = None
+) -> Target:
+    """The target `spec` on `root`; `tools` the tools it must run (default: the memory tool)."""
+    return open_target(resolve_spec(spec), root, timeout=timeout, tools=tools or (targets.TOOL_MEMORY,))

@@ -12,7 +12,7 @@ import pathlib
 import tempfile
 from typing import Optional
 
-from . import cost, reach
+from . import cost, plugin, reach
 from .finding import Finding
 from .layout import Layout, scratch_dir_base
 from .meter import Meter
@@ -24,7 +24,9 @@ REFERENCE = "refmem"
 def replay(finding: Finding, target: str = REFERENCE, step_timeout: Optional[float] = 5.0) -> Report:
     """One run of the finding's commands on `target` (never `finding.target`) with its oracles; a
     cost finding is measured as it was found (time, or memory under tracemalloc; the same budget
-    factor) against budgets calibrated on this machine."""
+    factor) against budgets calibrated on this machine. A plug-in's finding (fuzz/plugin.py) runs on
+    the plug-in's layout with its oracles, and `target` must run the plug-in's tools."""
+    tools = plugin.find(finding.harness)
     parse = None
     if finding.differential:
         from refmem.paths import parse_path
@@ -32,10 +34,13 @@ def replay(finding: Finding, target: str = REFERENCE, step_timeout: Optional[flo
         parse = parse_path
     strict = target in (REFERENCE, "reference")
     with tempfile.TemporaryDirectory(prefix="refmem-fuzz-replay-", dir=scratch_dir_base()) as work:
-        layout = Layout(pathlib.Path(work) / "w", hostile=finding.hostile_layout)
+        where = pathlib.Path(work) / "w"
+        layout = tools.layout(where) if tools is not None else Layout(where, hostile=finding.hostile_layout)
         layout.reset()
-        handle = reach.open(target, layout.root, step_timeout)
+        handle = reach.open(target, layout.root, step_timeout, tools.tools if tools is not None else None)
         try:
+            if tools is not None:
+                return run_sequence(finding.commands, handle, layout, tools.settings(strict=strict))
             if finding.harness == "paths":
                 return run_sequence(finding.commands, handle, layout, Settings(strict=True))
             settings = Settings(strict, finding.differential, parse)
@@ -63,7 +68,10 @@ def finding_from_raw_input(data: bytes, target: str, harness: str, hostile: bool
     from .decode import decode
     from .harness import REFERENCE_SPECS, path_from_bytes
 
-    if harness == "paths":
+    tools = plugin.find(harness)
+    if tools is not None:
+        commands = tools.decode(data)
+    elif harness == "paths":
         commands = [{"command": "view", "path": path_from_bytes(data)}]
     else:
         commands = decode(data)

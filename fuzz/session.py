@@ -25,6 +25,16 @@ from .oracles import Violation
 
 ORACLE_PRIORITY = ("escape", "leak", "hang", "crash", "exception", "cost", "parser", "diverge")
 
+Execute = Callable[[Any, Any, Layout], Any]
+"""How one command runs: (target, command, layout) -> a StepResult."""
+CheckStep = Callable[[int, Any, Any, Layout, bool], List[Violation]]
+"""The oracles on one step: (index, command, step, layout, strict) -> what it broke."""
+
+
+def run_command(target: Any, command: Any, layout: Layout) -> Any:
+    """The memory tool's command, sent as it is."""
+    return target.execute(command)
+
 
 @dataclasses.dataclass
 class Report:
@@ -68,6 +78,10 @@ class Settings:
     step_timeout: Optional[float] = None
     """The target's own step timeout (None: none). A step that starts less than this before the
     deadline is watched, and abandoned STEP_GRACE after the deadline."""
+    execute: Execute = run_command
+    """How a command runs; a plug-in's commands name their tool (fuzz/plugin.py)."""
+    check_step: CheckStep = oracles.check_step
+    """The oracles on each step; a plug-in brings its own (fuzz/plugin.py)."""
 
     def past_deadline(self) -> bool:
         return self.deadline is not None and time.monotonic() >= self.deadline
@@ -100,7 +114,8 @@ def run_sequence(commands: List[Any], target: Any, layout: Layout, settings: Set
     measured = settings.meter is not None and settings.budget is not None
     chars = cost.layout_chars(layout.fixtures) if measured else 0
     for index, command in enumerate(commands):
-        call = functools.partial(_within_deadline, functools.partial(target.execute, command), settings)
+        run = functools.partial(settings.execute, target, command, layout)
+        call = functools.partial(_within_deadline, run, settings)
         if index and settings.past_deadline():
             step = ABANDONED
         elif settings.meter is not None and settings.budget is not None:
@@ -118,7 +133,7 @@ def run_sequence(commands: List[Any], target: Any, layout: Layout, settings: Set
             report.commands, report.cut = commands[:index], True
             break
         report.steps.append(step)
-        report.violations.extend(oracles.check_step(index, command, step, layout, settings.strict))
+        report.violations.extend(settings.check_step(index, command, step, layout, settings.strict))
         if model is not None:
             expected = model.apply(command)
             report.expected.append(expected)

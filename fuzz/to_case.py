@@ -96,7 +96,10 @@ def names(finding: Finding, case_id: Optional[str]) -> Tuple[str, str]:
 
 
 def to_case(finding: Finding, case_id: Optional[str] = None, decision: Optional[str] = None) -> Dict[str, Any]:
-    """The case alone (for a file of one's own, `to_case_file`)."""
+    """The case alone (for a file of one's own, `to_case_file`). A memory tool case: a plug-in's finding
+    (fuzz/plugin.py) is refused, since its tools have cases of their own (conformance/openclaw/)."""
+    if finding.harness not in ("sequence", "paths"):
+        raise ValueError(f"to-case writes memory tool cases; a finding of the {finding.harness} harness is not one")
     if decision is not None and not DECISION.fullmatch(decision):
         raise ValueError("--decision must be a spec-notes ID such as D-VIEW-RANGE")
     fixtures = used_fixtures(finding.commands) if finding.hostile_layout else []

@@ -1,81 +1,74 @@
-"""Conformance cases for OpenClaw's memory tools (`memory_get`, `memory_search`), run against the
-reference (`refmem.openclaw`) or any program speaking the adapter protocol with the `tool` field,
-OpenClaw's own tools included (conformance/adapters/openclaw).
+"""Conformance cases for OpenClaw's memory tools (`memory_get`, `memory_search`), run on the shared apparatus.
 
-    python -m refmem_conformance.openclaw.runner                      # the reference
-    python -m refmem_conformance.openclaw.runner --target openclaw    # OpenClaw itself (npm ci there first)
-    python -m refmem_conformance.openclaw.runner --target "cmd:PROGRAM ARGS" --markdown report.md
+    python -m refmem_conformance.openclaw.runner                      # the reference (refmem.openclaw)
+    python -m refmem_conformance.openclaw.runner --target openclaw    # OpenClaw itself (install.sh there first)
+    python -m refmem_conformance.openclaw.runner --target "cmd:PROGRAM ARGS" --markdown report.md --json report.json
 
-Each case runs in a fresh case directory laid out by `conformance/layout.py` (the workspace
-`CASE/memories/`, a canary tree beside it). Whatever its steps say, a case fails if a reply holds
-the canary text, a host path or a traceback, if anything outside the workspace changed, or if a
-tool changed a memory file. Results are counted per tier: `security`, `compatible` (OpenClaw's own
-behaviour), `decision` (the reference's written decisions, D-OPENCLAW-*), `wording` (exact text).
-Exit status: 0 every case passed, 1 some failed, 2 the target could not be started.
+What is OpenClaw's own lives here: its cases (`cases/*.json`, `load_cases`), how a step names its tool and is
+judged (`split_input`, `expect.py`: partial expectations of the result object, search hits that must open), and
+how its cases map onto the verdict model (`TIER_OF_BASIS`). Everything else is the memory tool's apparatus: the
+target (`targets.open_target` with the protocol's `tool` field), the case directory and the universal checks
+(`runner.CaseRun`: leaks in the output and the result object through `LeakGuard`, the outside through `hosttree`,
+data loss, bounded outputs, host paths an input names), the verdict (`tiers`, `figures`) and the writers
+(`reports`: the text summary, JSON and Markdown).
+
+Exit status: 0 safe and every case that gates under the profile passed, 1 otherwise, 2 the target could not
+be started or reset, 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
-import collections
-import dataclasses
 import fnmatch
 import json
 import os
 import pathlib
-import queue
-import secrets
+import re
 import shlex
-import shutil
-import subprocess
 import sys
-import tempfile
-import threading
-from typing import IO, Any, Deque, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .. import adapter_wire, layout
-from ..openclaw import expect
+from .. import reports
+from ..cases import Case as SuiteCase
+from ..checks import Finding
+from ..figures import run_verdict
+from ..layout import memory_read, write_files
+from ..results import FAIL, CaseResult, RunResult
+from ..runner import CaseRun, Progress, run_suite
+from ..targets import StepResult, TargetError
+from ..tiers import DOCUMENTED, PROFILES, REFERENCE, SAFETY, default_profile
+from . import expect
 
 HERE = pathlib.Path(__file__).resolve().parent
 CASES_DIR = HERE / "cases"
 ADAPTER_DIR = HERE.parent / "adapters" / "openclaw"
-TIERS = ("security", "compatible", "decision", "wording")
+TOOLS = ("memory_get", "memory_search")
 STEP_TIMEOUT = 60.0
 """Seconds per step: OpenClaw's first search starts index workers and takes several seconds."""
 
-
-class TargetError(Exception):
-    """The target could not be started or reset."""
-
-
-@dataclasses.dataclass
-class Reply:
-    output: str
-    is_error: bool
-    result: Any
-    raised: Optional[str] = None
-    failure: Optional[str] = None  # crashed, timed out, protocol violation
+TIER_OF_BASIS: Dict[str, str] = {
+    "security": SAFETY,
+    "openclaw": DOCUMENTED,
+    "reference": REFERENCE,
+}
+"""The class a case's own expectations are judged in, by its basis. `security` cases are containment (a link, a
+hard link, a FIFO or `..` refused or skipped, and the search going on around it): safety. OpenClaw has no written
+specification of these tools, so what OpenClaw 2026.9.6 does (read in its source and observed) is the
+documentation here: `openclaw` cases are documented, `must`, or `should` where they pin its wording. `reference`
+cases are the reference's D-OPENCLAW decisions (docs/spec-notes.md)."""
 
 
-# --- cases ----------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class Case:
-    raw: Dict[str, Any]
-    group: str
-
-    @property
-    def id(self) -> str:
-        return str(self.raw["id"])
+class Case(SuiteCase):
+    """An OpenClaw case: the memory tool's case shape, judged by OpenClaw's bases."""
 
     @property
     def tier(self) -> str:
-        if self.raw.get("basis") == "security":
-            return "security"
-        if self.raw.get("level", "must") == "should":
-            return "wording"
-        return "decision" if self.raw.get("basis") == "reference" else "compatible"
+        return TIER_OF_BASIS[self.basis]
+
+    @property
+    def requires(self) -> str:
+        """Every case lays its files out on disk (neither tool writes): a target with its own storage skips it."""
+        return "fixtures"
 
 
 def load_cases(directory: pathlib.Path = CASES_DIR) -> List[Case]:
@@ -90,8 +83,10 @@ def load_cases(directory: pathlib.Path = CASES_DIR) -> List[Case]:
         for raw in data["cases"]:
             if raw["id"] in seen:
                 raise ValueError(f"case {raw['id']} is in {seen[raw['id']]} and {path.name}")
+            if raw.get("basis") not in TIER_OF_BASIS:
+                raise ValueError(f"case {raw['id']}: basis must be one of {', '.join(TIER_OF_BASIS)}")
             seen[raw["id"]] = path.name
-            found.append(Case(raw, data["group"]))
+            found.append(Case(raw, str(path), data["group"]))
     return found
 
 
@@ -103,180 +98,82 @@ def split_input(step_input: Dict[str, Any]) -> Tuple[str, Any]:
     return tool, {key: value for key, value in step_input.items() if key != "tool"}
 
 
-# --- targets --------------------------------------------------------------------------------------
+def _finding(problem: str, number: int, cls: str) -> Finding:
+    """What `expect` says as a finding, its kind the name the sentence starts with (`is_error`, `result`,
+    `paths`, `count`, `openable`), not said twice."""
+    named = re.match(r"[A-Za-z_]+", problem)
+    kind = named.group(0) if named else "step"
+    message = problem[len(kind) + 2 :] if problem.startswith(kind + ": ") else problem
+    return Finding(kind, message, number, cls=cls)
 
 
-class Target:
-    info: Dict[str, Any] = {}
+class OpenClawRun(CaseRun):
+    """One OpenClaw case on the shared universal checks: its files and fixtures laid out before the target is
+    reset, each step a call of the tool it names (or a change made on disk between two calls), judged by
+    `expect`. A planted hard link or FIFO stays a safety matter: an agent makes OpenClaw's memory files with
+    its other tools (a shell among them), so such a layout is one it can make."""
 
-    def reset(self, root: pathlib.Path) -> None:
-        raise NotImplementedError
+    planted_is_host_layout = False
 
-    def execute(self, tool: str, tool_input: Any) -> Reply:
-        raise NotImplementedError
+    def lay_out(self) -> None:
+        write_files(self.directory, self.case.setup.get("files", {}))
+        super().lay_out()
 
-    def close(self) -> None:
-        pass
+    def inputs(self) -> List[Any]:
+        return [split_input(step["input"])[1] for step in self.case.steps if "input" in step]
 
+    def setup(self) -> bool:
+        return True  # the files were laid out with the fixtures
 
-class ReferenceTarget(Target):
-    """refmem.openclaw in this process, through the same `tools.reply` that `refmem serve` uses."""
+    def steps(self) -> None:
+        for number, step in enumerate(self.case.steps, 1):
+            if "input" not in step:
+                self._change(step)
+                continue
+            tool, tool_input = split_input(step["input"])
+            result = self._execute(tool_input, number, tool=tool)
+            if result is None:
+                return
+            self._judge(expect.judge_step(step, result.is_error, result.result), number)
+            if step.get("openable"):
+                opened = self._openable(result, number)
+                if opened is None:
+                    return
+                self._judge(opened, number)
 
-    def __init__(self) -> None:
-        from refmem.openclaw import OpenClawMemory
+    def _change(self, step: Dict[str, Any]) -> None:
+        """`write` and `remove`: the memory files changed on disk between two calls, the new baseline for the
+        data-loss check (neither tool may change them)."""
+        write_files(self.directory, step.get("write", {}))
+        for relative in step.get("remove", []):
+            (self.directory.root / relative).unlink()
+        self.memory_before = memory_read(self.directory).tree
 
-        self._make = OpenClawMemory
-        self._workspace: Any = None
-        self.info = {"name": "refmem.openclaw", "language": "python", "version": _refmem_version()}
+    def _openable(self, searched: StepResult, number: int) -> Optional[List[str]]:
+        """Every search hit opens with memory_get at its lines, and its snippet is in what comes back; None when
+        the target crashed or hung on the way."""
+        problems: List[str] = []
+        for hit in expect.hits(searched.result):
+            start, end = hit.get("startLine"), hit.get("endLine")
+            if not isinstance(start, int) or not isinstance(end, int) or end < start:
+                problems.append(f"openable: {hit.get('path')} has no usable line range")
+                continue
+            request = {"path": hit.get("path"), "from": start, "lines": end - start + 1}
+            opened = self._execute(request, number, tool="memory_get")
+            if opened is None:
+                return None
+            shown = opened.result if isinstance(opened.result, dict) else {}
+            if shown.get("status") != "ok" or str(hit.get("snippet", "")).rstrip("\n") not in str(shown.get("text")):
+                problems.append(
+                    f"openable: memory_get({hit.get('path')}, {start}, {end - start + 1}) does not show the snippet"
+                )
+        return problems
 
-    def reset(self, root: pathlib.Path) -> None:
-        self.close()
-        self._workspace = self._make(root)
-
-    def execute(self, tool: str, tool_input: Any) -> Reply:
-        from refmem.openclaw.tools import reply
-
-        answer = reply(self._workspace, tool, tool_input)
-        return Reply(answer["output"], answer["is_error"], answer["result"], answer.get("raised"))
-
-    def close(self) -> None:
-        if self._workspace is not None:
-            self._workspace.close()
-            self._workspace = None
-
-
-class AdapterTarget(Target):
-    """A program speaking the adapter protocol: one process, restarted after a crash or a hang."""
-
-    def __init__(self, argv: List[str], timeout: float) -> None:
-        self.argv = argv
-        self.timeout = timeout
-        self.process: Optional[subprocess.Popen[bytes]] = None
-        self.replies: queue.Queue[Optional[adapter_wire.Line]] = queue.Queue()
-        self.stderr: Deque[str] = collections.deque(maxlen=50)
-        self.seq = 0
-        self.root: Optional[pathlib.Path] = None
-        self.info = self._start()
-
-    def _start(self) -> Dict[str, Any]:
-        try:
-            self.process = subprocess.Popen(
-                self.argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=(os.name == "posix"),
-            )
-        except OSError as error:
-            raise TargetError(f"cannot start {self.argv[0]}: {error.strerror}") from None
-        self.replies = queue.Queue()
-        threading.Thread(target=self._pump, args=(self.process.stdout,), daemon=True).start()
-        threading.Thread(target=self._drain, args=(self.process.stderr,), daemon=True).start()
-        reply = self._request({"cmd": "start", "version": 1})
-        if not reply.get("ready"):
-            raise TargetError(f"the adapter is not ready: {reply.get('error')}")
-        info = dict(reply.get("implementation") or {})
-        info["node"] = reply.get("node", "")
-        return info
-
-    def _pump(self, stream: IO[bytes]) -> None:
-        try:
-            for line in adapter_wire.lines(adapter_wire.reader(stream)):  # each at most the protocol's bound
-                self.replies.put(line)
-        except (OSError, ValueError):  # the pipe was closed under the thread: the adapter is gone
-            pass
-        self.replies.put(None)
-
-    def _drain(self, stream: IO[bytes]) -> None:
-        try:
-            for line in adapter_wire.stderr_lines(adapter_wire.reader(stream)):  # each cut to a bound
-                self.stderr.append(line)
-        except (OSError, ValueError):
-            pass
-
-    def _request(self, message: Dict[str, Any]) -> Dict[str, Any]:
-        assert self.process is not None and self.process.stdin is not None
-        if message["cmd"] != "start":
-            self.seq += 1
-            message = dict(message, seq=self.seq)
-        try:
-            self.process.stdin.write(json.dumps(message).encode("ascii") + b"\n")
-            self.process.stdin.flush()
-        except OSError:
-            raise TargetError("the adapter closed its input") from None
-        try:
-            line = self.replies.get(timeout=self.timeout)
-        except queue.Empty:
-            self._kill()
-            raise TimeoutError from None
-        if line is None:
-            self._kill()
-            raise TargetError("the adapter exited: " + " | ".join(list(self.stderr)[-5:]))
-        try:
-            reply = adapter_wire.decode(line)  # bounded in length and nesting
-        except adapter_wire.Unreadable as error:
-            self._kill()
-            raise TargetError(f"protocol violation: {error}") from None
-        if not isinstance(reply, dict) or ("seq" in message and reply.get("seq") != message["seq"]):
-            self._kill()
-            raise TargetError("protocol violation: a reply that does not answer the request")
-        return reply
-
-    def _kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            try:
-                if os.name == "posix":
-                    os.killpg(self.process.pid, 9)
-                else:  # pragma: no cover
-                    self.process.kill()
-            except OSError:
-                pass
-            self.process.wait(5)
-        self.process = None
-
-    def reset(self, root: pathlib.Path) -> None:
-        if self.process is None:
-            self.info = self._start()
-        self.root = root
-        try:
-            reply = self._request({"cmd": "reset", "root": str(root)})
-        except TimeoutError:
-            raise TargetError("reset timed out") from None
-        if "error" in reply:
-            raise TargetError(f"reset failed: {reply['error']}")
-
-    def execute(self, tool: str, tool_input: Any) -> Reply:
-        try:
-            reply = self._request({"cmd": "execute", "tool": tool, "input": tool_input})
-        except TimeoutError:
-            return Reply("", True, None, failure=f"timed out after {self.timeout:g} s")
-        except TargetError as error:
-            return Reply("", True, None, failure=str(error))
-        if "error" in reply:
-            return Reply("", True, None, failure=f"adapter error: {reply['error']}")
-        return Reply(
-            str(reply.get("output", "")), bool(reply.get("is_error")), reply.get("result"), reply.get("raised")
-        )
-
-    def close(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            try:
-                assert self.process.stdin is not None
-                self.process.stdin.write(b'{"cmd": "stop"}\n')
-                self.process.stdin.flush()
-                self.process.wait(5)
-            except (OSError, subprocess.TimeoutExpired):
-                self._kill()
-        self.process = None
+    def _judge(self, problems: Sequence[str], number: int) -> None:
+        self.findings.extend(_finding(problem, number, self.case.tier) for problem in problems)
 
 
-def _refmem_version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("refmem")
-    except Exception:  # noqa: BLE001 - not installed: no version to report
-        return ""
+# --- targets and runs -----------------------------------------------------------------------------------
 
 
 def find_node() -> str:
@@ -286,170 +183,84 @@ def find_node() -> str:
     return os.environ.get("OPENCLAW_NODE") or (str(pinned) if pinned.is_file() else "node")
 
 
-def open_target(spec: str, timeout: float) -> Target:
-    if spec in ("refmem", "reference"):
-        return ReferenceTarget()
-    if spec == "openclaw":
+def target_spec(name: str) -> str:
+    """The target spec behind a name these commands take: `openclaw` is OpenClaw's own adapter (a cmd: target),
+    `reference` the embedded reference; any other spec as it is (open_target reads it)."""
+    if name == "openclaw":
         if not (ADAPTER_DIR / "node_modules" / "openclaw").is_dir():
             raise TargetError("openclaw is not installed: run conformance/adapters/openclaw/install.sh")
-        return AdapterTarget([find_node(), str(ADAPTER_DIR / "adapter.mjs")], timeout)
-    if spec.startswith("cmd:"):
-        return AdapterTarget(shlex.split(spec[4:]), timeout)
-    raise TargetError(f"unknown target {spec!r}: refmem, openclaw or cmd:PROGRAM")
-
-
-# --- running a case -------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class CaseResult:
-    id: str
-    tier: str
-    passed: bool
-    problems: List[str]
-    skipped: str = ""
-
-
-def _write_files(root: pathlib.Path, files: Dict[str, str]) -> None:
-    for relative, text in files.items():
-        target = root / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(text.encode("utf-8"))
-
-
-def _openable(target: Target, result: Any) -> List[str]:
-    """Every search hit opens with memory_get at its lines, and its snippet is in what comes back."""
-    problems: List[str] = []
-    for hit in expect.hits(result):
-        start, end = hit.get("startLine"), hit.get("endLine")
-        if not isinstance(start, int) or not isinstance(end, int) or end < start:
-            problems.append(f"openable: {hit.get('path')} has no usable line range")
-            continue
-        opened = target.execute("memory_get", {"path": hit.get("path"), "from": start, "lines": end - start + 1})
-        text = opened.result.get("text", "") if isinstance(opened.result, dict) else ""
-        status = opened.result.get("status") if isinstance(opened.result, dict) else None
-        snippet = str(hit.get("snippet", "")).rstrip("\n")
-        if status != "ok" or snippet not in text:
-            problems.append(
-                f"openable: memory_get({hit.get('path')}, {start}, {end - start + 1}) does not show the snippet"
-            )
-    return problems
-
-
-def run_case(target: Target, case: Case, base: pathlib.Path, canary: str) -> CaseResult:
-    directory = layout.make_case_dir(base / case.id, canary)
-    try:
-        setup = case.raw.get("setup", {})
-        _write_files(directory.root, setup.get("files", {}))
-        try:
-            layout.apply_fixtures(directory, setup.get("fixtures", []))
-        except layout.FixtureUnavailable as reason:
-            return CaseResult(case.id, case.tier, True, [], skipped=str(reason))
-        outside = layout.outside_snapshot(directory)
-        target.reset(directory.root)
-        memory = layout.memory_tree(directory)
-        problems: List[str] = []
-        for number, step in enumerate(case.raw["steps"], start=1):
-            if "write" in step or "remove" in step:
-                _write_files(directory.root, step.get("write", {}))
-                for relative in step.get("remove", []):
-                    (directory.root / relative).unlink()
-                memory = layout.memory_tree(directory)
-                continue
-            tool, tool_input = split_input(step["input"])
-            reply = target.execute(tool, tool_input)
-            where = f"step {number} ({tool})"
-            if reply.failure is not None:
-                problems.append(f"{where}: {reply.failure}")
-                break
-            if reply.raised is not None:
-                problems.append(f"{where}: raised {reply.raised.strip().splitlines()[-1][:200]}")
-            texts = [reply.output, json.dumps(reply.result, ensure_ascii=False)]
-            problems.extend(f"{where}: {leak}" for leak in expect.leaks(texts, canary, [str(directory.path)]))
-            problems.extend(f"{where}: {found}" for found in expect.judge_step(step, reply.is_error, reply.result))
-            if step.get("openable"):
-                problems.extend(f"{where}: {found}" for found in _openable(target, reply.result))
-        if layout.outside_snapshot(directory) != outside:
-            problems.append("escape: something outside the workspace changed")
-        if layout.memory_tree(directory) != memory:
-            problems.append("a read-only tool changed the memory files")
-        return CaseResult(case.id, case.tier, not problems, problems)
-    finally:
-        layout.remove(directory.path)
-
-
-# --- reports --------------------------------------------------------------------------------------
-
-
-def tally(results: Sequence[CaseResult]) -> Dict[str, Tuple[int, int]]:
-    counts: Dict[str, Tuple[int, int]] = {}
-    for tier in TIERS:
-        ran = [result for result in results if result.tier == tier and not result.skipped]
-        counts[tier] = (sum(1 for result in ran if result.passed), len(ran))
-    return counts
-
-
-def markdown(info: Dict[str, Any], results: Sequence[CaseResult]) -> str:
-    lines = [f"# {info.get('name', 'target')} {info.get('version', '')}".rstrip(), ""]
-    lines += ["| tier | passed |", "|---|---|"]
-    for tier, (passed, total) in tally(results).items():
-        lines.append(f"| {tier} | {passed} / {total} |")
-    skipped = [result for result in results if result.skipped]
-    if skipped:
-        lines += ["", f"Skipped: {', '.join(result.id for result in skipped)}."]
-    failed = [result for result in results if not result.passed]
-    if failed:
-        lines += ["", "| case | tier | what failed |", "|---|---|---|"]
-        for result in failed:
-            detail = "; ".join(result.problems).replace("|", "\\|").replace("\n", " ")
-            lines.append(f"| {result.id} | {result.tier} | {detail[:400]} |")
-    return "\n".join(lines) + "\n"
+        return "cmd:" + shlex.join([find_node(), str(ADAPTER_DIR / "adapter.mjs")])
+    return "refmem" if name == "reference" else name
 
 
 def run(
-    spec: str, patterns: Sequence[str], workdir: Optional[str], timeout: float
-) -> Tuple[Dict[str, Any], List[CaseResult]]:
-    cases = [case for case in load_cases() if not patterns or any(fnmatch.fnmatch(case.id, p) for p in patterns)]
-    target = open_target(spec, timeout)
-    base = pathlib.Path(tempfile.mkdtemp(prefix="refmem-openclaw-", dir=workdir))
-    results: List[CaseResult] = []
-    try:
-        for case in cases:
-            canary = "CANARY-" + secrets.token_hex(8)
-            try:
-                results.append(run_case(target, case, base, canary))
-            except TargetError as error:
-                results.append(CaseResult(case.id, case.tier, False, [f"target: {error}"]))
-    finally:
-        target.close()
-        shutil.rmtree(base, ignore_errors=True)
-    return target.info, results
+    spec: str = "refmem",
+    patterns: Sequence[str] = (),
+    workdir: Optional[str] = None,
+    timeout: float = STEP_TIMEOUT,
+    profile: Optional[str] = None,
+    progress: Optional[Progress] = None,
+    cases: Optional[Sequence[Case]] = None,
+) -> RunResult:
+    """The cases whose ID matches a glob of `patterns` (all by default) against `spec`; TargetError when the
+    target cannot be started, does not run both tools, or cannot be reset."""
+    chosen: List[SuiteCase] = [
+        case
+        for case in (load_cases() if cases is None else cases)
+        if not patterns or any(fnmatch.fnmatchcase(case.id, pattern) for pattern in patterns)
+    ]
+    result = run_suite(
+        target_spec(spec),
+        chosen,
+        timeout=timeout,
+        workdir=pathlib.Path(workdir) if workdir else None,
+        profile=profile or default_profile(spec),
+        progress=progress,
+        tools=TOOLS,
+        run_class=OpenClawRun,
+    )
+    result.target = spec
+    result.signalling = "is_error as each tool's reply states it"
+    return result
+
+
+def title(run: RunResult) -> str:
+    info = run.implementation
+    return f"OpenClaw memory tools: {info.get('name', '?')} {info.get('version', '')}".rstrip()
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m refmem_conformance.openclaw.runner", description=__doc__.splitlines()[0]
+        prog="python -m refmem_conformance.openclaw.runner", description=(__doc__ or "").splitlines()[0]
     )
-    parser.add_argument("--target", default="refmem", help="refmem (default), openclaw, or cmd:PROGRAM ARGS")
+    parser.add_argument(
+        "--target", default="refmem", help="refmem (default), openclaw, python:MODULE:CALLABLE or cmd:PROGRAM ARGS"
+    )
     parser.add_argument("--run", action="append", default=[], help="only cases whose ID matches this glob")
     parser.add_argument("--workdir", help="where case directories go")
     parser.add_argument("--timeout", type=float, default=STEP_TIMEOUT, help="seconds per step")
+    parser.add_argument(
+        "--profile", choices=tuple(PROFILES), help="what gates: standard for the reference, documented for others"
+    )
     parser.add_argument("--markdown", help="write a markdown report here")
     parser.add_argument("--json", help="write the results as JSON here")
     args = parser.parse_args(argv)
+
+    def failures(result: CaseResult) -> None:
+        if result.outcome == FAIL:
+            print(reports.describe_failure(result), flush=True)
+
     try:
-        info, results = run(args.target, args.run, args.workdir, args.timeout)
+        done = run(args.target, args.run, args.workdir, args.timeout, args.profile, failures)
     except TargetError as error:
         print(f"openclaw conformance: {error}", file=sys.stderr)
         return 2
-    report = markdown(info, results)
-    sys.stdout.write(report)
+    print(reports.summary(done, [], False))
     if args.markdown:
-        pathlib.Path(args.markdown).write_text(report, encoding="utf-8")
+        reports.write_markdown(done, pathlib.Path(args.markdown), title(done))
     if args.json:
-        payload = {"implementation": info, "results": [dataclasses.asdict(result) for result in results]}
-        pathlib.Path(args.json).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
-    return 0 if all(result.passed for result in results) else 1
+        reports.write_json(done, pathlib.Path(args.json))
+    return run_verdict(done, False)[0]
 
 
 if __name__ == "__main__":

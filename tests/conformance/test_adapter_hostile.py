@@ -180,18 +180,18 @@ def test_no_adapter_text_reaches_the_terminal_or_the_summary_raw(tmp_path: pathl
     assert "the adapter exited" in out  # a crash behind the relay is seen at once, not after the step timeout
 
 
-def test_the_openclaw_runner_reads_replies_within_the_same_bounds(tmp_path: pathlib.Path) -> None:
-    from refmem_conformance.openclaw.runner import AdapterTarget
-
-    target = AdapterTarget([sys.executable, str(HOSTILE_ADAPTER)], timeout=30)
+def test_another_tools_replies_are_read_within_the_same_bounds(tmp_path: pathlib.Path) -> None:
+    """The OpenClaw runner reaches its tools through the same client (the protocol's `tool` field)."""
+    target = open_target(hostile(), tmp_path, 30)
     try:
         failures = []
         for word in ("deep", "long"):
             target.reset(tmp_path)
-            failures.append(target.execute("memory_get", {"path": word}).failure)
+            step = target.execute({"path": word}, tool="memory_get")
+            failures.append((step.crashed, step.detail.split(":")[0]))
         assert failures == [
-            "protocol violation: the line nests arrays or objects deeper than 64 levels",
-            f"protocol violation: the line is longer than {LIMIT} bytes",
+            (True, "the line nests arrays or objects deeper than 64 levels"),
+            (True, f"the line is longer than {LIMIT} bytes"),
         ]
     finally:
         target.close()

@@ -8,6 +8,7 @@ import json
 import pathlib
 
 import pytest
+from refmem_fuzz.reach import TargetError, resolve_spec
 from refmem_fuzz.replay import replay
 
 from refmem_fuzz import finding as finding_files
@@ -20,8 +21,10 @@ RECORDED_WITH = {"anthropic-python-sdk": "2.12.0"}
 """The SDK version each folder's findings were recorded with. They are replayed against whatever is installed;
 one that no longer reproduces on another version is an expected failure that says so (fixed upstream?), on the
 recorded version a failure."""
-TARGETS = {"anthropic-python-sdk": "python:refmem_conformance.adapters.anthropic_sdk:make"}
+TARGETS = {"anthropic-python-sdk": "python:refmem_conformance.adapters.anthropic_sdk:make", "openclaw": "openclaw"}
 """The target each folder's findings replay on, named here and not read from the files."""
+STEP_TIMEOUT = {"openclaw": 60.0}
+"""OpenClaw's first search after a reset starts its index workers: seconds, not the default 5."""
 
 
 def test_the_committed_findings_are_there() -> None:
@@ -54,8 +57,13 @@ def test_committed_finding_replays(path: pathlib.Path) -> None:
     installed = _installed_anthropic()
     if recorded is not None and not installed:
         pytest.skip("the anthropic package is not installed: this finding's target cannot be reached")
+    folder = path.relative_to(FINDINGS).parts[0]
+    try:
+        resolve_spec(TARGETS[folder])
+    except TargetError as exc:  # OpenClaw is installed by conformance/adapters/openclaw/install.sh
+        pytest.skip(str(exc))
     found = finding_files.load(path)
-    result = replay(found, TARGETS[path.relative_to(FINDINGS).parts[0]])
+    result = replay(found, TARGETS[folder], STEP_TIMEOUT.get(folder, 5.0))
     if found.oracle not in {v.oracle for v in result.violations} and recorded not in (None, installed):
         pytest.xfail(f"no longer reproduces with anthropic {installed} (recorded with {recorded}): fixed upstream?")
     assert found.oracle in {v.oracle for v in result.violations}

@@ -20,7 +20,9 @@ from refmem_fuzz.to_case import CASE_ID, CASE_SCHEMA_ID, GROUP, to_case, to_case
 
 from refmem_fuzz import finding as finding_files
 
-COMMITTED = sorted((REPO / "fuzz" / "findings").rglob("*.json"))
+COMMITTED = [path for path in sorted((REPO / "fuzz" / "findings").rglob("*.json"))
+             if finding_files.load(path).harness in ("sequence", "paths")]
+"""The memory tool's committed findings (a plug-in's tools have cases of their own)."""
 CASE_SCHEMA = json.loads((REPO / "conformance" / "schema" / "case.schema.json").read_text(encoding="utf-8"))
 
 

@@ -1,17 +1,13 @@
-"""The OpenClaw conformance cases: well formed, all passed by the reference, and the runner's verdicts
-catch what they must (a leak, an escape, a wrong result) on deliberately broken targets."""
+"""The OpenClaw conformance cases are well formed and the step expectations read as documented (the runs
+themselves, on the reference, planted backends and OpenClaw: tests/conformance/test_openclaw_runner.py)."""
 
 from __future__ import annotations
 
 import json
 import pathlib
-from typing import Any, Dict
 
-import pytest
 from refmem_conformance.openclaw import expect, runner
-from refmem_conformance.openclaw.runner import Case, Reply, Target, load_cases, run_case
-
-from .support import openclaw_ready
+from refmem_conformance.openclaw.runner import load_cases
 
 DOC_FEATURES = {
     "get",
@@ -63,66 +59,6 @@ def test_the_loader_accepts_a_schema_key(tmp_path: pathlib.Path) -> None:
     assert loaded and all("$schema" not in case.raw for case in loaded)
 
 
-def test_every_case_passes_on_the_reference(tmp_path: pathlib.Path) -> None:
-    info, results = runner.run("refmem", [], str(tmp_path), 30.0)
-    failed = {result.id: result.problems for result in results if not result.passed}
-    assert failed == {}
-    assert info["name"] == "refmem.openclaw"
-
-
-class Leaky(Target):
-    """Reads any path under the root the simple way: follows links, leaks the host path."""
-
-    def __init__(self) -> None:
-        self.root = pathlib.Path("/")
-
-    def reset(self, root: pathlib.Path) -> None:
-        self.root = root
-
-    def execute(self, tool: str, tool_input: Any) -> Reply:
-        if tool != "memory_get":
-            return Reply("{}", False, {"results": []})
-        target = self.root / str(tool_input.get("path", ""))
-        try:
-            text = target.read_text()
-            result: Dict[str, Any] = {"status": "ok", "text": text.rstrip("\n"), "path": tool_input["path"]}
-        except OSError as error:
-            result = {"status": "error", "error": f"{error.strerror}: {target}"}
-        return Reply(json.dumps(result), result["status"] == "error", result)
-
-
-def case_by_id(case_id: str) -> Case:
-    return next(case for case in load_cases() if case.id == case_id)
-
-
-@pytest.mark.parametrize(
-    ("case_id", "problem"),
-    [
-        ("oc-get-fs-001", "leak: the canary text"),
-        ("oc-get-017", "leak: the canary text"),
-        ("oc-get-010", "leak: a host path"),
-        ("oc-get-001", "result.from: missing"),
-    ],
-)
-def test_the_verdicts_catch_a_broken_target(tmp_path: pathlib.Path, case_id: str, problem: str) -> None:
-    result = run_case(Leaky(), case_by_id(case_id), tmp_path, "CANARY-test")
-    assert not result.passed
-    assert any(problem in found for found in result.problems), result.problems
-
-
-class Vandal(Leaky):
-    """Writes outside the workspace on every call."""
-
-    def execute(self, tool: str, tool_input: Any) -> Reply:
-        (self.root.parent / "outside" / "secret.txt").write_text("changed")
-        return super().execute(tool, tool_input)
-
-
-def test_an_escape_is_caught(tmp_path: pathlib.Path) -> None:
-    result = run_case(Vandal(), case_by_id("oc-get-001"), tmp_path, "CANARY-test")
-    assert "escape: something outside the workspace changed" in result.problems
-
-
 def test_partial_expectations() -> None:
     assert expect.mismatches({"a": 1}, {"a": 1, "b": 2}) == []
     assert expect.mismatches({"a": True}, {"a": 1}) != []
@@ -133,17 +69,3 @@ def test_partial_expectations() -> None:
     step = {"is_error": False, "paths": ["a.md"], "absent": ["x"], "count": [1, 1]}
     assert expect.judge_step(step, False, {"results": [{"path": "a.md"}]}) == []
     assert len(expect.judge_step(step, True, {"results": [], "x": 1})) == 4
-
-
-@pytest.mark.skipif(
-    not openclaw_ready(), reason="OpenClaw is not installed (conformance/adapters/openclaw/install.sh) or Node < 24"
-)
-def test_openclaw_adapter_runs_the_cases(tmp_path: pathlib.Path) -> None:
-    info, results = runner.run(
-        "openclaw", ["oc-get-001", "oc-get-010", "oc-get-fs-005", "oc-search-001"], str(tmp_path), 120.0
-    )
-    by_id = {result.id: result for result in results}
-    assert info["version"] == "2026.9.6"
-    assert by_id["oc-get-001"].passed and by_id["oc-get-010"].passed and by_id["oc-search-001"].passed
-    # OpenClaw reads a hard link to a file outside the workspace: the finding the report records.
-    assert any("canary" in problem for problem in by_id["oc-get-fs-005"].problems)

@@ -75,20 +75,20 @@ def test_scores_agree_with_recorded_openclaw(workspace: pathlib.Path) -> None:
 
 @pytest.mark.skipif(not openclaw_ready(), reason="OpenClaw is not installed (conformance/adapters/openclaw/install.sh)")
 def test_same_top_hits_as_live_openclaw(workspace: pathlib.Path) -> None:
-    from refmem_conformance.openclaw.runner import open_target
+    from refmem_conformance.openclaw.runner import TOOLS, target_spec
+    from refmem_conformance.targets import open_target
 
     queries = generate().queries
-    target = open_target("openclaw", 300)
+    target = open_target(target_spec("openclaw"), workspace, 300, tools=TOOLS)
     try:
-        target.reset(workspace)
         deadline = time.monotonic() + 300
         while True:  # OpenClaw answers `unavailable`, or nothing, while it builds its index
-            first = target.execute("memory_search", {"query": queries[0]}).result
+            first = target.execute({"query": queries[0]}, "memory_search").result
             if isinstance(first, dict) and first.get("results") and not first.get("unavailable"):
                 break
             assert time.monotonic() < deadline, "OpenClaw's search never answered"
             time.sleep(2)
-        theirs = [hits(target.execute("memory_search", {"query": query}).result) for query in queries]
+        theirs = [hits(target.execute({"query": query}, "memory_search").result) for query in queries]
     finally:
         target.close()
     found = agreement(ours(workspace, queries, time.time()), theirs)
