@@ -73,6 +73,7 @@ def pytest_addoption(parser: Any) -> None:
     group.addoption(
         "--memory-full-diff", action="store_true", help="print every line of a failure (default: the first difference)"
     )
+    _property_options(group)
 
 
 def _marker(*parts: str) -> str:
@@ -99,7 +100,7 @@ def _register(config: Any, cases: List[Case]) -> None:
 
 
 def _is_ours(arg: str) -> bool:
-    return arg.lstrip(":").split("::", 1)[0] == ROOT_NAME
+    return arg.lstrip(":").split("::", 1)[0] in (ROOT_NAME, PROPERTIES_ROOT)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -269,9 +270,127 @@ def pytest_collection_modifyitems(session: Any, config: Any, items: List[Any]) -
         ours = [item for item in ours if item.nodeid in chosen]
     items.extend(ours)
     config.hook.pytest_collectreport(report=pytest.CollectReport(ROOT_NAME, "passed", None, list(ours)))
+    _collect_properties(session, config, items)
 
 
 def pytest_sessionfinish(session: Any) -> None:
     memory_session: Optional[_Session] = getattr(session.config, "_memory_session", None)
     if memory_session is not None:
         memory_session.close()
+
+
+# --- the property-based suite: one item per class, memory-properties::CLASS ------------------------------------
+
+PROPERTIES_ROOT = "memory-properties"
+"""The collector the property items hang under: memory-properties::safety, memory-properties::documented, ..."""
+
+
+def _property_options(group: Any) -> None:
+    from .properties import DEFAULT_EXAMPLES, DEFAULT_SEED
+
+    group.addoption(
+        "--memory-properties",
+        action="store_true",
+        help="also run the property-based suite: one test per class the profile judges (memory-properties::safety, "
+        "::robustness, ::signalling, ::documented, and ::reference under standard), each random command sequences "
+        "shrunk to the shortest that fails; needs hypothesis (the conformance extra). Naming a memory-properties "
+        "node ID, or --memory-examples, implies it",
+    )
+    group.addoption(
+        "--memory-examples",
+        type=int,
+        metavar="N",
+        help=f"property tests: sequences per class (default {DEFAULT_EXAMPLES})",
+    )
+    group.addoption(
+        "--memory-seed",
+        type=int,
+        default=DEFAULT_SEED,
+        help="property tests: the seed (default %(default)s): the same seed draws the same sequences, the same verdict",
+    )
+    group.addoption(
+        "--memory-findings",
+        metavar="DIR",
+        help="property tests: where a failure's finding file goes, to replay or turn into a case (default: a new "
+        "temporary folder, named in the failure)",
+    )
+
+
+def _properties_wanted(config: Any) -> bool:
+    chosen = getattr(config, "_memory_node_ids", [])
+    named = any(node.split("::", 1)[0] == PROPERTIES_ROOT for node in chosen)
+    return bool(config.getoption("memory_properties") or config.getoption("memory_examples") is not None or named)
+
+
+def _collect_properties(session: Any, config: Any, items: List[Any]) -> None:
+    """The property items, after the case items: one per class the profile judges, only when asked for."""
+    if not _properties_wanted(config):
+        return
+    try:
+        import hypothesis  # noqa: F401 - only whether it is there
+    except ImportError:
+        raise pytest.UsageError(
+            "--memory-properties needs hypothesis: pip install 'refmem[conformance]' (or hypothesis)"
+        ) from None
+    from .properties.judge import gating_classes
+
+    examples = config.getoption("memory_examples")
+    if examples is not None and examples < 1:
+        raise pytest.UsageError(f"--memory-examples: {examples} is not a positive number of sequences")
+    memory_session: _Session = config._memory_session
+    collector = PropertiesCollector.from_parent(session, name=PROPERTIES_ROOT, nodeid=PROPERTIES_ROOT)
+    classes = gating_classes(memory_session.profile)
+    ours: List[pytest.Item] = [PropertyItem.from_parent(collector, name=cls, property_class=cls) for cls in classes]
+    chosen = getattr(config, "_memory_node_ids", [])
+    if chosen and PROPERTIES_ROOT not in chosen:
+        ours = [item for item in ours if item.nodeid in chosen]
+    items.extend(ours)
+    config.hook.pytest_collectreport(report=pytest.CollectReport(PROPERTIES_ROOT, "passed", None, list(ours)))
+
+
+class PropertiesCollector(pytest.Collector):
+    def collect(self) -> Iterator[pytest.Item]:
+        return iter(())
+
+
+class PropertyItem(pytest.Item):
+    """One class of the property suite: hypothesis searches for a command sequence that breaks it."""
+
+    def __init__(self, *, property_class: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.cls = property_class
+
+    def runtest(self) -> None:
+        from .properties import DEFAULT_EXAMPLES
+        from .properties.report import failure_text
+        from .properties.run import run_class
+        from .properties.search import SearchError
+        from .targets import TargetError
+
+        session: _Session = self.config._memory_session  # type: ignore[attr-defined]
+        findings = self.config.getoption("memory_findings")
+        seed = self.config.getoption("memory_seed")
+        try:
+            result = run_class(
+                session.spec,
+                self.cls,
+                examples=self.config.getoption("memory_examples") or DEFAULT_EXAMPLES,
+                seed=seed,
+                timeout=session.timeout,
+                error_prefix=session.error_prefix,
+                workdir=session.base,
+                findings=pathlib.Path(findings) if findings else None,
+            )
+        except (TargetError, SearchError) as exc:
+            raise CaseFailed(f"{PROPERTIES_ROOT}::{self.cls}: {exc}") from None
+        if result.failure is not None:
+            full = self.config.getoption("memory_full_diff")
+            raise CaseFailed(failure_text(result, session.spec, session.profile, seed, result.finding_file, full))
+
+    def repr_failure(self, excinfo: Any, style: Any = None) -> str:
+        if isinstance(excinfo.value, CaseFailed):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> Tuple[Any, Optional[int], str]:
+        return self.path, 0, f"memory properties {self.cls}"
