@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import pathlib
-from typing import Any, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
 from .. import hosttree
 from ..checks import (
@@ -38,8 +38,8 @@ from ..checks import (
     outside_shown,
     strings_in,
 )
-from ..dataloss import lost, shared_inodes, touched, why_lost
-from ..hostwatch import HostWatch, named_paths
+from ..dataloss import lost, readings, shared_inodes, touched, why_lost
+from ..hostwatch import PATH_ARGUMENTS, HostWatch, named_paths
 from ..layout import CaseDir, canary_files, make_case_dir, memory_read, outside_read, remove
 from ..runner import OUTPUT_BOUND_BASE, OUTPUT_BOUND_FACTOR
 from ..signalling import ErrorPrefix
@@ -97,11 +97,14 @@ def open_context(
     return Context(target, base, canary, classes, mirror)
 
 
-def model_tree(tree: hosttree.Tree) -> model.Tree:
+def model_tree(tree: hosttree.Tree, kept: Callable[[str], bool] = lambda path: True) -> model.Tree:
     """A tree as read from disk, in the model's terms: a regular file of one link holding UTF-8 is a file,
-    a folder a folder, anything else (a link, a special file, a hard link, bytes that are not UTF-8) opaque."""
+    a folder a folder, anything else (a link, a special file, a hard link, bytes that are not UTF-8) opaque;
+    only the entries `kept` accepts."""
     found: model.Tree = {(): model.DIR}
     for path, node in tree.items():
+        if not kept(path):
+            continue
         parts = tuple(path.split("/"))
         if node.kind == hosttree.DIR:
             found[parts] = model.DIR
@@ -143,6 +146,10 @@ class SequenceRun:
         self.model = model.Model([], documented.parse)
         self.tree_after: Optional[model.Tree] = None
         self.memory: hosttree.Tree = {}
+        self.named: Set[str] = set()
+        """Every root-relative path the commands so far may name (dataloss.readings), the root left out: what
+        lies at or under one of them, or on the way to one, is the sequence's data; anything else in the root is
+        the backend's own (an index, a lock file) and neither data to lose nor a file the documentation knows."""
         self.outside = outside_read(self.case).tree
         self.outside_bytes = sum(node.size for node in self.outside.values())
         self.size = self.outside_bytes
@@ -172,6 +179,9 @@ class SequenceRun:
         """Run one command and judge it; the findings in the classes the context judges."""
         number = len(self.commands) + 1
         self.commands.append(command)
+        if isinstance(command, dict):
+            for argument in PATH_ARGUMENTS:
+                self.named |= readings(command.get(argument)) - {""}
         self.sent += sum(len(text) for text in strings_in(command))
         # a name with a NUL cannot be a host path (the system refuses it), and hostwatch cannot walk one
         watch = HostWatch(path for path in named_paths([command], str(self.case.path)) if "\x00" not in path)
@@ -190,7 +200,7 @@ class SequenceRun:
             if read.truncated:
                 found.append(Finding("unbounded", "the root holds more entries than can be read", number))
             found += self._data_loss(command, number, read.tree)
-            after = model_tree(read.tree)
+            after = model_tree(read.tree, self.ours)
             self.memory, self.size = read.tree, read.total_bytes + self.outside_bytes
         found += self._documented(command, result, number, after)
         if self.context.reference is not None and self.mirror is not None:
@@ -230,7 +240,12 @@ class SequenceRun:
                 number,
             )
             for path, was, now in lost(self.memory, after, names)
+            if self.ours(path)
         ]
+
+    def ours(self, path: str) -> bool:
+        """Whether `path` (root-relative) is the sequence's: at or under a path a command named, or on the way."""
+        return any(path == name or path.startswith(name + "/") or name.startswith(path + "/") for name in self.named)
 
     # --- documented and signalling: where the documentation settles the command ------------------------
 
@@ -283,7 +298,7 @@ class SequenceRun:
             for finding in check_step(step, result, number, REFERENCE)
         ]
         if after is not None:
-            theirs = model_tree(memory_read(self.mirror).tree)
+            theirs = model_tree(memory_read(self.mirror).tree, self.ours)
             problem = oracles.check_tree(theirs, after)
             if problem is not None:
                 message = f"the tree afterwards differs from the reference's: {problem.detail}"

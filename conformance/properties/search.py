@@ -76,6 +76,7 @@ class SequenceMachine(RuleBasedStateMachine):
 
 
 def hypothesis_settings(examples: int, steps: int = STEPS) -> settings:
+    """The search's settings, on top of hypothesis' built-in default profile (never a project's or CI's)."""
     return settings(
         settings.get_profile("default"),
         max_examples=examples,
@@ -104,8 +105,8 @@ def search(
     failure: Optional[Failure] = None
     try:
         with _private_storage():
-            settings_ = hypothesis_settings(examples, steps)
-            run_state_machine_as_test(seed(seed_value)(machine), settings=settings_)  # type: ignore[no-untyped-call]
+            chosen = hypothesis_settings(examples, steps)
+            run_state_machine_as_test(seed(seed_value)(machine), settings=chosen)  # type: ignore[no-untyped-call]
     except PropertyFailed as exc:
         failure = exc.failure
     except Flaky as exc:

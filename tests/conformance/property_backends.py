@@ -6,7 +6,9 @@ and shapes of result that only a signal can tell apart.
 - `make_unsignalled`: every result a plain string, errors included, and no declaration of how errors read: each
   error the documentation settles comes back as a success that reads as an error (signalling);
 - `make_own_storage`: the careful backend declaring storage of its own (the property suite then reads nothing
-  from disk: its documented checks follow the model, and a view shows what the backend holds).
+  from disk: its documented checks follow the model, and a view shows what the backend holds);
+- `make_with_index`: the careful backend keeping a hidden index of its own in the root, rewritten after every
+  command (not a bug: the backend's own file is neither the sequence's data nor the documentation's business).
 
 Never use any of this as a real backend.
 """
@@ -21,7 +23,7 @@ if __package__:
 else:  # imported as a top-level module, with this folder on sys.path
     from buggy_backends import SIGNALLING, CarefulMemory, RaisingMemory, Refusal, insert_lines, split_lines
 
-__all__ = ["SIGNALLING", "make_double_insert", "make_own_storage"]
+__all__ = ["SIGNALLING", "make_double_insert", "make_own_storage", "make_with_index"]
 
 
 class DoubleInsert(CarefulMemory):
@@ -57,9 +59,29 @@ class OwnStorage(RaisingMemory):
     storage = "own"
 
 
+class WithIndex(RaisingMemory):
+    """Counts the commands it ran in `.index`, a file of its own in the root."""
+
+    def __init__(self, root: Path) -> None:
+        super().__init__(CarefulMemory(root))
+        self.index = root / ".index"
+        self.count = 0
+
+    def execute(self, command: Any) -> str:
+        try:
+            return super().execute(command)
+        finally:
+            self.count += 1
+            self.index.write_text(f"{self.count} commands\n")
+
+
 def make_double_insert(root: Path) -> RaisingMemory:
     return RaisingMemory(DoubleInsert(root))
 
 
 def make_own_storage(root: Path) -> RaisingMemory:
     return OwnStorage(CarefulMemory(root))
+
+
+def make_with_index(root: Path) -> WithIndex:
+    return WithIndex(root)

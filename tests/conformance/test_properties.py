@@ -106,7 +106,8 @@ def test_a_planted_bug_is_caught_in_its_class_and_shrunk(
     assert f"[{cls}]" in found.detail and "<WORK>" not in json.dumps(found.commands)
 
 
-@pytest.mark.parametrize("target", ["python:docfaithful_backend:make", "python:property_backends:make_own_storage"])
+@pytest.mark.parametrize("target", ["python:docfaithful_backend:make", "python:property_backends:make_own_storage",
+                                    "python:property_backends:make_with_index"])
 def test_careful_backends_pass_what_the_documented_profile_judges(tmp_path: pathlib.Path, target: str) -> None:
     result = _pytest(tmp_path / "project", "--memory-target", target, "--memory-examples", "40", "memory-properties")
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
@@ -266,7 +267,9 @@ SETTLED: List[Tuple[Dict[str, Any], model.Tree, Optional[str]]] = [
 
 
 @pytest.mark.parametrize(("command", "tree", "said"), SETTLED, ids=[str(n) for n in range(len(SETTLED))])
-def test_where_the_documentation_settles_a_command(command: Dict[str, Any], tree: model.Tree, said: Optional[str]) -> None:
+def test_where_the_documentation_settles_a_command(
+    command: Dict[str, Any], tree: model.Tree, said: Optional[str]
+) -> None:
     found = documented.statement(command, tree)
     assert (found is None) == (said is None) and (said is None or said in found), found
     if found is not None:  # the model then has an outcome for it
