@@ -11,6 +11,13 @@ marked with its tier (`memory_documented`, `memory_reference`, `memory_hardening
 `memory_should`) and features (`memory_feature_view`, ...). Cases expected to fail become strict xfails when
 `--memory-strict` is given (an unexpected pass then fails), plain xfails otherwise; cases expected to be skipped are
 skipped.
+
+    pytest --memory-target SPEC --memory-properties                  # and one test per property class
+    pytest --memory-target SPEC memory-properties::safety --memory-examples 500
+
+`--memory-properties` (or a `memory-properties` node ID, or `--memory-examples`) adds the property-based suite
+(conformance/properties): one item `memory-properties::CLASS` per class the profile judges, each a hypothesis
+search with a fixed seed (`--memory-seed`) whose failure is the shortest sequence found and a finding file to replay.
 """
 
 from __future__ import annotations
