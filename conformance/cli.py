@@ -169,9 +169,49 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="show a running count and the current group on stderr even when it is not a terminal",
     )
+    _property_arguments(parser)
     parser.add_argument("-v", "--verbose", action="store_true", help="print every case as it finishes")
     parser.add_argument("-q", "--quiet", action="store_true", help="print the summary only")
     return parser
+
+
+def _property_arguments(parser: argparse.ArgumentParser) -> None:
+    """The property-based suite's options (conformance/properties): a run of its own instead of the cases."""
+    from .properties import DEFAULT_SEED
+
+    parser.add_argument(
+        "--properties",
+        type=_positive,
+        metavar="N",
+        help="run the property-based suite instead of the cases: random command sequences, N for each class the "
+        "profile judges (safety, robustness, signalling, documented; the reference's outputs under standard), "
+        "each failure shrunk to its shortest sequence and written as a finding file to replay; needs hypothesis "
+        "(the conformance extra)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=DEFAULT_SEED, help="with --properties: the seed (default %(default)s): the same "
+        "seed draws the same sequences",
+    )
+    parser.add_argument(
+        "--findings",
+        type=pathlib.Path,
+        metavar="DIR",
+        help="with --properties: where each failure's finding file goes (default: a new temporary folder)",
+    )
+    parser.add_argument(
+        "--replay",
+        type=pathlib.Path,
+        metavar="FILE",
+        help="run the commands of a finding file (what --properties or refmem-fuzz writes) on --target, every "
+        "property check of the profile after each step; the file's own target is never started",
+    )
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive number of sequences")
+    return value
 
 
 def _selection(args: argparse.Namespace) -> Selection:
@@ -404,6 +444,63 @@ def _execute_on(
     return run, entries
 
 
+class PropertiesError(Exception):
+    """--properties or --replay cannot run: hypothesis missing, options that do not go together, a file that
+    cannot be replayed, a target that cannot be reset or is not deterministic."""
+
+
+def _properties(args: argparse.Namespace, out: TextIO) -> int:
+    """--properties N or --replay FILE: the property-based suite, its exit status the same verdict rules (a
+    safety failure fails whatever the profile; the other classes run only where the profile gates them)."""
+    if args.command != "run" or (args.properties is not None and args.replay is not None):
+        raise PropertiesError("--properties and --replay are runs of their own: give one of them, without a subcommand")
+    if args.profile is None:
+        args.profile = default_profile(args.target)
+    if args.replay is not None:
+        from .properties import replay
+
+        try:
+            found, steps = replay.replay(args.replay, args.target, args.profile, args.timeout, args.error_prefix,
+                                         args.workdir)
+        except replay.ReplayRefused as exc:
+            raise PropertiesError(str(exc)) from None
+        return replay.write(found, steps, args.target, args.profile, out, args.full_diff)
+    try:
+        importlib.import_module("hypothesis")
+    except ImportError as exc:
+        raise PropertiesError(
+            "--properties needs hypothesis: pip install 'refmem[conformance]' (or hypothesis)"
+        ) from exc
+    from .properties import report
+    from .properties.run import run_profile
+    from .properties.search import SearchError
+
+    out.write(
+        f"refmem properties: target {printable(args.target)}, profile {args.profile}, {args.properties} sequences "
+        f"a class, seed {args.seed}\n"
+    )
+    out.flush()
+
+    def show(result: Any) -> None:
+        out.write(report.class_line(result) + "\n")
+        if result.failure is not None:
+            text = report.failure_text(result, args.target, args.profile, args.seed, result.finding_file,
+                                       args.full_diff)
+            out.write(text + "\n")
+        out.flush()
+
+    try:
+        results = run_profile(
+            args.target, args.profile, progress=show, examples=args.properties, seed=args.seed,
+            timeout=args.timeout, error_prefix=args.error_prefix, workdir=args.workdir, findings=args.findings,
+        )
+    except SearchError as exc:
+        raise PropertiesError(str(exc)) from None
+    status, why = report.verdict(results, args.profile)
+    out.write(f"  verdict: {'PASS' if status == 0 else 'FAIL'} (exit {status}): {why}\n")
+    return status
+
+
 class StressUnavailable(Exception):
     """--stress was asked for, but the stress tier is not installed."""
 
@@ -521,6 +618,8 @@ def _main(argv: Optional[Sequence[str]], out: Optional[TextIO], err: Optional[Te
     except SystemExit as exit:
         return EXIT_USAGE if exit.code else EXIT_OK
     try:
+        if args.properties is not None or args.replay is not None:
+            return _properties(args, out)
         if args.reports and args.command != "matrix":
             raise MatrixError(f"unexpected arguments: {' '.join(map(str, args.reports))}")
         if args.command == "matrix":
@@ -535,7 +634,7 @@ def _main(argv: Optional[Sequence[str]], out: Optional[TextIO], err: Optional[Te
         return _run(args, cases, warnings, out, err)
     except (
         CaseLoadError, expect.ExpectationsError, TargetError, StressUnavailable, MatrixError, ValidateUnavailable,
-        ScaffoldError,
+        ScaffoldError, PropertiesError,
     ) as exc:
         err.write(f"refmem-conformance: {exc}\n")
         return EXIT_USAGE

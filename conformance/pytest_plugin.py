@@ -22,6 +22,13 @@ target and selection in `[tool.pytest.ini_options]` or pytest.ini; the command l
 
 A node ID pytest prints is pasteable as it is, even in the form pytest uses when its rootdir is not the current
 folder (`../../memory-conformance::ID`, see `our_node_id`).
+
+    pytest --memory-target SPEC --memory-properties                  # and one test per property class
+    pytest --memory-target SPEC memory-properties::safety --memory-examples 500
+
+`--memory-properties` (or a `memory-properties` node ID, or `--memory-examples`) adds the property-based suite
+(conformance/properties): one item `memory-properties::CLASS` per class the profile judges, each a hypothesis
+search with a fixed seed (`--memory-seed`) whose failure is the shortest sequence found and a finding file to replay.
 """
 
 from __future__ import annotations
@@ -74,7 +81,8 @@ class Setting:
 
 
 _INI_TYPES = {
-    "text": "string", "path": "string", "number": "string", "flag": "bool", "list": "args", "lines": "linelist",
+    "text": "string", "path": "string", "number": "string", "count": "string", "integer": "string", "flag": "bool",
+    "list": "args", "lines": "linelist",
 }
 
 SETTINGS: Tuple[Setting, ...] = (
@@ -101,6 +109,15 @@ SETTINGS: Tuple[Setting, ...] = (
     Setting("memory-error-prefix", "python targets: a plain string starting with TEXT is an error; repeat it for "
             "several (in the ini file, one a line)", "lines", "TEXT"),
     Setting("memory-full-diff", "print every line of a failure (default: the first difference)", "flag"),
+    Setting("memory-properties", "also run the property-based suite: one test per class the profile judges "
+            "(memory-properties::safety, ::robustness, ::signalling, ::documented, and ::reference under standard), "
+            "each random command sequences shrunk to the shortest that fails; needs hypothesis (the conformance "
+            "extra). Naming a memory-properties node ID, or --memory-examples, implies it", "flag"),
+    Setting("memory-examples", "property tests: sequences per class", "count", "N"),
+    Setting("memory-seed", "property tests: the seed; the same seed draws the same sequences, the same verdict",
+            "integer", "S"),
+    Setting("memory-findings", "property tests: where a failure's finding file goes, to replay or turn into a case "
+            "(default: a new temporary folder, named in the failure)", "path", "DIR"),
 )
 """Every option of the plugin, each both a command-line flag and an ini option."""
 
@@ -151,6 +168,8 @@ def setting_value(config: Any, dest: str) -> Any:
     _check_choices(setting, [text])
     if setting.kind == "number":
         return _number(setting, text)
+    if setting.kind in ("count", "integer"):
+        return _integer(setting, text)
     if setting.kind == "path" and from_ini and getattr(config, "inipath", None) is not None:
         return str(pathlib.Path(config.inipath).parent / text)
     return text
@@ -162,6 +181,17 @@ def _check_choices(setting: Setting, values: List[str]) -> None:
             raise pytest.UsageError(
                 f"{setting.dest} = {value!r}: choose one of {', '.join(setting.choices)}"
             )
+
+
+def _integer(setting: Setting, text: str) -> int:
+    """A whole number: positive for a count (`memory_examples`), any for an integer (`memory_seed`)."""
+    try:
+        number = int(text)
+    except ValueError:
+        raise pytest.UsageError(f"{setting.dest} = {text!r}: a whole number") from None
+    if setting.kind == "count" and number < 1:
+        raise pytest.UsageError(f"{setting.dest} = {text!r}: a positive number")
+    return number
 
 
 def _number(setting: Setting, text: str) -> float:
@@ -216,17 +246,17 @@ def _register(config: Any, cases: List[Case]) -> None:
 
 
 def our_node_id(arg: str) -> Optional[str]:
-    """The case node ID `arg` names (`memory-conformance::ID`), or None when it names something else.
+    """The node ID `arg` names under one of the plugin's roots (`memory-conformance::ID`, `memory-properties::CLASS`,
+    or a root alone), or None when it names something else.
 
     pytest prints a node ID relative to the current folder when its rootdir is another one (run from a
     subfolder, or a path given as a separate option value such as `--memory-workdir /dev/shm`, which pytest
-    takes into its rootdir): `../../memory-conformance::ID`. That form names the same case, so that any ID
+    takes into its rootdir): `../../memory-conformance::ID`. That form names the same item, so that any ID
     pytest prints can be pasted back."""
     head, sep, rest = arg.lstrip(":").partition("::")
-    if head == ROOT_NAME:
-        return ROOT_NAME + sep + rest
-    if sep and re.split(r"[/\\]", head.rstrip("/\\"))[-1] == ROOT_NAME:
-        return ROOT_NAME + sep + rest
+    for root in (ROOT_NAME, PROPERTIES_ROOT):
+        if head == root or (sep and re.split(r"[/\\]", head.rstrip("/\\"))[-1] == root):
+            return root + sep + rest
     return None
 
 
@@ -401,9 +431,95 @@ def pytest_collection_modifyitems(session: Any, config: Any, items: List[Any]) -
         ours = [item for item in ours if item.nodeid in chosen]
     items.extend(ours)
     config.hook.pytest_collectreport(report=pytest.CollectReport(ROOT_NAME, "passed", None, list(ours)))
+    _collect_properties(session, config, items)
 
 
 def pytest_sessionfinish(session: Any) -> None:
     memory_session: Optional[_Session] = getattr(session.config, "_memory_session", None)
     if memory_session is not None:
         memory_session.close()
+
+
+# --- the property-based suite: one item per class, memory-properties::CLASS ------------------------------------
+
+PROPERTIES_ROOT = "memory-properties"
+"""The collector the property items hang under: memory-properties::safety, memory-properties::documented, ..."""
+
+
+def _properties_wanted(config: Any) -> bool:
+    chosen = getattr(config, "_memory_node_ids", [])
+    named = any(node.split("::", 1)[0] == PROPERTIES_ROOT for node in chosen)
+    settings = _settings(config)
+    return bool(settings["memory_properties"] or settings["memory_examples"] is not None or named)
+
+
+def _collect_properties(session: Any, config: Any, items: List[Any]) -> None:
+    """The property items, after the case items: one per class the profile judges, only when asked for."""
+    if not _properties_wanted(config):
+        return
+    try:
+        import hypothesis  # noqa: F401 - only whether it is there
+    except ImportError:
+        raise pytest.UsageError(
+            "--memory-properties needs hypothesis: pip install 'refmem[conformance]' (or hypothesis)"
+        ) from None
+    from .properties.judge import gating_classes
+
+    memory_session: _Session = config._memory_session
+    collector = PropertiesCollector.from_parent(session, name=PROPERTIES_ROOT, nodeid=PROPERTIES_ROOT)
+    classes = gating_classes(memory_session.profile)
+    ours: List[pytest.Item] = [PropertyItem.from_parent(collector, name=cls, property_class=cls) for cls in classes]
+    chosen = getattr(config, "_memory_node_ids", [])
+    if chosen and PROPERTIES_ROOT not in chosen:
+        ours = [item for item in ours if item.nodeid in chosen]
+    items.extend(ours)
+    config.hook.pytest_collectreport(report=pytest.CollectReport(PROPERTIES_ROOT, "passed", None, list(ours)))
+
+
+class PropertiesCollector(pytest.Collector):
+    def collect(self) -> Iterator[pytest.Item]:
+        return iter(())
+
+
+class PropertyItem(pytest.Item):
+    """One class of the property suite: hypothesis searches for a command sequence that breaks it."""
+
+    def __init__(self, *, property_class: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.cls = property_class
+
+    def runtest(self) -> None:
+        from .properties import DEFAULT_EXAMPLES, DEFAULT_SEED
+        from .properties.report import failure_text
+        from .properties.run import run_class
+        from .properties.search import SearchError
+        from .targets import TargetError
+
+        session: _Session = self.config._memory_session  # type: ignore[attr-defined]
+        settings = _settings(self.config)
+        findings = settings["memory_findings"]
+        seed = DEFAULT_SEED if settings["memory_seed"] is None else settings["memory_seed"]
+        try:
+            result = run_class(
+                session.spec,
+                self.cls,
+                examples=settings["memory_examples"] or DEFAULT_EXAMPLES,
+                seed=seed,
+                timeout=session.timeout,
+                error_prefix=session.error_prefix,
+                workdir=session.base,
+                findings=pathlib.Path(findings) if findings else None,
+            )
+        except (TargetError, SearchError) as exc:
+            raise CaseFailed(f"{PROPERTIES_ROOT}::{self.cls}: {exc}") from None
+        if result.failure is not None:
+            full = settings["memory_full_diff"]
+            raise CaseFailed(failure_text(result, session.spec, session.profile, seed, result.finding_file, full))
+
+    def repr_failure(self, excinfo: Any, style: Any = None) -> str:
+        if isinstance(excinfo.value, CaseFailed):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> Tuple[Any, Optional[int], str]:
+        return self.path, 0, f"memory properties {self.cls}"

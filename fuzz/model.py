@@ -83,6 +83,17 @@ def count_overlapping(haystack: str, needle: str) -> int:
 
 Parser = Callable[[str], Any]
 
+REQUIRED: Dict[str, Tuple[str, ...]] = {
+    "view": ("path",),
+    "create": ("path", "file_text"),
+    "str_replace": ("path", "old_str", "new_str"),
+    "insert": ("path", "insert_line", "insert_text"),
+    "delete": ("path",),
+    "rename": ("old_path", "new_path"),
+}
+"""Each command's required parameters, in the order the documentation lists them (the property suite draws
+commands from the same table: conformance/properties)."""
+
 
 class Model:
     """The tree a correct handler holds, and the outcome class of each command on it."""
@@ -104,14 +115,7 @@ class Model:
 
     # --- input checks ------------------------------------------------------------------------
 
-    _REQUIRED = {
-        "view": ("path",),
-        "create": ("path", "file_text"),
-        "str_replace": ("path", "old_str", "new_str"),
-        "insert": ("path", "insert_line", "insert_text"),
-        "delete": ("path",),
-        "rename": ("old_path", "new_path"),
-    }
+    _REQUIRED = REQUIRED
 
     def _apply(self, command: Any) -> bool:
         if not isinstance(command, dict) or not all(isinstance(key, str) for key in command):

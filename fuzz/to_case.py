@@ -51,6 +51,8 @@ DECISION_BY_COMMAND = {
 }
 DECISION_BY_FIXTURE = {"symlink": "D-FS-SYMLINK", "fifo": "D-FS-SPECIAL", "hardlink": "D-FS-HARDLINK"}
 DECISION = re.compile(r"D-[A-Z0-9]+(?:-[A-Z0-9]+)*")
+PINNED_TEXT_CHARS = 65_536
+"""A behaviour finding's case pins the reference's final texts when each is at most this long."""
 
 
 class _CaseLayout(Layout):
@@ -131,7 +133,7 @@ def to_case(finding: Finding, case_id: Optional[str] = None, decision: Optional[
         {"input": command, "is_error": bool(step.is_error)} for command, step in zip(report.commands, report.steps)
     ]
     if report.tree_after is not None:
-        final = _final(report.tree_after, finding.tree_after or {}, fixtures)
+        final = _final(report.tree_after, finding.tree_after or {}, fixtures, texts=not security)
         if final:
             case["final"] = final
     return case
@@ -210,9 +212,15 @@ def _names_below_root(spelling: str) -> Optional[Tuple[str, ...]]:
     return tuple(names)
 
 
-def _final(tree: Tree, observed: Dict[str, Any], fixtures: List[Fixture]) -> Dict[str, Any]:
+def _final(tree: Tree, observed: Dict[str, Any], fixtures: List[Fixture], texts: bool = False) -> Dict[str, Any]:
     """The reference's final tree as present entries; what the backend left and the reference did not,
-    as absent ones (except fixtures this case does not lay out)."""
+    as absent ones (except fixtures this case does not lay out). With `texts` (a behaviour finding, whose
+    case is the reference's decisions) and a tree of plain files only, the reference's files byte for byte
+    instead, and no other file (`exact`): a finding about what a file holds (an edit applied twice, a text
+    changed) is then a case that fails."""
+    files = {"/".join(parts): node for parts, node in sorted(tree.items()) if parts and node != DIR}
+    if texts and files and all(node[0] == "file" and len(node[1]) <= PINNED_TEXT_CHARS for node in files.values()):
+        return {"files": {path: node[1] for path, node in files.items()}, "exact": True}
     present = ["/".join(parts) + ("/" if node == DIR else "") for parts, node in sorted(tree.items()) if parts]
     names = {entry.rstrip("/") for entry in present}
     laid_out = {fixture["path"] for fixture in fixtures}
