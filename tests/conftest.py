@@ -49,7 +49,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
     host = config.stash.get(_HOST, None)
     if not host or not host["changed"]:
         return
-    terminalreporter.write_sep("!", "host changed: a test touched something outside its temporary folders", red=True)
+    terminalreporter.write_sep(
+        "!", "host changed: something outside the temporary folders changed during the run", red=True
+    )
+    terminalreporter.write_line(
+        "A test of this run touched it, or another process on this machine did (the devices are shared).", red=True
+    )
     for line in host["changed"]:
         terminalreporter.write_line(line, red=True)
     # An error in the short summary and the last line ("1 error"): a run whose tests all passed must not read
