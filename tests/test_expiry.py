@@ -449,7 +449,9 @@ def test_prune_skips_a_file_replaced_after_it_was_judged(tmp_path: Path, monkeyp
     assert (tmp_path / "a.md").read_text() == "rewritten just now"
 
 
-def test_prune_waits_for_the_handlers_lock(tmp_path: Path) -> None:
+def test_prune_waits_for_the_handlers_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Prune reaches the lock before it removes anything, and goes on once the lock is released: the flock call
+    says when it is reached, so no guess of how long prune takes is needed (60 s is a hang guard)."""
     import fcntl
     import threading
 
@@ -457,14 +459,22 @@ def test_prune_waits_for_the_handlers_lock(tmp_path: Path) -> None:
     (tmp_path / ".refmem").mkdir(exist_ok=True)
     fd = os.open(tmp_path / ".refmem" / "lock", os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(fd, fcntl.LOCK_EX)
+    real_flock, reached = fcntl.flock, threading.Event()
+
+    def flock(descriptor: int, operation: int) -> None:
+        if operation == fcntl.LOCK_EX and threading.current_thread() is not threading.main_thread():
+            reached.set()
+        real_flock(descriptor, operation)
+
+    monkeypatch.setattr(fcntl, "flock", flock)
     done = threading.Event()
     result = []
     worker = threading.Thread(target=lambda: (result.append(prune(tmp_path, 30 * DAY, now=NOW)), done.set()))
     worker.start()
-    assert not done.wait(0.3)
-    assert (tmp_path / "old.md").exists()
+    assert reached.wait(60), "prune never took the lock"
+    assert (tmp_path / "old.md").exists() and not done.is_set()
     os.close(fd)
-    assert done.wait(10)
+    assert done.wait(60)
     worker.join()
     assert result[0].removed == ["/memories/old.md"]
 
