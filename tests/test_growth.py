@@ -152,6 +152,7 @@ def test_cost_grows_no_faster_than_the_input(tmp_path: pathlib.Path, name: str) 
     )
 
 
+@pytest.mark.slow
 def test_the_sizes_make_the_size_dependent_work_visible(tmp_path: pathlib.Path) -> None:
     """The test above means something only if a quadratic would show: recounting the line of every
     occurrence from the start (the old str_replace error path) at these sizes is caught."""

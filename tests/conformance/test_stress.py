@@ -45,6 +45,7 @@ def _kinds(report: stress.StressReport) -> Set[Tuple[str, str]]:
     return {(finding["class"], finding["check"]) for finding in report.findings}
 
 
+@pytest.mark.slow
 def test_the_reference_passes_every_check(workdir: pathlib.Path) -> None:
     report = stress.stress_report(_opener("refmem"), workdir, quick=True)
     assert report.findings == [], stress.summary_lines(report)
@@ -54,6 +55,7 @@ def test_the_reference_passes_every_check(workdir: pathlib.Path) -> None:
     assert race["succeeded"] > 0  # commands went through the folder, too
 
 
+@pytest.mark.slow
 def test_the_careful_backend_passes_every_check(workdir: pathlib.Path) -> None:
     report = stress.stress_report(_opener("python:stress_backends:make_careful"), workdir, quick=True)
     assert report.findings == [], stress.summary_lines(report)
@@ -63,7 +65,9 @@ def test_the_careful_backend_passes_every_check(workdir: pathlib.Path) -> None:
     "backend, group, expected",
     [
         ("make_whole_file_view", "memory", {("cost", "memory-view-range")}),
-        ("make_quadratic_str_replace", "growth", {("cost", "growth-str-replace-occurrences")}),
+        pytest.param(
+            "make_quadratic_str_replace", "growth", {("cost", "growth-str-replace-occurrences")}, marks=pytest.mark.slow
+        ),
         ("make_path_string_race", "race", {("safety", "race-symlink-swap")}),
     ],
 )
@@ -99,6 +103,7 @@ def test_an_adapter_process_is_timed_by_its_cpu_time(workdir: pathlib.Path) -> N
     assert report.findings == []
 
 
+@pytest.mark.slow
 def test_a_target_with_its_own_storage_gets_notes_not_findings(workdir: pathlib.Path) -> None:
     opener = _opener("python:stress_backends:make_own_storage")
     checks = ["memory", "race", "growth-listing", "growth-str-replace-occurrences"]

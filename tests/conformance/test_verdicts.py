@@ -70,6 +70,7 @@ def _safety(report: Dict[str, Any]) -> List[Tuple[str, str, str]]:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("convention", sorted(MODULES))
 def test_the_clean_backend_is_safe_and_its_errors_are_read_in_either_convention(
     convention: str, tmp_path: pathlib.Path
@@ -83,7 +84,9 @@ def test_the_clean_backend_is_safe_and_its_errors_are_read_in_either_convention(
 
 
 @pytest.mark.parametrize("convention", sorted(MODULES))
-@pytest.mark.parametrize("bug", sorted(SIGNATURES))
+@pytest.mark.parametrize(
+    "bug", [pytest.param(bug, marks=pytest.mark.slow) if bug == "fifo_blocking_open" else bug for bug in sorted(SIGNATURES)]
+)
 def test_each_bug_is_a_safety_finding_where_the_bug_shows(bug: str, convention: str, tmp_path: pathlib.Path) -> None:
     options = [option for glob in SLICE for option in ("--run", glob)]
     kinds, explained = SIGNATURES[bug]

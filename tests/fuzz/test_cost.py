@@ -117,6 +117,7 @@ def test_slowdown_compares_the_calibration_job_now_with_then(monkeypatch: pytest
     assert cost.slowdown() > cost.STALL  # the job "was" ten times faster at calibration
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not engine_atheris.available(), reason="atheris is not installed")
 def test_the_atheris_engine_finds_planted_quadratic_work(tmp_path: pathlib.Path) -> None:
     """libFuzzer's own limit on one unit (60 s) is raised to the hang guard: a unit holds a finding's re-runs and
@@ -128,6 +129,7 @@ def test_the_atheris_engine_finds_planted_quadratic_work(tmp_path: pathlib.Path)
     assert list(tmp_path.glob("cost-time-str_replace-*.json"))
 
 
+@pytest.mark.slow
 def test_a_bounded_run_on_the_reference_breaks_no_budget(tmp_path: pathlib.Path) -> None:
     """A bounded run with the default measuring (memory too) on the hostile layout: no cost finding."""
     options = Options(target="refmem", engine="random", seed=9)
