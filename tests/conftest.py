@@ -3,7 +3,8 @@
 
 The session's host guard: no test may touch anything outside its temporary folders. The shared devices, the
 working tree and a sentinel file are recorded when the session starts and compared when it ends; any
-difference fails the run, named in a "host changed" section (see host_guard).
+difference fails the run, named in a "host changed" section (see host_guard). The devices are also looked at
+after every test, so that the section names the test after which a device was first seen changed.
 
 Folders below keep their own conftest files for their own fixtures; none of them defines these.
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from host_guard import Sentinel, differences, snapshot
+from host_guard import Sentinel, devices, differences, snapshot
 from memory_support import Memory
 
 from refmem import kernel
@@ -29,7 +30,20 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         "sentinel": sentinel,
         "before": snapshot(session.config.rootpath, sentinel),
         "changed": [],
+        "first_seen": {},
     }
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    try:
+        return (yield)
+    finally:
+        host = item.config.stash.get(_HOST, None)
+        if host is not None:
+            for device, state in devices().items():
+                if state != host["before"][device]:
+                    host["first_seen"].setdefault(device, item.nodeid)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -38,7 +52,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if host is None:
         return
     try:
-        host["changed"] = differences(host["before"], snapshot(session.config.rootpath, host["sentinel"]))
+        changed = differences(host["before"], snapshot(session.config.rootpath, host["sentinel"]))
+        first_seen = host["first_seen"]
+        host["changed"] = [
+            line + (f" (first seen after {first_seen[name]})" if name in first_seen else "")
+            for line, name in ((line, line.split(":", 1)[0]) for line in changed)
+        ]
     finally:
         host["sentinel"].close()
     if host["changed"]:

@@ -133,8 +133,13 @@ class Sentinel:
             shutil.rmtree(self.folder, ignore_errors=True)
 
 
+def devices() -> Snapshot:
+    """The shared devices alone: cheap enough to look at after every test, to say when one changed."""
+    return {path: _device(path) for path in SHARED_DEVICES}
+
+
 def snapshot(repository: Path, sentinel: Sentinel) -> Snapshot:
-    state = {path: _device(path) for path in SHARED_DEVICES}
+    state = devices()
     tree = _working_tree(repository)
     if tree is not None:
         state.update({f"working tree: {name}": entry for name, entry in tree.items()})
