@@ -37,7 +37,6 @@ def thread_seconds(call: Callable[[], object]) -> float:
 
 def least_seconds(calls: Sequence[Callable[[], object]], rounds: int) -> List[float]:
     """The least CPU time of each call over `rounds` rounds, each round running every call once."""
-    gc.collect()
     best = [float("inf")] * len(calls)
     for _ in range(rounds):
         for index, call in enumerate(calls):
