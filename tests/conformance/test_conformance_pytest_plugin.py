@@ -41,7 +41,7 @@ def _pytest(tmp_path: pathlib.Path, cases: pathlib.Path, *options: str) -> subpr
         ],
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=600,  # a hang guard: the stress tier's run took 55 s on a machine at load 8
         cwd=str(empty),
         env=env,
     )
