@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import shutil
 import sys
 import tempfile
 import time
@@ -21,6 +22,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from conformance_fakes import ReadOnlyTiny  # noqa: E402
 
 MODES = set(sys.argv[1:])
+OWN_FOLDERS: list = []
+"""The private folders of "own" mode, removed when the adapter ends (a test leaves nothing behind)."""
 HANG_SECONDS = 120
 
 
@@ -47,7 +50,11 @@ def main() -> int:
                 }
             )
         elif cmd == "reset":
-            root = pathlib.Path(tempfile.mkdtemp()) if "own" in MODES else pathlib.Path(request["root"])
+            if "own" in MODES:
+                root = pathlib.Path(tempfile.mkdtemp(prefix="fake-adapter-own-"))
+                OWN_FOLDERS.append(root)
+            else:
+                root = pathlib.Path(request["root"])
             options = request.get("options", {})
             listed = {"read_only"} if "readonly" in MODES else set()
             if set(options) - listed:
@@ -78,4 +85,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        status = main()
+    finally:
+        for folder in OWN_FOLDERS:
+            shutil.rmtree(folder, ignore_errors=True)
+    sys.exit(status)
