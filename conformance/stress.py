@@ -24,7 +24,10 @@ A finding is `{"class": "safety" | "cost", "check": ID, "detail": LINE}`; no lis
 The race: a separate process swaps a folder of the root with a link to `outside/` (renameat2
 RENAME_EXCHANGE on Linux, renames elsewhere) while every command kind runs through the folder; canary
 text in a result or any change outside the root is a finding. A race is found by chance: a clean result
-says that no escape happened in that many swaps and commands (the figures give both).
+says that no escape happened in that many swaps and commands (the figures give both). So the race lasts
+until both counts are reached (Plan.race_swaps, race_commands) and at least race_seconds have passed: a busy
+machine makes it longer, never thinner. Only a race that reaches RACE_TIME_LIMIT times race_seconds first
+stops short, with a note.
 
 Peak memory is measured with tracemalloc for in-process targets (Python allocations only), and as the
 resident-set growth of the adapter's session (Linux /proc: VmHWM after resetting the peak) for `cmd:`
@@ -110,6 +113,8 @@ class Plan:
     listing_sizes: Tuple[int, ...]
     repeats: int
     race_seconds: float
+    race_swaps: int
+    race_commands: int
 
 
 FULL = Plan(
@@ -121,6 +126,8 @@ FULL = Plan(
     listing_sizes=(1_000, 2_000, 4_000, 8_000, 16_000),
     repeats=5,
     race_seconds=10.0,
+    race_swaps=20_000,
+    race_commands=20_000,
 )
 
 QUICK = Plan(
@@ -132,6 +139,8 @@ QUICK = Plan(
     listing_sizes=(500, 1_000, 2_000, 4_000),
     repeats=3,
     race_seconds=2.0,
+    race_swaps=5_000,
+    race_commands=5_000,
 )
 
 
@@ -549,9 +558,9 @@ def _growth(run: _Run, plan: Plan) -> None:
 # --- the race ----------------------------------------------------------------------------------
 
 SWAPPER_SOURCE = r"""
-import ctypes, errno, os, random, sys, time
+import ctypes, errno, os, random, select, sys, time
 
-root, seconds = sys.argv[1], float(sys.argv[2])
+root, seconds, least_swaps, limit = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
 folder, link, away = (os.path.join(root, name) for name in ("d", "d_link", "d_away"))
 exchange = None
 if sys.platform.startswith("linux"):
@@ -563,9 +572,17 @@ if sys.platform.startswith("linux"):
         exchange = None
 swaps, problem, first, second = 0, "", os.fsencode(folder), os.fsencode(link)
 print("ready", flush=True)
-deadline = time.monotonic() + seconds
+started, enough = time.monotonic(), False
 try:
-    while time.monotonic() < deadline:
+    while True:
+        if swaps % 64 == 0:
+            if select.select([0], [], [], 0)[0]:
+                if not os.read(0, 1):
+                    break  # the caller has stopped the race
+                enough = True  # the caller's commands are done
+            elapsed = time.monotonic() - started
+            if elapsed >= limit or (enough and swaps >= least_swaps and elapsed >= seconds):
+                break
         if exchange is not None:
             if exchange(-100, first, -100, second, 2) != 0:  # AT_FDCWD, RENAME_EXCHANGE
                 code = ctypes.get_errno()
@@ -586,8 +603,10 @@ except OSError as error:
     problem = error.strerror or "the swap failed"
 print(swaps, int(exchange is not None), problem, flush=True)
 """
-"""Swaps `root/d` (a folder) and `root/d_link` (a link to ../outside) for a number of seconds, then prints
-how many swaps it made, whether they were atomic exchanges, and what stopped it early (if anything).
+"""Swaps `root/d` (a folder) and `root/d_link` (a link to ../outside) until it has swapped `least_swaps` times,
+for at least `seconds`, and its caller has written to its standard input (the caller's commands are done), or
+until `limit` seconds, or until its caller closes its standard input; then prints how many swaps it made,
+whether they were atomic exchanges, and what stopped it early (if anything).
 
 Half the swaps are followed by a sleep of up to 0.2 ms: on a busy machine the swapper and the target
 may share one core, where a swapper that never sleeps only runs between the target's time slices and
@@ -596,16 +615,21 @@ so never inside a check-then-use window; one that wakes up often preempts the ta
 SWAPPER_GRACE = 10.0
 """Seconds the swapping process may take to start, or to finish after its time is up."""
 
+RACE_TIME_LIMIT = 30
+"""A race that has not reached its counts after this many times Plan.race_seconds stops (a hang guard)."""
+
 
 class _Swapper:
     """The swapping as a separate process: no interpreter lock shared with an in-process target, so the
     swaps land between any two of its instructions, as another program's would."""
 
-    def __init__(self, root: pathlib.Path, seconds: float) -> None:
+    def __init__(self, root: pathlib.Path, seconds: float, least_swaps: int) -> None:
         self.swaps, self.exchange, self.problem = 0, False, ""
+        self.started = time.monotonic()
+        limit = RACE_TIME_LIMIT * seconds
         self.process = subprocess.Popen(
-            [sys.executable, "-c", SWAPPER_SOURCE, str(root), repr(seconds)],
-            stdin=subprocess.DEVNULL,
+            [sys.executable, "-c", SWAPPER_SOURCE, str(root), repr(seconds), str(least_swaps), repr(limit)],
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
@@ -618,7 +642,17 @@ class _Swapper:
     def running(self) -> bool:
         return not self.problem and self.process.poll() is None
 
+    def enough(self) -> None:
+        """The caller's commands are done: the swapper stops once its own counts are reached too."""
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write("e")
+            self.process.stdin.flush()
+        except OSError:
+            pass
+
     def finish(self) -> None:
+        """Stop the swapping now (communicate() closes its standard input), and read what it did."""
         try:
             out, _ = self.process.communicate(timeout=SWAPPER_GRACE)
         except subprocess.TimeoutExpired:
@@ -665,12 +699,14 @@ def _race(run: _Run, plan: Plan) -> None:
     os.symlink("../outside", root / "d_link")
     run.fresh()
     commands, succeeded = 0, 0
-    swapper = _Swapper(root, plan.race_seconds)
+    swapper = _Swapper(root, plan.race_seconds, plan.race_swaps)
     try:
         while swapper.running and not run.failed:
             result = run.execute(dict(RACE_COMMANDS[commands % len(RACE_COMMANDS)]))
             commands += 1
             succeeded += not result.is_error
+            if commands == plan.race_commands:
+                swapper.enough()
     finally:
         swapper.finish()
     run.report.figures[run.check] = {
@@ -678,11 +714,17 @@ def _race(run: _Run, plan: Plan) -> None:
         "commands": commands,
         "succeeded": succeeded,
         "refused": commands - succeeded,
-        "seconds": plan.race_seconds,
+        "seconds": round(time.monotonic() - swapper.started, 1),
         "exchange": swapper.exchange,
     }
     if swapper.problem:
         run.report.notes.append(f"{run.check}: the swapping stopped early: {swapper.problem}")
+    elif not run.failed and (swapper.swaps < plan.race_swaps or commands < plan.race_commands):
+        run.report.notes.append(
+            f"{run.check}: the race reached its time limit ({RACE_TIME_LIMIT * plan.race_seconds:g} s) with "
+            f"{swapper.swaps:,} swaps and {commands:,} commands, fewer than the {plan.race_swaps:,} and "
+            f"{plan.race_commands:,} planned"
+        )
 
 
 # --- running -----------------------------------------------------------------------------------

@@ -15,6 +15,13 @@ about three times its costliest linear path (a str_replace refused for a megabyt
 occurrences, about 2.5 units per character); a finding is kept only when every re-run of the
 sequence breaks the same budget again (see `harness.SequenceHarness`).
 
+Every figure is CPU time, never the wall clock: the calibration job's on the thread that runs it, a step's
+on the thread (or adapter process) that does the work (meter.py). A machine at load 5 gives a job as many
+CPU seconds as an idle one, give or take what other programs do to the caches, so a verdict holds on both.
+What CPU time does not cover (a slower core, a throttled one) the stall check does: before the re-runs
+that confirm a finding the calibration job is timed again, and a machine that runs it STALL times slower
+judges the re-runs against budgets scaled by that slowdown.
+
 Time is never judged on a call measured under tracemalloc (which slows allocation-heavy code up to
 fifteen times, by an amount that depends on the code): in process, one sequence in MEMORY_EVERY is
 measured for memory, the others for time.
@@ -187,8 +194,8 @@ _CALIBRATED: List[float] = []
 
 
 def calibrate() -> float:
-    """CPU seconds per character of numbering the lines of a text, on this machine, measured as
-    steps are (the smaller of CPU and wall time). The least of a few rounds (noise only ever adds
+    """CPU seconds per character of numbering the lines of a text, on this machine, in CPU time of the
+    thread that runs it (as steps are measured). The least of a few rounds (noise only ever adds
     time); once per process."""
     if not _CALIBRATED:
         _CALIBRATED.append(_job_seconds_per_char(CALIBRATION_ROUNDS))
@@ -204,9 +211,9 @@ def _job_seconds_per_char(rounds: int) -> float:
     text = "ab\n" * (CALIBRATION_CHARS // 3)
     best = math.inf
     for _ in range(rounds):
-        cpu, wall = time.process_time(), time.perf_counter()
+        started = time.thread_time()
         _linear_job(text)
-        best = min(best, time.process_time() - cpu, time.perf_counter() - wall)
+        best = min(best, time.thread_time() - started)
     return max(best, 1e-9) / len(text)
 
 
@@ -214,20 +221,20 @@ _FOLDER_SECONDS: Dict[int, float] = {}
 
 
 def calibrate_folders(directory: pathlib.Path) -> float:
-    """CPU seconds to make and remove one folder in `directory`'s filesystem (a chain of 32, the
-    least of three rounds); once per filesystem."""
+    """CPU seconds (this thread's) to make and remove one folder in `directory`'s filesystem (a chain of
+    32, the least of three rounds); once per filesystem."""
     device = os.stat(directory).st_dev
     if device not in _FOLDER_SECONDS:
         best = math.inf
         for round_ in range(3):
             top = directory / f".refmem-fuzz-calibration-{os.getpid()}-{round_}"
             chain = [top.joinpath(*["d"] * depth) for depth in range(32)]
-            cpu, wall = time.process_time(), time.perf_counter()
+            started = time.thread_time()
             for folder in chain:
                 os.mkdir(folder)
             for folder in reversed(chain):
                 os.rmdir(folder)
-            best = min(best, time.process_time() - cpu, time.perf_counter() - wall)
+            best = min(best, time.thread_time() - started)
         _FOLDER_SECONDS[device] = best / len(chain)
     return _FOLDER_SECONDS[device]
 

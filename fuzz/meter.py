@@ -1,13 +1,15 @@
 """What one command cost a target: seconds, output characters and peak memory.
 
-Seconds are the smaller of CPU time and wall time. For an in-process target the CPU time is the
-fuzzer process's (`time.process_time`: the fuzzer's own thread waits while the target works); for a
-`cmd:` target it is the adapter process's, read from `/proc` (Linux). CPU time does not grow when
-other programs load the machine, and wall time does not grow when a thread left behind by an earlier
-hang burns CPU, so the smaller of the two is the steadier figure. Where no CPU figure is available,
-wall time stands alone. (User time alone would leave out the filesystem's share, but Linux splits
-user from system time by sampling, which makes it unreliable for calls of a few milliseconds; the
-budgets allow for the filesystem instead, see cost.py.)
+Seconds are CPU time, of whatever does the work and nothing else. For an in-process target it is the
+CPU time of the thread that runs the call (the conformance target's worker thread when it has a step
+timeout, else the fuzzer's own): another program loading the machine does not add to it, and neither
+does a thread of this process left burning by an earlier hang. For a target that does not expose the
+call it runs, the smaller of the process's CPU time and the wall time stands in. For a `cmd:` target it
+is the adapter process's, read from `/proc` (Linux: every thread's run time in nanoseconds, else the
+process's user and system ticks). Where no CPU figure is available, wall time stands alone. (User time
+alone would leave out the filesystem's share, but Linux splits user from system time by sampling, which
+makes it unreliable for calls of a few milliseconds; the budgets allow for the filesystem instead, see
+cost.py.)
 
 Memory is the peak growth during the call: `tracemalloc` for an in-process target (the Python heap,
 where file contents, decoded text and line lists live), and the adapter's peak resident set for a
@@ -19,10 +21,15 @@ usable time figure (`Cost.timed` is False): in process, time and memory come fro
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
 import time
 import tracemalloc
 from typing import Any, Callable, Dict, Optional, Tuple
+
+from .suite import targets
+
+settle: Callable[[Any], Any] = importlib.import_module(targets.__package__ + ".signalling").settle
 
 CPU = "cpu"
 WALL = "wall"
@@ -34,7 +41,8 @@ NONE = ""
 @dataclasses.dataclass(frozen=True)
 class Cost:
     seconds: float
-    """min(CPU, wall) seconds, or wall seconds when `clock` is WALL."""
+    """CPU seconds (min(process CPU, wall) where the working thread is not known), or wall seconds when
+    `clock` is WALL."""
     output_chars: int
     memory_bytes: Optional[int]
     """Peak growth in bytes during the call; None when not measured."""
@@ -49,7 +57,7 @@ class Cost:
     def to_json(self) -> Dict[str, Any]:
         return {
             "seconds": round(self.seconds, 6),
-            "clock": "min(cpu, wall)" if self.clock == CPU else "wall",
+            "clock": "cpu" if self.clock == CPU else "wall",
             "output_chars": self.output_chars,
             "memory_bytes": self.memory_bytes,
             "memory": self.memory or None,
@@ -84,15 +92,18 @@ class Meter:
         elif trace:
             tracemalloc.reset_peak()
         base = tracemalloc.get_traced_memory()[0] if trace else 0
+        worker = _WorkerClock(self.target)
         cpu, wall = time.process_time(), time.perf_counter()
         try:
-            result = call()
+            with worker:
+                result = call()
         finally:
             cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
             peak = tracemalloc.get_traced_memory()[1] - base if trace else None
             if started_here:
                 tracemalloc.stop()
-        return result, Cost(min(cpu, wall), _output_chars(result), peak, CPU, TRACEMALLOC if trace else NONE)
+        seconds = worker.seconds if worker.seconds is not None else min(cpu, wall)
+        return result, Cost(seconds, _output_chars(result), peak, CPU, TRACEMALLOC if trace else NONE)
 
     def _adapter(self, call: Callable[[], Any]) -> Tuple[Any, Cost]:
         self.refresh()
@@ -108,12 +119,49 @@ class Meter:
         cpu_after = _process_cpu(pid) if pid is not None else None
         seconds, clock = wall, WALL
         if cpu_before is not None and cpu_after is not None:
-            seconds, clock = min(wall, cpu_after - cpu_before), CPU
+            seconds, clock = max(0.0, min(wall, cpu_after - cpu_before)), CPU
         peak = None
         if rss_before is not None and pid is not None:
             high = _status_kib(pid, "VmHWM")
             peak = None if high is None else max(0, high - rss_before) * 1024
         return result, Cost(seconds, _output_chars(result), peak, clock, RSS if peak is not None else NONE)
+
+
+class _WorkerClock:
+    """The CPU time of the thread that runs one call of an in-process target (`seconds`, None when unknown).
+
+    The conformance runner's InProcessTarget keeps the bound method it runs in `_call`, and runs it on a
+    worker thread when it has a step timeout. For one call that method is wrapped so that it times itself,
+    on whichever thread runs it, with `time.thread_time()`; an awaitable it returns is settled inside, as
+    the target would settle it, so that the work is timed. A target without `_call` is left alone."""
+
+    def __init__(self, target: Any) -> None:
+        self.target = target
+        self.seconds: Optional[float] = None
+        self._inner: Optional[Callable[[Any], Any]] = None
+
+    def __enter__(self) -> _WorkerClock:
+        inner = getattr(self.target, "_call", None)
+        if not callable(inner):
+            return self
+
+        def timed(command: Any) -> Any:
+            started = time.thread_time()
+            try:
+                return settle(inner(command))
+            finally:
+                self.seconds = time.thread_time() - started
+
+        try:
+            self.target._call = timed
+        except (AttributeError, TypeError):
+            return self
+        self._inner = inner
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._inner is not None:
+            self.target._call = self._inner
 
 
 def adapter_pid(target: Any) -> Optional[int]:
@@ -136,7 +184,15 @@ _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") and "SC_CLK_TCK" in 
 
 
 def _process_cpu(pid: int) -> Optional[float]:
-    """User + system CPU seconds of a process (Linux /proc), or None."""
+    """CPU seconds of a process (Linux /proc): its threads' run times in nanoseconds (schedstat), else its user
+    and system time in clock ticks (stat; a hundredth of a second); None without /proc."""
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        threads = []
+    run_ns = [ns for ns in (_thread_run_ns(pid, thread) for thread in threads) if ns is not None]
+    if run_ns:  # a thread that ended between the listing and the read no longer counts
+        return sum(run_ns) / 1e9
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             fields = handle.read().rsplit(b")", 1)[1].split()
@@ -145,6 +201,15 @@ def _process_cpu(pid: int) -> Optional[float]:
     try:
         return (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime (fields 14 and 15 of stat)
     except (ValueError, IndexError):
+        return None
+
+
+def _thread_run_ns(pid: int, thread: str) -> Optional[int]:
+    """Nanoseconds a thread has run (the first field of its schedstat); None when unreadable (it ended)."""
+    try:
+        with open(f"/proc/{pid}/task/{thread}/schedstat", "rb") as handle:
+            return int(handle.read().split()[0])
+    except (OSError, ValueError, IndexError):
         return None
 
 

@@ -1,6 +1,11 @@
 """The fixtures modules share: `memory`, a handler over a fresh folder (see memory_support.Memory), and
 `kernel_root`, a kernel RootDir over one small layout on every walk (the kernel's and the tree's tests).
 
+The session's host guard: no test may touch anything outside its temporary folders. The shared devices, the
+working tree and a sentinel file are recorded when the session starts and compared when it ends; any
+difference fails the run, named in a "host changed" section (see host_guard). The devices are also looked at
+after every test, so that the section names the test after which a device was first seen changed.
+
 Folders below keep their own conftest files for their own fixtures; none of them defines these.
 """
 
@@ -11,9 +16,77 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from host_guard import Sentinel, devices, differences, snapshot
 from memory_support import Memory
 
 from refmem import kernel
+
+_HOST = pytest.StashKey[dict]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    sentinel = Sentinel()
+    session.config.stash[_HOST] = {
+        "sentinel": sentinel,
+        "before": snapshot(session.config.rootpath, sentinel),
+        "changed": [],
+        "first_seen": {},
+    }
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
+    try:
+        return (yield)
+    finally:
+        host = item.config.stash.get(_HOST, None)
+        if host is not None:
+            for device, state in devices().items():
+                if state != host["before"][device]:
+                    host["first_seen"].setdefault(device, item.nodeid)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    host = session.config.stash.get(_HOST, None)
+    if host is None:
+        return
+    try:
+        changed = differences(host["before"], snapshot(session.config.rootpath, host["sentinel"]))
+        first_seen = host["first_seen"]
+        host["changed"] = [
+            line + (f" (first seen after {first_seen[name]})" if name in first_seen else "")
+            for line, name in ((line, line.split(":", 1)[0]) for line in changed)
+        ]
+    finally:
+        host["sentinel"].close()
+    if host["changed"]:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    host = config.stash.get(_HOST, None)
+    if not host or not host["changed"]:
+        return
+    terminalreporter.write_sep(
+        "!", "host changed: something outside the temporary folders changed during the run", red=True
+    )
+    terminalreporter.write_line(
+        "A test of this run touched it, or another process on this machine did (the devices are shared).", red=True
+    )
+    for line in host["changed"]:
+        terminalreporter.write_line(line, red=True)
+    # An error in the short summary and the last line ("1 error"): a run whose tests all passed must not read
+    # as a pass.
+    report = pytest.TestReport(
+        nodeid="host guard",
+        location=("tests/conftest.py", None, "host guard"),
+        keywords={},
+        outcome="failed",
+        longrepr="host changed: " + "; ".join(host["changed"]),
+        when="teardown",
+    )
+    terminalreporter.stats.setdefault("error", []).append(report)
 
 
 @pytest.fixture

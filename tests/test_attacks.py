@@ -238,7 +238,7 @@ def run_guarded(handler: MemoryHandler, params: Dict[str, Any]) -> Result:
     box: List[Result] = []
     worker = threading.Thread(target=lambda: box.append(handler.execute(params)), daemon=True)
     worker.start()
-    worker.join(5)
+    worker.join(60)  # a hang guard: the handler never blocks, so this returns as soon as the command does
     assert not worker.is_alive(), f"command blocked: {params!r}"
     assert box, "the handler raised instead of returning a result"
     return box[0]

@@ -28,6 +28,24 @@ DAY = 86400.0
 NOW = 2_000_000_000.0  # a fixed "now" in 2033: every test clock is explicit
 
 
+class FrozenClock:
+    """Stands for the `time` module inside refmem.expiry: its clock moves only when a test moves it, so a test
+    of the resolution windows holds however long the machine takes between two steps."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def time(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> FrozenClock:
+    frozen = FrozenClock(float(int(time.time())))
+    monkeypatch.setattr(expiry, "time", frozen)
+    return frozen
+
+
 def stamp(path: Path, when: float) -> Path:
     """Set a file's access and change times, as the clock of a test says."""
     os.utime(path, (when, when))
@@ -94,18 +112,19 @@ def test_record_is_created_hidden_and_timestamped(tmp_path: Path) -> None:
     assert [p.name for p in access_dir(tmp_path).iterdir()] == [record.name]  # no temp left
 
 
-def test_touch_with_the_clock_skips_writes_within_resolution(tmp_path: Path) -> None:
+def test_touch_with_the_clock_skips_writes_within_resolution(tmp_path: Path, clock: FrozenClock) -> None:
     tracker = AccessTracker(tmp_path, resolution=60)
     assert tracker.touch("/memories/a.md")
     record = access_dir(tmp_path) / record_name("/memories/a.md")
-    past = time.time() - 30
+    assert record.stat().st_mtime == pytest.approx(clock.now)
+    past = clock.now - 30
     os.utime(record, (past, past))
     tracker.touch("/memories/a.md")  # 30 s ago < 60 s: not rewritten
     assert record.stat().st_mtime == pytest.approx(past)
-    past = time.time() - 120
+    past = clock.now - 120
     os.utime(record, (past, past))
     tracker.touch("/memories/a.md")  # without a file identity nothing is remembered: the record is read
-    assert record.stat().st_mtime > time.time() - 5
+    assert record.stat().st_mtime == pytest.approx(clock.now)
     tracker.close()
 
 
@@ -430,7 +449,9 @@ def test_prune_skips_a_file_replaced_after_it_was_judged(tmp_path: Path, monkeyp
     assert (tmp_path / "a.md").read_text() == "rewritten just now"
 
 
-def test_prune_waits_for_the_handlers_lock(tmp_path: Path) -> None:
+def test_prune_waits_for_the_handlers_lock(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Prune reaches the lock before it removes anything, and goes on once the lock is released: the flock call
+    says when it is reached, so no guess of how long prune takes is needed (60 s is a hang guard)."""
     import fcntl
     import threading
 
@@ -438,14 +459,22 @@ def test_prune_waits_for_the_handlers_lock(tmp_path: Path) -> None:
     (tmp_path / ".refmem").mkdir(exist_ok=True)
     fd = os.open(tmp_path / ".refmem" / "lock", os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(fd, fcntl.LOCK_EX)
+    real_flock, reached = fcntl.flock, threading.Event()
+
+    def flock(descriptor: int, operation: int) -> None:
+        if operation == fcntl.LOCK_EX and threading.current_thread() is not threading.main_thread():
+            reached.set()
+        real_flock(descriptor, operation)
+
+    monkeypatch.setattr(fcntl, "flock", flock)
     done = threading.Event()
     result = []
     worker = threading.Thread(target=lambda: (result.append(prune(tmp_path, 30 * DAY, now=NOW)), done.set()))
     worker.start()
-    assert not done.wait(0.3)
-    assert (tmp_path / "old.md").exists()
+    assert reached.wait(60), "prune never took the lock"
+    assert (tmp_path / "old.md").exists() and not done.is_set()
     os.close(fd)
-    assert done.wait(10)
+    assert done.wait(60)
     worker.join()
     assert result[0].removed == ["/memories/old.md"]
 
@@ -482,6 +511,7 @@ def test_unreadable_folder_is_kept_and_prune_goes_on(tmp_path: Path) -> None:
 def test_handler_views_keep_old_files_from_expiring_and_writes_need_no_record(memory: Memory) -> None:
     """End to end: what the handler records is what prune needs, and nothing more."""
     now = time.time()
+    viewed_from = int(now)  # a record's time comes from the same clock, in whole nanoseconds
     for rel in ("viewed.md", "ignored.md"):
         stamp(memory.put(rel, "x"), now - 40 * DAY)
     assert not memory.run(command="view", path="/memories/viewed.md").is_error
@@ -490,7 +520,7 @@ def test_handler_views_keep_old_files_from_expiring_and_writes_need_no_record(me
     assert not memory.run(command="view", path="/memories/new.md").is_error
     memory.close()
     with AccessTracker(memory.root) as tracker:
-        assert tracker.last_access("/memories/viewed.md") == pytest.approx(now, abs=5)
+        assert viewed_from <= tracker.last_access("/memories/viewed.md") <= time.time()
         # Created, edited and viewed within the resolution: the file's own mtime says all of it.
         assert tracker.last_access("/memories/new.md") is None
     report = prune(memory.root, 30 * DAY)
@@ -498,12 +528,12 @@ def test_handler_views_keep_old_files_from_expiring_and_writes_need_no_record(me
     assert tree(memory.root) == ["new.md", "viewed.md"]
 
 
-def test_touch_with_a_recent_change_writes_nothing(tmp_path: Path) -> None:
+def test_touch_with_a_recent_change_writes_nothing(tmp_path: Path, clock: FrozenClock) -> None:
     with AccessTracker(tmp_path, resolution=60) as tracker:
-        assert tracker.touch("/memories/a.md", changed_at=time.time() - 10)
+        assert tracker.touch("/memories/a.md", changed_at=clock.now - 10)
         assert tracker.last_access("/memories/a.md") is None
-        assert tracker.touch("/memories/a.md", changed_at=time.time() - 120)
-        assert tracker.last_access("/memories/a.md") == pytest.approx(time.time(), abs=5)
+        assert tracker.touch("/memories/a.md", changed_at=clock.now - 120)
+        assert tracker.last_access("/memories/a.md") == pytest.approx(clock.now)
         # A change time in the future (a skewed clock) is not trusted to stand for the access.
-        assert tracker.touch("/memories/b.md", changed_at=time.time() + 3600)
-        assert tracker.last_access("/memories/b.md") == pytest.approx(time.time(), abs=5)
+        assert tracker.touch("/memories/b.md", changed_at=clock.now + 3600)
+        assert tracker.last_access("/memories/b.md") == pytest.approx(clock.now)

@@ -7,6 +7,10 @@ Notes on the fake:
 - `renameat2` is called through ctypes on real paths, which the fake cannot intercept, so
   `refmem.kernel._renameat2` is set to None for these tests: the documented link-then-unlink fallback.
 - pyfakefs runs as a non-root user here (`allow_root_user=False`) so permissions are enforced.
+- pyfakefs hands any `os` name it does not fake to the real module, where a fake descriptor number names
+  whatever the test process has open under it (a Windows run once made pytest's `/dev/null` mode 0600 through
+  the real `os.fchmod`). `host_unreachable` lets only constants and pure functions through: any other name is
+  absent, as on a system without it, and a test that reached for one fails unless it declared the name absent.
 
 Every failure must give the D-IO text, leave the old content as it was and leave no temp file.
 """
@@ -20,11 +24,42 @@ from typing import Any, Callable, Iterator
 import pytest
 from pyfakefs.fake_filesystem import OSType
 from pyfakefs.fake_filesystem_unittest import Patcher
+from pyfakefs.fake_os import FakeOsModule
 
 import refmem.kernel as refmem_fs
 from refmem import MemoryHandler, Result
 
 ROOT = "/data/memories"
+
+# What the fake os module may take from the real one: nothing here reads or changes the host.
+PURE_OS_FUNCTIONS = frozenset({"PathLike", "fspath", "fsencode", "fsdecode", "getpid", "strerror"})
+
+
+class HostUnreachable:
+    """The os names the fake did not fake and the code asked for (refused), and those a fixture declared
+    absent on purpose (Windows has no os.fchmod before 3.13)."""
+
+    def __init__(self) -> None:
+        self.refused: list = []
+        self.absent: set = set()
+
+
+@pytest.fixture(autouse=True)
+def host_unreachable(monkeypatch: pytest.MonkeyPatch) -> Iterator[HostUnreachable]:
+    guard = HostUnreachable()
+    forward = FakeOsModule.__getattr__
+
+    def only_pure(self: FakeOsModule, name: str) -> Any:
+        value = forward(self, name)
+        if callable(value) and name not in PURE_OS_FUNCTIONS:
+            guard.refused.append(name)
+            raise AttributeError(f"os.{name} is not faked: a call would reach the host")
+        return value
+
+    monkeypatch.setattr(FakeOsModule, "__getattr__", only_pure)
+    yield guard
+    unexpected = sorted(set(guard.refused) - guard.absent)
+    assert not unexpected, f"the code asked for os functions pyfakefs does not fake: {unexpected}"
 
 
 class Fake:
@@ -262,14 +297,16 @@ def test_case_insensitive_rename_onto_other_case_never_overwrites(mac: Fake) -> 
 
 
 @pytest.fixture
-def windows(monkeypatch: pytest.MonkeyPatch) -> Iterator[Fake]:
+def windows(monkeypatch: pytest.MonkeyPatch, host_unreachable: HostUnreachable) -> Iterator[Fake]:
     monkeypatch.setattr(refmem_fs, "_renameat2", None)
     with Patcher() as patcher:
         patcher.fs.os = OSType.WINDOWS
         # Python before 3.13 has no os.fchmod on Windows; the fake module still answers hasattr()
-        # with True and raises when called, so hide it as real Windows would.
+        # with True and raises when called, so hide it as real Windows would. Without its method the
+        # fake would hand out the real os.fchmod: host_unreachable refuses it instead.
         if hasattr(type(refmem_fs.os), "fchmod"):
             monkeypatch.delattr(type(refmem_fs.os), "fchmod")
+        host_unreachable.absent.add("fchmod")
         patcher.fs.create_dir("C:\\data")
         fake = Fake.__new__(Fake)
         fake.fs = patcher.fs

@@ -83,6 +83,7 @@ def _tools_work(python: pathlib.Path, project: pathlib.Path) -> None:
     assert fuzz.returncode == 0, fuzz.stdout[-2000:] + fuzz.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_an_editable_install_leaves_the_users_packages_alone(tmp_path: pathlib.Path) -> None:
     project = _user_project(tmp_path)
     python = pathlib.Path(sys.executable)

@@ -1,6 +1,7 @@
 """A fake protocol adapter around `conformance_fakes.Tiny`, with switchable misbehaviour.
 
-Modes (argv): crash (exit on an input path containing "crash"), hang (sleep on "hang"), garbage
+Modes (argv): crash (exit on an input path containing "crash"), hang (sleep on "hang" for HANG_SECONDS, then
+write the file $REFMEM_FAKE_ADAPTER_WOKE names, when it names one), garbage
 (write a non-JSON line on "garbage"), oldversion (answer start with version 99), nostart (exit at once),
 own (declare storage "own"; ignore the root and store in a private directory), readonly (list the option
 read_only and honour it). A reset carrying an option the adapter did not list gets an error reply.
@@ -9,7 +10,9 @@ read_only and honour it). A reset carrying an option the adapter did not list ge
 from __future__ import annotations
 
 import json
+import os
 import pathlib
+import shutil
 import sys
 import tempfile
 import time
@@ -19,6 +22,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from conformance_fakes import ReadOnlyTiny  # noqa: E402
 
 MODES = set(sys.argv[1:])
+OWN_FOLDERS: list = []
+"""The private folders of "own" mode, removed when the adapter ends (a test leaves nothing behind)."""
+HANG_SECONDS = 120
 
 
 def reply(message: dict) -> None:
@@ -44,7 +50,11 @@ def main() -> int:
                 }
             )
         elif cmd == "reset":
-            root = pathlib.Path(tempfile.mkdtemp()) if "own" in MODES else pathlib.Path(request["root"])
+            if "own" in MODES:
+                root = pathlib.Path(tempfile.mkdtemp(prefix="fake-adapter-own-"))
+                OWN_FOLDERS.append(root)
+            else:
+                root = pathlib.Path(request["root"])
             options = request.get("options", {})
             listed = {"read_only"} if "readonly" in MODES else set()
             if set(options) - listed:
@@ -58,7 +68,10 @@ def main() -> int:
                 sys.stderr.write("fake adapter: crashing on purpose\n")
                 return 1
             if "hang" in MODES and "hang" in path:
-                time.sleep(30)
+                time.sleep(HANG_SECONDS)
+                woke = os.environ.get("REFMEM_FAKE_ADAPTER_WOKE")
+                if woke:  # still alive: the runner waited for the hang instead of killing the adapter
+                    pathlib.Path(woke).write_text("woke\n")
             if "garbage" in MODES and "garbage" in path:
                 sys.stdout.write("this is not json\n")
                 sys.stdout.flush()
@@ -72,4 +85,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        status = main()
+    finally:
+        for folder in OWN_FOLDERS:
+            shutil.rmtree(folder, ignore_errors=True)
+    sys.exit(status)

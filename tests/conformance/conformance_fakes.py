@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pathlib
-import time
+import threading
 from typing import Any, Dict, NamedTuple
 
 
@@ -100,12 +100,20 @@ class Escaper(Tiny):
         return super()._create(path, target, command)
 
 
+HANGER_RELEASE = threading.Event()
+"""Set by a test once its run is over: the abandoned hung call returns (else after HANG_SECONDS)."""
+HANGER_WOKE = threading.Event()
+"""Set when a hung call returns: before its test's run is over, the runner waited for it."""
+HANG_SECONDS = 120
+
+
 class Hanger(Tiny):
-    """Hangs on views of /memories/missing."""
+    """Hangs on views of /memories/missing, until HANGER_RELEASE is set."""
 
     def execute(self, command: Dict[str, Any]) -> Any:
         if command.get("path") == "/memories/missing":
-            time.sleep(5)
+            HANGER_RELEASE.wait(HANG_SECONDS)
+            HANGER_WOKE.set()
         return super().execute(command)
 
 

@@ -6,6 +6,11 @@ careful backend and the same backend with one classic bug switched on. The clean
 and gets no safety finding in either convention; each buggy one runs a slice of the suite that reaches every
 bug, and gets safety findings of its bug's kind, in the cases its bug explains, and nothing else. How an error
 is signalled changes none of it. Also here: the stress tier's findings reach the headline and the exit status.
+
+Only the FIFO bug needs the step timeout to decide (its opens block until cut off): it alone runs with a short
+one, FIFO_TIMEOUT, and is run again when an unrelated case timed out on a stalled machine. Every other backend
+gets HANG_GUARD, which no step of a careful backend comes near, so a busy machine cannot turn a slow step into a
+hang finding.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ from refmem_conformance.cli import main
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the buggy backends are POSIX only")
 
 MODULES = {"raising": "buggy_backends", "plain": "buggy_backends_plain"}
+FIFO_TIMEOUT = "2"
+HANG_GUARD = "60"
+ATTEMPTS = 3
 
 # Every bug's trigger is in this slice; the rest of the suite only repeats them.
 SLICE = ["sec-dotdot-*", "sec-prefix-*", "sec-pct1-*", "sec-backslash-*", "sec-mixed-*", "sec-lookalike-*",
@@ -49,9 +57,9 @@ SIGNATURES: Dict[str, Tuple[str, Set[str], str]] = {
 }
 
 
-def _report(tmp_path: pathlib.Path, target: str, *options: str) -> Dict[str, Any]:
+def _report(tmp_path: pathlib.Path, target: str, *options: str, timeout: str = HANG_GUARD) -> Dict[str, Any]:
     path = tmp_path / f"{target.replace(':', '_')}.json"
-    argv = ["--target", target, "--report-json", str(path), "--timeout", "2", "--skip", "big-*", "-q", *options]
+    argv = ["--target", target, "--report-json", str(path), "--timeout", timeout, "--skip", "big-*", "-q", *options]
     if pathlib.Path("/dev/shm").is_dir():
         argv += ["--workdir", "/dev/shm"]
     main(argv, out=io.StringIO(), err=io.StringIO())
@@ -68,6 +76,7 @@ def _safety(report: Dict[str, Any], cls: str = "safety") -> List[Tuple[str, str,
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("convention", sorted(MODULES))
 def test_the_clean_backend_is_safe_and_its_errors_are_read_in_either_convention(
     convention: str, tmp_path: pathlib.Path
@@ -81,12 +90,18 @@ def test_the_clean_backend_is_safe_and_its_errors_are_read_in_either_convention(
 
 
 @pytest.mark.parametrize("convention", sorted(MODULES))
-@pytest.mark.parametrize("bug", sorted(SIGNATURES))
+@pytest.mark.parametrize(
+    "bug", [pytest.param(bug, marks=pytest.mark.slow) if bug == "fifo_blocking_open" else bug for bug in sorted(SIGNATURES)]
+)
 def test_each_bug_is_a_safety_finding_where_the_bug_shows(bug: str, convention: str, tmp_path: pathlib.Path) -> None:
     options = [option for glob in SLICE for option in ("--run", glob)]
-    report = _report(tmp_path, f"python:{MODULES[convention]}:make_{bug}", *options)
     cls, kinds, explained = SIGNATURES[bug]
-    found = _safety(report, cls)
+    timeout = FIFO_TIMEOUT if bug == "fifo_blocking_open" else HANG_GUARD
+    for _ in range(ATTEMPTS if bug == "fifo_blocking_open" else 1):
+        report = _report(tmp_path, f"python:{MODULES[convention]}:make_{bug}", *options, timeout=timeout)
+        found = _safety(report, cls)
+        if all(re.fullmatch(explained, case_id) for case_id, _, _ in found):
+            break
     assert found, f"{bug} ({convention}): no {cls} finding"
     assert {kind for _, kind, _ in found} <= kinds, found[:5]
     assert [case_id for case_id, _, _ in found if not re.fullmatch(explained, case_id)] == [], found[:5]

@@ -298,21 +298,29 @@ def test_two_handlers_on_one_root_stay_consistent(root: Path) -> None:
 
 
 def test_views_racing_writes_show_old_or_new_never_an_error(root: Path) -> None:
-    """Writes replace the file atomically, so a concurrent view has a whole version to show."""
+    """Writes replace the file atomically, so a concurrent view has a whole version to show.
+
+    Both sides go on until both have done their share (the writer `writes` edits, the reader as many views), so
+    the race has the same size on a busy machine as on an idle one."""
     versions = {"A": "state: A\n" + "filler line\n" * 50, "B": "state: B\n" + "filler line\n" * 50}
     MemoryHandler(root).execute({"command": "create", "path": "/memories/v.md", "file_text": versions["A"]})
     writes = EDITS * 20
-    stop = CTX.Event()
+    written = CTX.Value("i", 0)
+    viewed = CTX.Event()
+    failed = CTX.Event()
 
-    def writer(_: int) -> int:
+    def writer(_: int) -> None:
         handler = MemoryHandler(root)
-        for k in range(writes):
+        k = 0
+        while k < writes or not viewed.is_set():
             a, b = ("A", "B") if k % 2 == 0 else ("B", "A")
             result = handler.execute({"command": "str_replace", "path": "/memories/v.md",
                                       "old_str": f"state: {a}", "new_str": f"state: {b}"})
-            assert not result.is_error, result.output
-        stop.set()
-        return writes
+            if result.is_error:
+                failed.set()
+                raise AssertionError(result.output)
+            k += 1
+            written.value = k
 
     # The exact page of each whole version, from a handler that remembers nothing, in a folder of its own.
     pages = set()
@@ -326,14 +334,20 @@ def test_views_racing_writes_show_old_or_new_never_an_error(root: Path) -> None:
     views = 0
     process = CTX.Process(target=writer, args=(0,))
     process.start()
-    deadline = time.monotonic() + 120
-    while not stop.is_set() and time.monotonic() < deadline:
-        result = reader.execute({"command": "view", "path": "/memories/v.md"})
-        views += 1
-        if result.is_error:
-            errors.append(result.output)
-        else:
-            assert result.output in pages, result.output[:200]  # a whole version, never a mix
-    process.join(30)
-    report("concurrency-view-vs-write", writes=writes, views=views, views_failed=len(errors))
+    deadline = time.monotonic() + 300  # a hang guard: both shares take a second or two
+    try:
+        while (views < writes or written.value < writes) and not failed.is_set() and process.is_alive():
+            assert time.monotonic() < deadline, f"{views} views and {written.value} writes in 300 s"
+            result = reader.execute({"command": "view", "path": "/memories/v.md"})
+            views += 1
+            if result.is_error:
+                errors.append(result.output)
+            else:
+                assert result.output in pages, result.output[:200]  # a whole version, never a mix
+    finally:
+        viewed.set()
+        process.join(60)
+    report("concurrency-view-vs-write", writes=written.value, views=views, views_failed=len(errors))
+    assert process.exitcode == 0 and not failed.is_set(), "a write failed while views ran"
+    assert written.value >= writes and views >= writes
     assert not errors, f"{len(errors)} of {views} views failed during writes, e.g. {errors[0]!r}"

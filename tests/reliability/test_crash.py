@@ -246,6 +246,7 @@ def _short(text: Optional[str]) -> str:
     return repr(text[:60]) + (f"... ({len(text)} chars)" if len(text) > 60 else "")
 
 
+@pytest.mark.slow
 def test_sigkill_during_writes_leaves_old_or_new(root: Path, tmp_path: Path) -> None:
     started = time.monotonic()
     rng = random.Random(int(os.environ.get("REFMEM_KILL_SEED", "818")))
