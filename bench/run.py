@@ -259,6 +259,35 @@ class Bench:
                              "refmem no slower than sdk", met,
                              "the sdk fsyncs the file but not the folder; refmem and floor fsync both"))
 
+    def rename_delete(self) -> None:
+        """Renames and deletes of small files, each call on a file not touched before: the floors are the
+        bare calls with the same fsyncs (a rename fsyncs the folder it lands in, and the folder it left
+        when that is another; a delete fsyncs its folder)."""
+        files = self.scale(600, 120)
+        folders = 20
+        kinds = [
+            ("rename of a file into another folder", lambda i: {
+                "command": "rename", "old_path": f"/memories/d{i % folders:03d}/f{i:05d}.md",
+                "new_path": f"/memories/d{(i + 1) % folders:03d}/moved{i:05d}.md"}),
+            ("rename of a file within its folder", lambda i: {
+                "command": "rename", "old_path": f"/memories/d{i % folders:03d}/f{i:05d}.md",
+                "new_path": f"/memories/d{i % folders:03d}/renamed{i:05d}.md"}),
+            ("delete of a file", lambda i: {"command": "delete", "path": f"/memories/d{i % folders:03d}/f{i:05d}.md"}),
+        ]
+        for label, make_input in kinds:
+            runners: Dict[str, impls.Impl] = {}
+            for name in self.names:
+                root = self.tree(f"rd-{len(self.rows)}-{name}")
+                make_tree_spread(root, files, folders)
+                runners[name] = impls.make(name, root)
+            values = turns(runners, make_input, files, chunk=20)
+            met = None
+            if values.get("refmem") is not None and values.get("floor") is not None:
+                met = values["refmem"] <= 1.2 * values["floor"]
+                if values.get("sdk") is not None:
+                    met = met and values["refmem"] <= values["sdk"]
+            self.rows.append(Row(label, values, "s/call", "refmem <= 1.2x floor and no slower than sdk", met))
+
     def listing(self) -> None:
         root = self.tree("tree200")
         make_tree(root, 200)
@@ -364,6 +393,39 @@ class Bench:
     def command_growth(self) -> None:
         """Every command as its input doubles, with the growth exponent (bench/growth.py)."""
         self.scaling = scaling.Growth(os.path.join(self.base, "scaling"), self.names, self.quick).all()
+
+
+def make_tree_spread(root: str, files: int, folders: int) -> None:
+    """`files` small files f00000.md... spread over `folders` folders d000... (file i in folder i % folders)."""
+    for folder in range(folders):
+        os.makedirs(os.path.join(root, f"d{folder:03d}"), exist_ok=True)
+    data = small_text(5).encode()
+    for i in range(files):
+        write_bytes(os.path.join(root, f"d{i % folders:03d}", f"f{i:05d}.md"), data)
+
+
+def turns(runners: Dict[str, impls.Impl], make_input: Callable[[int], dict], calls: int,
+          chunk: int) -> Dict[str, Optional[float]]:
+    """Median seconds per call of `calls` calls each, the implementations taking turns every `chunk` calls
+    (on their own trees: call i changes file i); None when a call returned an error."""
+    samples: Dict[str, List[float]] = {name: [] for name in runners}
+    failed: Dict[str, str] = {}
+    names = list(runners)
+    for number, first in enumerate(range(0, calls, chunk)):
+        order = names[number % len(names):] + names[: number % len(names)]
+        for name in order:
+            impl = runners[name]
+            gc.collect()
+            for i in range(first, min(first + chunk, calls)):
+                tool_input = make_input(i)
+                started = time.perf_counter()
+                out = impl.execute(tool_input)
+                samples[name].append(time.perf_counter() - started)
+                if is_error(out) and name not in failed:
+                    failed[name] = str(getattr(out, "output", out))[:200]
+    for name, why in failed.items():
+        print(f"  ! {name} failed: {why}", file=sys.stderr)
+    return {name: None if name in failed else statistics.median(samples[name]) for name in runners}
 
 
 def mixed_sequence(files: int, commands: int, seed: int) -> List[dict]:
@@ -541,6 +603,7 @@ SCENARIOS = {
     "view-nested": "view_nested",
     "view-first": "view_small_first",
     "str_replace": "str_replace",
+    "rename-delete": "rename_delete",
     "listing": "listing",
     "listing10k": "listing_10k",
     "huge": "huge_view_range",

@@ -22,9 +22,9 @@ explicitly with ``utime``. Why this layout:
   either no record or a whole one, never a torn one. The name is the hash of the content, so a
   record whose content does not hash to its name (a torn write after a power loss on a filesystem
   that reorders data and metadata) is recognised and ignored, never misattributed.
-* No append-only journal: a journal needs compaction, a lock for appends from several processes,
-  and a reader that replays it; per-path records need none of that and rename/delete of one file
-  touches one record.
+* A rename records nothing of its own here: the use of the new path and the times of the records it
+  carries are lines appended to the moves log (`moves.py`), since a record file made per rename cost as
+  much as the rename. A path's last recorded use is the later of its record and its latest line there.
 * Records are not fsynced: losing the last few seconds of access times in a power failure makes a
   file look older by those seconds, which expiry measured in days does not notice. A process crash
   (SIGKILL) loses nothing: the kernel has the rename and the timestamp.
@@ -53,9 +53,9 @@ import re
 import stat
 import threading
 import time
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
-from . import kernel, problems
+from . import kernel, moves, problems
 from .bookkeeping import (
     ACCESS_DIR,
     Walker,
@@ -112,6 +112,10 @@ class Record(NamedTuple):
     name: str
     path: str
     mtime: float
+
+
+def _ns(when: float) -> int:
+    return int(when * 1e9)
 
 
 def _content(path: str) -> bytes:
@@ -262,7 +266,8 @@ class AccessTracker:
         self._seen[path] = (recorded, file_id)
 
     def forget(self, path: VirtualLike, is_dir: Optional[bool] = None) -> bool:
-        """Drop the records of a deleted path; for a folder (or when unknown), of everything below."""
+        """Drop the records of a deleted path; for a folder (or when unknown), of everything below.
+        Call under the root's write lock (the moves log is appended to)."""
         self._seen.clear()
         with self._lock:
             try:
@@ -270,10 +275,13 @@ class AccessTracker:
                 if folder is None:
                     return True
                 vpath = virtual_path(path)
-                remove_record(folder, record_name(vpath))
+                gone = [vpath]
                 if is_dir is not False:
-                    for record in self.records(prefix=vpath + "/"):
-                        remove_record(folder, record.name)
+                    gone += [record.path for record in self.records(prefix=vpath + "/")]
+                if moves.size(folder):  # only a log can hold a use of the path: say it is gone
+                    moves.append(folder, [(None, gone_path) for gone_path in gone])
+                for gone_path in gone:
+                    remove_record(folder, record_name(gone_path))
                 return True
             except _FAILURES:
                 return False
@@ -281,22 +289,26 @@ class AccessTracker:
     def move(
         self, old: VirtualLike, new: VirtualLike, is_dir: Optional[bool] = None, now: Optional[float] = None
     ) -> bool:
-        """Carry records along a rename. The renamed path itself counts as changed at `now`;
-        things below a renamed folder keep their times. The new record is written before the old one
-        is removed, so a crash in between leaves a stale record, never a lost one."""
+        """Carry records along a rename (call under the root's write lock). The renamed path itself
+        counts as used at `now`; things below a renamed folder keep their times. All of it is one
+        append to the moves log (`moves.py`), written before the old records are removed, so a crash in
+        between leaves a stale record, never a lost one."""
         self._seen.clear()
         with self._lock:
             try:
                 old_path, new_path = virtual_path(old), virtual_path(new)
                 folder = self._folder()
                 when = time.time() if now is None else float(now)
-                self._touch(record_name(new_path), new_path, when, force=True)
-                remove_record(folder, record_name(old_path))
+                entries: List[moves.Entry] = [(_ns(when), new_path), (None, old_path)]
+                carried = [old_path] if folder.lstat(record_name(old_path)) is not None else []
                 if is_dir is not False:
                     for record in self.records(prefix=old_path + "/"):
                         moved = new_path + record.path[len(old_path) :]
-                        self._touch(record_name(moved), moved, record.mtime, force=True)
-                        remove_record(folder, record.name)
+                        entries += [(_ns(record.mtime), moved), (None, record.path)]
+                        carried.append(record.path)
+                moves.append(folder, entries)
+                for carried_path in carried:
+                    remove_record(folder, record_name(carried_path))
                 return True
             except _FAILURES:
                 return False
@@ -304,7 +316,7 @@ class AccessTracker:
     # -- reading --
 
     def last_access(self, path: VirtualLike) -> Optional[float]:
-        """The recorded last access of `path`, or None when it has no valid record."""
+        """The recorded last access of `path` (its record or the moves log, the later), or None."""
         with self._lock:
             try:
                 folder = self._existing_folder()
@@ -312,12 +324,17 @@ class AccessTracker:
                     return None
                 vpath = virtual_path(path)
                 record = self._read(folder, record_name(vpath))
-                return record.mtime if record is not None and record.path == vpath else None
+                times = [record.mtime] if record is not None and record.path == vpath else []
+                logged = moves.read(folder).get(vpath)
+                if logged is not None:
+                    times.append(logged / 1e9)
+                return max(times) if times else None
             except _FAILURES:
                 return None
 
     def records(self, prefix: str = "") -> List[Record]:
-        """Every valid record (content hashes to its name), optionally only paths under `prefix`.
+        """Every valid record (content hashes to its name) and every use in the moves log, one per path
+        (the later), optionally only paths under `prefix`.
 
         Raises FsProblem when the record folder cannot be read.
         """
@@ -325,14 +342,24 @@ class AccessTracker:
             folder = self._existing_folder()
             if folder is None:
                 return []
-            found = []
+            found: Dict[str, Record] = {}
             for name in names(folder):
                 if not RECORD_NAME.fullmatch(name):
                     continue
                 record = self._read(folder, name)
                 if record is not None and record.path.startswith(prefix):
-                    found.append(record)
-            return found
+                    found[record.path] = record
+            for path, logged in moves.read(folder).items():
+                if path.startswith(prefix) and (path not in found or found[path].mtime < logged / 1e9):
+                    found[path] = Record(record_name(path), path, logged / 1e9)
+            return list(found.values())
+
+    def compact(self, keep: Callable[[str], bool]) -> None:
+        """Rewrite the moves log with the uses of the paths `keep` accepts (prune: the files that remain)."""
+        with self._lock:
+            folder = self._existing_folder()
+            if folder is not None and moves.size(folder):
+                moves.compact(folder, keep)
 
     def _read(self, folder: Dir, name: str) -> Optional[Record]:
         read = read_record(folder, name)

@@ -6,8 +6,8 @@ refused by the path rules and left out of listings):
 
     lock                   the write lock (`flock`), empty
     changes                the change journal (`changes.py`)
-    moves                  uses of renamed paths, not yet folded into records (`access.py`)
     access/<sha256>        one access record per path (`access.py`)
+    access/moves           the uses renames recorded, one line each (`moves.py`)
     openclaw-index.sqlite  the OpenClaw search index (`refmem.openclaw`)
     tenants/<name>/        a tenant's own memory root (D-TENANT-FS), with its own `.refmem/`
 

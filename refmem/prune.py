@@ -155,7 +155,8 @@ class _Pruner:
 
     def _drop_records(self, tracker: AccessTracker) -> int:
         """Drop the records of paths that are no longer files and count the stale ones (those the
-        prune did not remove itself); the record folder's old temp files go too."""
+        prune did not remove itself); the moves log keeps the uses of the files that remain; the
+        record folder's old temp files go too."""
         folder = tracker._existing_folder()
         if folder is None:
             return 0
@@ -169,6 +170,9 @@ class _Pruner:
             if not self.dry_run:
                 with contextlib.suppress(OSError, FsProblem):
                     remove_record(folder, record.name)
+        if not self.dry_run:
+            with contextlib.suppress(OSError, FsProblem):
+                tracker.compact(keep=self.live_files.__contains__)  # the moves log: the files that remain
         self.temp_files += clear_stale_temps(folder, names(folder), self.now, STALE_TEMP_AGE, self.dry_run)
         return stale
 

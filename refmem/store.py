@@ -82,7 +82,7 @@ class Edit:
     """A file read for a read-modify-write: `data` as read; `replace(new)` puts new content in its
     place atomically, in the very folder it was read from (one walk, so the two cannot differ)."""
 
-    __slots__ = ("data", "_folder", "_name", "_mode", "_read", "_changing")
+    __slots__ = ("data", "_folder", "_name", "_mode", "_read", "_version", "_changing")
 
     def __init__(
         self, folder: Dir, name: str, data: bytes, info: os.stat_result, changing: Callable[[], ContextManager[None]]
@@ -92,14 +92,19 @@ class Edit:
         self._name = name
         self._mode = stat.S_IMODE(info.st_mode) & ~_SPECIAL_BITS
         self._read = kernel.identity(info)
+        self._version = _version(info)
         self._changing = changing  # the write lock, with the change recorded in the journal
 
     def replace(self, new_data: bytes) -> None:
-        """Put `new_data` in place of the file read, only if the name still holds that very file
-        (replaced by something outside the lock since the read, it is not clobbered)."""
+        """Put `new_data` in place of the file read, only if the name still holds that very file, as it
+        was read (replaced or rewritten by something outside the lock since the read, it is not
+        clobbered: its inode number alone could be a new file's, reused)."""
         temp = kernel.write_temp(self._folder, new_data, self._mode)
         try:
             with self._changing():
+                now = self._folder.lstat(self._name)
+                if now is None or _version(now) != self._version:
+                    raise OsFailure("changed")
                 kernel.replace(self._folder, temp, self._name, expected=self._read)
         except BaseException:
             kernel.unlink_quietly(self._folder, temp)  # gone already unless the journal refused
@@ -170,10 +175,17 @@ class Root:
 
     @contextlib.contextmanager
     def _made_parent(self, path: VirtualPath) -> Iterator[Dir]:
-        """The folder holding `path`, made if missing; folders made are removed if the command fails."""
+        """The folder holding `path`, made if missing; folders made are removed if the command fails.
+
+        An existing folder is reached as a view reaches it (one openat below the root, one openat2
+        deeper); only a missing one takes the name-by-name walk that makes folders."""
         made: List[int] = []
         try:
-            with self.dir.walk(path.parent.parts, True, made) as folder:
+            try:
+                existing: Optional[Dir] = self.dir.walk(path.parent.parts)
+            except Missing:
+                existing = None
+            with existing or self.dir.walk(path.parent.parts, True, made) as folder:
                 yield folder
         except BaseException:
             if made:
@@ -380,10 +392,14 @@ class Root:
                 if info is None:
                     raise Missing()
                 is_dir = stat.S_ISDIR(info.st_mode)
-                with self._made_parent(new) as destination:
+                if old.parts[:-1] == new.parts[:-1]:  # one folder: it is the destination, fsynced once
                     self.note_changes((old.canonical, new.canonical))
-                    kernel.rename_noreplace(source, old.name, destination, new.name, is_dir)
-                    destination.fsync()
+                    kernel.rename_noreplace(source, old.name, source, new.name, is_dir)
+                else:
+                    with self._made_parent(new) as destination:
+                        self.note_changes((old.canonical, new.canonical))
+                        kernel.rename_noreplace(source, old.name, destination, new.name, is_dir)
+                        destination.fsync()
                 source.fsync()
             if self.track_access:
                 self._access.move(old.canonical, new.canonical, is_dir=is_dir)
@@ -414,6 +430,11 @@ class Root:
 
     def last_access(self, path: VirtualPath) -> Optional[float]:
         return self._access.last_access(path.canonical)
+
+
+def _version(info: os.stat_result) -> Tuple[int, int, int, int, int]:
+    """What tells one version of a file from another without reading it: identity, size, both times."""
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
 
 def _open_file(folder: Dir, path: VirtualPath, refuse_hard_links: bool) -> OpenFile:

@@ -140,8 +140,9 @@ def test_an_edit_replaces_only_what_it_read(kind: StoreKind, where: Path, store:
     try:
         with store.open_edit(vp("e.md"), 100) as edit:  # read outside the lock: someone writes meanwhile
             with other.locked():
+                other.write_new(vp("theirs.md"), b"theirs")
                 other.delete(vp("e.md"))
-                other.write_new(vp("e.md"), b"theirs")
+                other.rename(vp("theirs.md"), vp("e.md"))
             with pytest.raises(problems.OsFailure) as refused:
                 edit.replace(b"mine")  # takes the lock, finds another file than the one read
         assert refused.value.code == "changed"

@@ -137,6 +137,33 @@ def test_the_one_check_looks_before_it_opens_and_after(tmp_path: Path, monkeypat
         top.close()
 
 
+# --- an edit replaces only what it read -------------------------------------------------------------------
+
+
+def test_an_edit_is_not_fooled_by_a_new_file_that_reuses_the_inode_number(tmp_path: Path) -> None:
+    """A writer that ignores the lock deletes the file read and makes another at its name: the filesystem
+    often gives the new file the freed inode number, which the identity check alone took for the same file."""
+    reader, writer = Root(tmp_path / "m"), Root(tmp_path / "m")
+    note = parse_path("/memories/e.md")
+    try:
+        for round_ in range(20):
+            with writer.locked():
+                writer.write_new(note, b"read")
+            with reader.open_edit(note, 100) as edit:
+                with writer.locked():
+                    writer.delete(note)
+                    writer.write_new(note, b"theirs, longer" * (round_ + 1))
+                with pytest.raises(problems.OsFailure):
+                    edit.replace(b"mine")
+            with reader.open_regular(note) as opened:
+                assert opened.read_all().startswith(b"theirs")
+            with writer.locked():
+                writer.delete(note)
+    finally:
+        reader.close()
+        writer.close()
+
+
 # --- what the handler never asks, refused all the same ---------------------------------------------------
 
 
