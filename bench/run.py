@@ -476,7 +476,9 @@ def mixed_sequence(files: int, commands: int, seed: int) -> List[dict]:
 
 def table(bench: Bench) -> str:
     names = bench.names
-    head = ["scenario"] + names + (["sdk ÷ refmem"] if "sdk" in names else []) + ["refmem ÷ floor", "target", "met"]
+    before = ["baseline ÷ floor"] if "baseline" in names else []
+    head = (["scenario"] + names + (["sdk ÷ refmem"] if "sdk" in names else []) + ["refmem ÷ floor"] + before
+            + ["target", "met"])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in bench.rows:
         cells = [row.scenario] + [fmt(row.values.get(n), row.unit) for n in names]
@@ -484,14 +486,17 @@ def table(bench: Bench) -> str:
             if "sdk" in names:
                 cells.append(ratio(row.values.get("refmem"), row.values.get("sdk")))
             cells.append(ratio(row.values.get("floor"), row.values.get("refmem")))
+            if before:
+                cells.append(ratio(row.values.get("floor"), row.values.get("baseline")))
         else:
             if "sdk" in names:
                 cells.append(ratio(row.values.get("sdk"), row.values.get("refmem")))
             floor = row.values.get("floor")
-            if row.unit == "bytes" and floor is not None and floor < 2**20:
-                cells.append("-")  # the floor allocates next to nothing: a ratio would say nothing
-            else:
-                cells.append(ratio(row.values.get("refmem"), floor))
+            for name in ["refmem"] + (["baseline"] if before else []):
+                if row.unit == "bytes" and floor is not None and floor < 2**20:
+                    cells.append("-")  # the floor allocates next to nothing: a ratio would say nothing
+                else:
+                    cells.append(ratio(row.values.get(name), floor))
         cells += [row.target, {True: "yes", False: "**no**", None: ""}[row.met]]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -550,11 +555,18 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                              "'-' for none")
     parser.add_argument("--only", help="comma-separated scenarios: " + ", ".join(SCENARIOS))
     parser.add_argument("--no-sdk", action="store_true", help="leave the sdk column out")
+    parser.add_argument("--baseline", metavar="DIR",
+                        help="also measure the refmem package in DIR (e.g. an earlier commit's refmem/, from "
+                             "`git archive`), as the `baseline` column")
     args = parser.parse_args(argv)
     if args.out is None:  # a quick run never replaces the committed full-run results
         args.out = "-" if args.quick else os.path.join(os.path.dirname(__file__), "results.md")
 
     names = list(NAMES)
+    if args.baseline:
+        impls.Baseline.source = os.path.abspath(args.baseline)
+        impls.load_baseline(impls.Baseline.source)
+        names.insert(1, "baseline")
     why = "left out (--no-sdk)" if args.no_sdk else impls.sdk_available()
     if why is not None:
         names.remove("sdk")
