@@ -278,8 +278,8 @@ class AccessTracker:
                 gone = [vpath]
                 if is_dir is not False:
                     gone += [record.path for record in self.records(prefix=vpath + "/")]
-                if moves.size(folder):  # only a log can hold a use of the path: say it is gone
-                    moves.append(folder, [(None, gone_path) for gone_path in gone])
+                # Only a log can hold a use of the path as well: where there is one, say it is gone.
+                moves.append(folder, [(None, gone_path) for gone_path in gone], create=False)
                 for gone_path in gone:
                     remove_record(folder, record_name(gone_path))
                 return True

@@ -28,6 +28,7 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from . import kernel, problems
 from .bookkeeping import MOVES_NAME, open_single, remove_record
+from .changes import json_string
 from .handles import FILE_MODE, READ_FLAGS
 from .kernel import Dir
 from .paths import ROOT
@@ -39,8 +40,9 @@ Entry = Tuple[Optional[int], str]  # (time in ns, or None to forget; virtual pat
 
 
 def encode(entries: Iterable[Entry]) -> bytes:
-    return "".join(json.dumps([when, path], ensure_ascii=True, separators=(",", ":")) + "\n"
-                   for when, path in entries).encode("ascii")
+    return "".join(f"[{'null' if when is None else when},{json_string(path)}]\n" for when, path in entries).encode(
+        "ascii"
+    )
 
 
 def _decode(line: bytes) -> Optional[Entry]:
@@ -94,17 +96,21 @@ def size(folder: Dir) -> int:
     return 0 if info is None else info.st_size
 
 
-def append(folder: Dir, entries: List[Entry]) -> None:
+def append(folder: Dir, entries: List[Entry], create: bool = True) -> None:
     """Append `entries` in one write (call under the root's write lock); compact when the log has grown
-    past its bound. Anything but a single-link regular file at the log's name is replaced, never written
-    through."""
+    past its bound. Without `create`, nothing is written when there is no log (a forget with nothing to
+    forget). Anything but a single-link regular file at the log's name is replaced, never written through."""
     data = encode(entries)
-    flags = os.O_RDWR | os.O_CREAT | os.O_APPEND
+    flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
     try:
         fd, info = open_single(folder, MOVES_NAME, flags, FILE_MODE)
+    except problems.Missing:
+        if create:
+            raise
+        return
     except (problems.IsLink, problems.NotRegular, problems.HardLinked):
         remove_record(folder, MOVES_NAME)
-        fd, info = open_single(folder, MOVES_NAME, flags, FILE_MODE)
+        fd, info = open_single(folder, MOVES_NAME, flags | os.O_CREAT, FILE_MODE)
     try:
         written = os.write(fd, data)
         grown = info.st_size + written

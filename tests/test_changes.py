@@ -6,6 +6,7 @@ test_storage_contract.py, for every store; these tests are about this journal's 
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import threading
@@ -13,6 +14,8 @@ from pathlib import Path
 from typing import Iterator, List
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from refmem import MemoryHandler, changes, kernel, problems
 from refmem.messages import IO_REASONS
@@ -43,6 +46,14 @@ def test_lines_round_trip_and_foreign_lines_are_refused() -> None:
     assert changes.decode(line) == paths
     for foreign in (b"", b"[]", b"{}", b'["/etc/passwd"]', b"[1]", b'["/memories/a"', b"\xff", b"[" * 100_000):
         assert changes.decode(foreign) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(max_size=20).map(lambda name: "/memories/" + name), min_size=1, max_size=4))
+def test_lines_are_what_the_json_module_writes(paths: List[str]) -> None:
+    """The fast path for plain paths writes byte for byte what json.dumps would."""
+    assert changes.encode(paths) == (json.dumps(paths, ensure_ascii=True, separators=(",", ":")) + "\n").encode()
+    assert changes.decode(changes.encode(paths)) == tuple(paths)
 
 
 def test_the_file_is_a_header_then_one_line_per_change(root: Root) -> None:
