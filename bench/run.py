@@ -558,6 +558,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--baseline", metavar="DIR",
                         help="also measure the refmem package in DIR (e.g. an earlier commit's refmem/, from "
                              "`git archive`), as the `baseline` column")
+    parser.add_argument("--baseline-label", default="an earlier copy of refmem",
+                        help="what the baseline is, for the report (e.g. a commit); never a host path")
     args = parser.parse_args(argv)
     if args.out is None:  # a quick run never replaces the committed full-run results
         args.out = "-" if args.quick else os.path.join(os.path.dirname(__file__), "results.md")
@@ -600,6 +602,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       "sdk (below 1: slower); `refmem ÷ floor` is how many times slower refmem is than the floor, "
                       "the same work with plain `os` calls and no validation or formatting (for the throughput "
                       "row both are computed from throughput, with the same meaning).\n\n")
+            if "baseline" in names:
+                out.write(f"`baseline` is {args.baseline_label}, measured in the same run, taking turns with the "
+                          "others; `baseline ÷ floor` is its ratio to the same floor.\n\n")
             out.write(body + "\n\n")
             for row in bench.rows:
                 if row.note:

@@ -9,7 +9,7 @@ refused by the path rules and left out of listings):
     access/<sha256>        one access record per path (`access.py`)
     access/moves           the uses renames recorded, one line each (`moves.py`)
     openclaw-index.sqlite  the OpenClaw search index (`refmem.openclaw`)
-    tenants/<name>/        a tenant's own memory root (D-TENANT-FS), with its own `.refmem/`
+    tenants/<name>/        a tenant's own memory root (D-STORE-TENANT-FS), with its own `.refmem/`
 
 Every file here is opened the same way (`open_single`): relative to a folder reached by the root's one
 walk, never through a link, never blocking (a FIFO planted by another program is refused, not waited

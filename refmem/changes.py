@@ -14,7 +14,7 @@ A generation is `base` plus a byte offset into the file: the generation after a 
 the offset of its end. So generations grow with every line, cost nothing to hand out, and a reader
 seeks straight to where it stopped (work proportional to what changed since, bounded by the file).
 
-Guarantees (the filesystem store's; docs/spec-notes.md D-CHANGES):
+Guarantees (the filesystem store's; docs/spec-notes.md D-STORE-CHANGES):
 
 * A mutation appends its line under the root's write lock *before* it changes anything, so a change
   that happened is always in the journal, even if the process was killed half-way (a line for a

@@ -110,7 +110,7 @@ class MemoryHandler:
         """Serve `root` as `/memories`: a directory (made if missing: the filesystem store, `store.Root`)
         or a `storage.Store` object, used as it is (the caller keeps it and closes it).
 
-        `tenant` names whose memories these are (`storage.tenant_name`; D-TENANT): the filesystem store
+        `tenant` names whose memories these are (`storage.tenant_name`; D-STORE-TENANT): the filesystem store
         keeps them in a folder of their own, another store gives its own `for_tenant(tenant)`.
         `limits` bounds every command; `read_only` refuses every mutating command; `allow` is a list
         of glob patterns a file path below `/memories` must match; `content_policy` vets every text

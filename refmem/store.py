@@ -114,7 +114,7 @@ class Edit:
 
 class Root:
     """A memory directory on disk (`storage.Store`): every method is a walk to a parent folder, then one
-    primitive. `tenant` names a tenant whose memories live in their own folder (D-TENANT-FS)."""
+    primitive. `tenant` names a tenant whose memories live in their own folder (D-STORE-TENANT-FS)."""
 
     def __init__(
         self,
@@ -160,7 +160,7 @@ class Root:
             self.close()
 
     def for_tenant(self, tenant: str) -> Root:
-        """The store of `tenant`'s memories below this root (D-TENANT-FS); the caller closes it."""
+        """The store of `tenant`'s memories below this root (D-STORE-TENANT-FS); the caller closes it."""
         if self.tenant is not None:
             raise TenantError(TENANT_NESTED)
         made = Root.__new__(Root)

@@ -31,7 +31,7 @@ def untouched(outside: Path) -> bool:
     return sorted(p.name for p in outside.iterdir()) == ["secret.md"] and (outside / "secret.md").read_text() == CANARY
 
 
-# --- tenants' folders (D-TENANT-FS) ------------------------------------------------------------------
+# --- tenants' folders (D-STORE-TENANT-FS) ------------------------------------------------------------------
 
 
 def test_a_tenant_folder_replaced_by_a_link_is_refused_not_followed(tmp_path: Path, outside: Path) -> None:
