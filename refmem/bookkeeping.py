@@ -73,6 +73,8 @@ def open_single(folder: Dir, name: str, flags: int, mode: int = FILE_MODE) -> Tu
     before = folder.lstat(name)
     if before is not None:
         _require_single(before)
+    elif not flags & os.O_CREAT:
+        raise problems.Missing()
     fd = folder.open_file(name, flags | SINGLE_FLAGS, mode)
     try:
         info = os.fstat(fd)

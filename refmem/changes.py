@@ -26,7 +26,11 @@ Guarantees (the filesystem store's; docs/spec-notes.md D-STORE-CHANGES):
   handed out, so a reader from before gets None (rescan). More than `MAX_PATHS` distinct paths since
   a generation is also None.
 * Cheap: one `write` of one line per mutation (the file is opened for the call in the `.refmem`
-  folder kept open, so no file stays open for writing), no fsync. The journal is
+  folder kept open, so no file stays open for writing), no fsync. And only once someone reads changes:
+  the first `since` on a root makes the journal (answering "rescan", since it has no generation to go
+  by); until then a mutation costs one `stat` that finds no journal, and appends nothing. A writer
+  holds the lock while it looks and writes, and the first reader makes the journal under it, so a
+  change is either made before the reader's first generation (and its rescan sees it) or recorded. The journal is
   therefore as durable as the access records, not as the content: a power loss may drop its last
   lines while the changes they describe, which were fsynced, survive. The header names the boot it
   was started in (Linux's boot_id); the first writer after a restart of the machine starts a new
@@ -45,7 +49,7 @@ import time
 from typing import Iterable, Iterator, Optional, Set, Tuple
 
 from . import problems
-from .bookkeeping import CHANGES_NAME, Walker, open_folder, open_single
+from .bookkeeping import BOOKKEEPING_DIR, CHANGES_NAME, Walker, open_folder, open_single
 from .handles import Identity, identity
 from .kernel import Dir
 from .paths import ROOT
@@ -107,6 +111,7 @@ class Journal:
         self._dir: Optional[Dir] = None  # `.refmem`, kept open (a folder: a read-only remount still works)
         self._pid = 0
         self._checked: Optional[Identity] = None  # the journal file whose header this process checked
+        self._dir_identity: Identity = (0, 0)
 
     # -- the file --
 
@@ -115,20 +120,41 @@ class Journal:
             self.close()
             self._dir = open_folder(self._root, (), create=True)
             self._pid = os.getpid()
+            self._dir_identity = self._dir.identity()
         return self._dir
 
-    @contextlib.contextmanager
-    def _opened(self) -> Iterator[Tuple[int, int]]:
-        """(descriptor, size) of the journal, made if missing, with a header of this boot; opened for the
-        call only (no file stays open for writing). OsFailure("bookkeeping") when something else holds
-        the name."""
-        try:
+    def _moved(self) -> bool:
+        """The `.refmem` held open is no longer the root's (removed, or another put in its place)."""
+        with self._root.walk(()) as top:
+            now = top.lstat(BOOKKEEPING_DIR)
+        return now is None or identity(now) != self._dir_identity
+
+    def _open(self, create: bool) -> Optional[Tuple[int, os.stat_result]]:
+        """The journal open for reading and appending (and its fstat), made if missing with `create`;
+        None when there is none and `create` is off. OsFailure("bookkeeping") when something else holds
+        its name."""
+        flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
+        for fresh in (False, True):
+            folder = self._folder(fresh)
             try:
-                fd, info = open_single(self._folder(), CHANGES_NAME, os.O_RDWR | os.O_CREAT | os.O_APPEND)
-            except problems.Missing:  # `.refmem` was removed meanwhile: look it up again, once
-                fd, info = open_single(self._folder(fresh=True), CHANGES_NAME, os.O_RDWR | os.O_CREAT | os.O_APPEND)
-        except (problems.IsLink, problems.Missing, problems.NotRegular, problems.HardLinked):
-            raise OsFailure("bookkeeping") from None
+                return open_single(folder, CHANGES_NAME, flags)
+            except problems.Missing:
+                if not create and not self._moved():
+                    return None  # nobody asked for changes yet: nothing to record (D-STORE-CHANGES-FS)
+                continue  # `.refmem` was removed or replaced meanwhile: look it up again, once
+            except (problems.IsLink, problems.NotRegular, problems.HardLinked):
+                raise OsFailure("bookkeeping") from None
+        raise OsFailure("bookkeeping")
+
+    @contextlib.contextmanager
+    def _opened(self, create: bool) -> Iterator[Optional[Tuple[int, int]]]:
+        """(descriptor, size) of the journal with a header of this boot, opened for the call only (no file
+        stays open for writing); None when there is no journal and `create` is off."""
+        opened = self._open(create)
+        if opened is None:
+            yield None
+            return
+        fd, info = opened
         try:
             size = info.st_size
             if identity(info) != self._checked:
@@ -169,17 +195,25 @@ class Journal:
     # -- writing and reading --
 
     def append(self, paths: Iterable[str]) -> None:
-        """Record that `paths` are about to change (call under the write lock, before the change)."""
-        line = encode(paths)
-        with self._opened() as (fd, size):
+        """Record that `paths` are about to change (call under the write lock, before the change), when
+        there is a journal: one is made by the first reader (`since`)."""
+        with self._opened(create=False) as opened:
+            if opened is None:
+                return
+            fd, size = opened
+            line = encode(paths)
             if size + len(line) > MAX_BYTES:
                 header = self._header(fd)
                 self._start(fd, None if header is None else header[0] + size)
             _write(fd, line)
 
     def since(self, generation: int) -> Changes:
-        """The paths recorded after `generation` and the generation to ask from next (see Changes)."""
-        with self._opened() as (fd, size):
+        """The paths recorded after `generation` and the generation to ask from next (see Changes). The
+        first call on a root makes the journal (and, having no generation to go by, says rescan)."""
+        with self._opened(create=True) as opened:
+            if opened is None:  # pragma: no cover - made when missing
+                raise OsFailure("bookkeeping")
+            fd, size = opened
             header = self._header(fd)
             if header is None:  # pragma: no cover - _opened wrote one; only a writer outside the lock
                 return Changes(0, None)

@@ -17,7 +17,8 @@ What every store promises
   lock or transaction. A filesystem store shares it between threads and processes on one host; a
   database store makes it one transaction. A mutation called outside it takes it for itself.
 * Every successful mutation records the paths it changed in the store's change journal before it
-  returns (`changes_since`); a recorded path stands for itself and everything below it.
+  returns (`changes_since`), at least from the first `changes_since` on; a recorded path stands for
+  itself and everything below it.
 * Folders exist on their own: an empty folder stays until deleted; listing order is by name (code
   point order), depth first; sizes are bytes; a folder's size is not shown.
 

@@ -57,6 +57,7 @@ def test_lines_are_what_the_json_module_writes(paths: List[str]) -> None:
 
 
 def test_the_file_is_a_header_then_one_line_per_change(root: Root) -> None:
+    root.changes_since(0)
     create(root, "a.md")
     create(root, "b/c.md")
     lines = journal_file(root).read_bytes().split(b"\n")
@@ -149,11 +150,34 @@ def test_a_torn_or_foreign_line_means_rescan_never_a_wrong_answer(root: Root) ->
     assert root.changes_since(mark.generation).paths is None
 
 
+def test_no_journal_is_kept_until_someone_reads_changes(root: Root) -> None:
+    """Plain memory-tool use pays nothing for the journal; the first reader starts it and rescans."""
+    create(root, "before.md")
+    assert not journal_file(root).exists()
+    first = root.changes_since(0)
+    assert first.paths is None and journal_file(root).exists()
+    create(root, "after.md")
+    assert root.changes_since(first.generation).paths == ("/memories/after.md",)
+
+
+def test_a_writer_whose_bookkeeping_folder_was_replaced_finds_the_new_journal(tmp_path: Path) -> None:
+    writer, reader = Root(tmp_path / "m"), Root(tmp_path / "m")
+    try:
+        create(writer, "a.md")  # the writer now holds the bookkeeping folder open
+        os.rename(tmp_path / "m" / ".refmem", tmp_path / "old-bookkeeping")
+        mark = reader.changes_since(0)  # a new .refmem, with a journal
+        create(writer, "b.md")
+        assert reader.changes_since(mark.generation).paths == ("/memories/b.md",)
+    finally:
+        writer.close()
+        reader.close()
+
+
 def test_a_journal_removed_or_garbled_behind_the_stores_back_is_started_again(root: Root) -> None:
     create(root, "a.md")
     kept = root.changes_since(0).generation
     journal_file(root).unlink()
-    create(root, "b.md")
+    create(root, "b.md")  # no journal now: not recorded, and the next reader rescans
     assert root.changes_since(kept).paths is None
     journal_file(root).write_bytes(b"garbage\n")
     fresh = Root(root.real)

@@ -73,7 +73,7 @@ def test_a_tenants_store_has_its_own_bookkeeping_and_no_tenants(tmp_path: Path) 
     try:
         with alice.locked():
             alice.write_new(parse_path("/memories/a.md"), b"a")
-        assert (tmp_path / "m" / ".refmem" / "tenants" / "alice" / ".refmem" / "changes").is_file()
+        assert (tmp_path / "m" / ".refmem" / "tenants" / "alice" / ".refmem" / "lock").is_file()
         assert alice.real == str((tmp_path / "m" / ".refmem" / "tenants" / "alice").resolve())
         with pytest.raises(TenantError):
             alice.for_tenant("bob")
