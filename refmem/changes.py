@@ -17,7 +17,8 @@ seeks straight to where it stopped (work proportional to what changed since, bou
 Guarantees (the filesystem store's; docs/spec-notes.md D-STORE-CHANGES):
 
 * A mutation appends its line under the root's write lock *before* it changes anything, so a change
-  that happened is always in the journal, even if the process was killed half-way (a line for a
+  that happened is always in the journal (once there is one: see "Cheap" below), even if the process
+  was killed half-way (a line for a
   change that then failed is possible, and harmless: the consumer rereads a path that did not change).
   Readers take the same lock, so they never see a line whose change is still under way.
 * A recorded path stands for itself and everything below it; folders made as missing parents are
