@@ -1,6 +1,8 @@
 """The three implementations the bench compares, behind one call: ``execute(tool_input) -> str``.
 
 * ``refmem``: ``MemoryHandler(root).execute``.
+* ``baseline`` (with ``--baseline DIR``): the same over another copy of ``refmem/`` (an earlier commit's),
+  loaded beside this one, so that a change is measured before and after in one run.
 * ``sdk``: the Anthropic Python SDK's ``BetaLocalFilesystemMemoryTool`` (installed for the bench
   only; the column is skipped when ``anthropic`` cannot be imported). It keeps its files in
   ``<base>/memories``, so every tree is built there and refmem is pointed at the same folder.
@@ -15,7 +17,7 @@ from __future__ import annotations
 import os
 import shutil
 from itertools import islice
-from typing import Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional
 
 
 class Impl:
@@ -36,6 +38,40 @@ class Refmem(Impl):
 
     def execute(self, tool_input: dict) -> object:
         return self.handler.execute(tool_input)
+
+
+class Baseline(Impl):
+    """Another copy of refmem (an earlier commit's `refmem/` folder, `--baseline DIR`), loaded beside this one
+    under another module name, so that before and after are measured in one run, taking turns."""
+
+    name = "baseline"
+    source: Optional[str] = None
+
+    def __init__(self, root: str, **options: object) -> None:
+        module = load_baseline(self.source or "")
+        self.handler = module.MemoryHandler(root, **options)
+
+    def execute(self, tool_input: dict) -> object:
+        return self.handler.execute(tool_input)
+
+
+def load_baseline(source: str) -> Any:
+    """The package in the folder `source` (a copy of `refmem/`), imported as `refmem_baseline`."""
+    import importlib.util
+    import sys
+
+    loaded = sys.modules.get("refmem_baseline")
+    if loaded is not None:
+        return loaded
+    spec = importlib.util.spec_from_file_location(
+        "refmem_baseline", os.path.join(source, "__init__.py"), submodule_search_locations=[source]
+    )
+    if spec is None or spec.loader is None:
+        raise ImportError(f"no package in {source}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["refmem_baseline"] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def sdk_available() -> Optional[str]:
@@ -174,4 +210,6 @@ def make(name: str, root: str, **options: object) -> Impl:
     """An implementation by name; `options` go to refmem's handler (the others take none)."""
     if name == "refmem":
         return Refmem(root, **options)
+    if name == "baseline":
+        return Baseline(root, **options)
     return {"sdk": Sdk, "floor": Floor}[name](root)

@@ -259,6 +259,35 @@ class Bench:
                              "refmem no slower than sdk", met,
                              "the sdk fsyncs the file but not the folder; refmem and floor fsync both"))
 
+    def rename_delete(self) -> None:
+        """Renames and deletes of small files, each call on a file not touched before: the floors are the
+        bare calls with the same fsyncs (a rename fsyncs the folder it lands in, and the folder it left
+        when that is another; a delete fsyncs its folder)."""
+        files = self.scale(600, 120)
+        folders = 20
+        kinds = [
+            ("rename of a file into another folder", lambda i: {
+                "command": "rename", "old_path": f"/memories/d{i % folders:03d}/f{i:05d}.md",
+                "new_path": f"/memories/d{(i + 1) % folders:03d}/moved{i:05d}.md"}),
+            ("rename of a file within its folder", lambda i: {
+                "command": "rename", "old_path": f"/memories/d{i % folders:03d}/f{i:05d}.md",
+                "new_path": f"/memories/d{i % folders:03d}/renamed{i:05d}.md"}),
+            ("delete of a file", lambda i: {"command": "delete", "path": f"/memories/d{i % folders:03d}/f{i:05d}.md"}),
+        ]
+        for label, make_input in kinds:
+            runners: Dict[str, impls.Impl] = {}
+            for name in self.names:
+                root = self.tree(f"rd-{len(self.rows)}-{name}")
+                make_tree_spread(root, files, folders)
+                runners[name] = impls.make(name, root)
+            values = turns(runners, make_input, files, chunk=20)
+            met = None
+            if values.get("refmem") is not None and values.get("floor") is not None:
+                met = values["refmem"] <= 1.2 * values["floor"]
+                if values.get("sdk") is not None:
+                    met = met and values["refmem"] <= values["sdk"]
+            self.rows.append(Row(label, values, "s/call", "refmem <= 1.2x floor and no slower than sdk", met))
+
     def listing(self) -> None:
         root = self.tree("tree200")
         make_tree(root, 200)
@@ -366,6 +395,39 @@ class Bench:
         self.scaling = scaling.Growth(os.path.join(self.base, "scaling"), self.names, self.quick).all()
 
 
+def make_tree_spread(root: str, files: int, folders: int) -> None:
+    """`files` small files f00000.md... spread over `folders` folders d000... (file i in folder i % folders)."""
+    for folder in range(folders):
+        os.makedirs(os.path.join(root, f"d{folder:03d}"), exist_ok=True)
+    data = small_text(5).encode()
+    for i in range(files):
+        write_bytes(os.path.join(root, f"d{i % folders:03d}", f"f{i:05d}.md"), data)
+
+
+def turns(runners: Dict[str, impls.Impl], make_input: Callable[[int], dict], calls: int,
+          chunk: int) -> Dict[str, Optional[float]]:
+    """Median seconds per call of `calls` calls each, the implementations taking turns every `chunk` calls
+    (on their own trees: call i changes file i); None when a call returned an error."""
+    samples: Dict[str, List[float]] = {name: [] for name in runners}
+    failed: Dict[str, str] = {}
+    names = list(runners)
+    for number, first in enumerate(range(0, calls, chunk)):
+        order = names[number % len(names):] + names[: number % len(names)]
+        for name in order:
+            impl = runners[name]
+            gc.collect()
+            for i in range(first, min(first + chunk, calls)):
+                tool_input = make_input(i)
+                started = time.perf_counter()
+                out = impl.execute(tool_input)
+                samples[name].append(time.perf_counter() - started)
+                if is_error(out) and name not in failed:
+                    failed[name] = str(getattr(out, "output", out))[:200]
+    for name, why in failed.items():
+        print(f"  ! {name} failed: {why}", file=sys.stderr)
+    return {name: None if name in failed else statistics.median(samples[name]) for name in runners}
+
+
 def mixed_sequence(files: int, commands: int, seed: int) -> List[dict]:
     """A valid command sequence over `make_tree(root, files)` with `rev: 0` files."""
     rng = random.Random(seed)
@@ -414,7 +476,9 @@ def mixed_sequence(files: int, commands: int, seed: int) -> List[dict]:
 
 def table(bench: Bench) -> str:
     names = bench.names
-    head = ["scenario"] + names + (["sdk ÷ refmem"] if "sdk" in names else []) + ["refmem ÷ floor", "target", "met"]
+    before = ["baseline ÷ floor"] if "baseline" in names else []
+    head = (["scenario"] + names + (["sdk ÷ refmem"] if "sdk" in names else []) + ["refmem ÷ floor"] + before
+            + ["target", "met"])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for row in bench.rows:
         cells = [row.scenario] + [fmt(row.values.get(n), row.unit) for n in names]
@@ -422,14 +486,17 @@ def table(bench: Bench) -> str:
             if "sdk" in names:
                 cells.append(ratio(row.values.get("refmem"), row.values.get("sdk")))
             cells.append(ratio(row.values.get("floor"), row.values.get("refmem")))
+            if before:
+                cells.append(ratio(row.values.get("floor"), row.values.get("baseline")))
         else:
             if "sdk" in names:
                 cells.append(ratio(row.values.get("sdk"), row.values.get("refmem")))
             floor = row.values.get("floor")
-            if row.unit == "bytes" and floor is not None and floor < 2**20:
-                cells.append("-")  # the floor allocates next to nothing: a ratio would say nothing
-            else:
-                cells.append(ratio(row.values.get("refmem"), floor))
+            for name in ["refmem"] + (["baseline"] if before else []):
+                if row.unit == "bytes" and floor is not None and floor < 2**20:
+                    cells.append("-")  # the floor allocates next to nothing: a ratio would say nothing
+                else:
+                    cells.append(ratio(row.values.get(name), floor))
         cells += [row.target, {True: "yes", False: "**no**", None: ""}[row.met]]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
@@ -488,11 +555,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                              "'-' for none")
     parser.add_argument("--only", help="comma-separated scenarios: " + ", ".join(SCENARIOS))
     parser.add_argument("--no-sdk", action="store_true", help="leave the sdk column out")
+    parser.add_argument("--baseline", metavar="DIR",
+                        help="also measure the refmem package in DIR (e.g. an earlier commit's refmem/, from "
+                             "`git archive`), as the `baseline` column")
+    parser.add_argument("--baseline-label", default="an earlier copy of refmem",
+                        help="what the baseline is, for the report (e.g. a commit); never a host path")
     args = parser.parse_args(argv)
     if args.out is None:  # a quick run never replaces the committed full-run results
         args.out = "-" if args.quick else os.path.join(os.path.dirname(__file__), "results.md")
 
     names = list(NAMES)
+    if args.baseline:
+        impls.Baseline.source = os.path.abspath(args.baseline)
+        impls.load_baseline(impls.Baseline.source)
+        names.insert(1, "baseline")
     why = "left out (--no-sdk)" if args.no_sdk else impls.sdk_available()
     if why is not None:
         names.remove("sdk")
@@ -526,6 +602,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       "sdk (below 1: slower); `refmem ÷ floor` is how many times slower refmem is than the floor, "
                       "the same work with plain `os` calls and no validation or formatting (for the throughput "
                       "row both are computed from throughput, with the same meaning).\n\n")
+            if "baseline" in names:
+                out.write(f"`baseline` is {args.baseline_label}, measured in the same run, taking turns with the "
+                          "others; `baseline ÷ floor` is its ratio to the same floor.\n\n")
             out.write(body + "\n\n")
             for row in bench.rows:
                 if row.note:
@@ -541,6 +620,7 @@ SCENARIOS = {
     "view-nested": "view_nested",
     "view-first": "view_small_first",
     "str_replace": "str_replace",
+    "rename-delete": "rename_delete",
     "listing": "listing",
     "listing10k": "listing_10k",
     "huge": "huge_view_range",

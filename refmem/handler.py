@@ -1,13 +1,15 @@
-"""MemoryHandler: check the model's input, then run one thin command over `store.Root`.
+"""MemoryHandler: check the model's input, then run one thin command over a store (`storage.Store`).
 
 The order of checks is fixed and documented (D-INPUT-ORDER): input shape, parameters, mode, path
-syntax, allow-list, then the filesystem. Commands are rows of one table (`COMMANDS`); each command
+syntax, allow-list, then the store. Commands are rows of one table (`COMMANDS`); each command
 function is short, and anything about where a name lives or whether it may be touched belongs to
-the kernel's walk, not here.
+the store (for the filesystem store, the kernel's walk), not here. The handler speaks only the
+storage interface, so every store gives the same results, byte for byte, for the same memories.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import functools
 import os
@@ -15,7 +17,6 @@ from collections import abc
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import problems, text, view
-from .expiry import AccessTracker
 from .limits import DEFAULT_LIMITS, Limits
 from .messages import (
     IO_REASONS,
@@ -30,8 +31,9 @@ from .messages import (
     render,
 )
 from .paths import PathError, VirtualPath, is_addressable, parse_path
-from .problems import DIR, FsProblem, Missing
-from .store import Root, TooBig
+from .problems import DIR, FsProblem, Missing, TooBig
+from .storage import ReadFile, Store
+from .store import Root
 from .viewcache import ViewCache
 
 SMALL_FILE_BYTES = 1024 * 1024  # views of files up to this size read them whole; larger ones stream
@@ -86,15 +88,16 @@ class Command(NamedTuple):
 
 
 class MemoryHandler:
-    """The reference memory tool handler over one real directory.
+    """The reference memory tool handler over one store: a real directory by default.
 
     `execute` never raises for anything a model can send: every outcome is a `Result`.
     """
 
     def __init__(
         self,
-        root: Union[str, os.PathLike[str]],
+        root: Union[str, os.PathLike[str], Store],
         *,
+        tenant: Optional[str] = None,
         limits: Limits = DEFAULT_LIMITS,
         read_only: bool = False,
         allow: Optional[Sequence[str]] = None,
@@ -104,19 +107,25 @@ class MemoryHandler:
         track_access: bool = True,
         view_cache_bytes: int = VIEW_CACHE_BYTES,
     ) -> None:
-        """Serve the directory `root` as `/memories` (made if missing).
+        """Serve `root` as `/memories`: a directory (made if missing: the filesystem store, `store.Root`)
+        or a `storage.Store` object, used as it is (the caller keeps it and closes it).
 
+        `tenant` names whose memories these are (`storage.tenant_name`; D-STORE-TENANT): the filesystem store
+        keeps them in a folder of their own, another store gives its own `for_tenant(tenant)`.
         `limits` bounds every command; `read_only` refuses every mutating command; `allow` is a list
         of glob patterns a file path below `/memories` must match; `content_policy` vets every text
-        written; `portable_walk` forces the path-checking walk (see SECURITY.md); `track_access`
-        keeps last-access records for `refmem prune`; `view_cache_bytes` bounds remembered views.
+        written; `portable_walk` forces the filesystem store's path-checking walk (see SECURITY.md);
+        `track_access` keeps last-access records for `refmem prune`; `view_cache_bytes` bounds
+        remembered views.
         """
         self._limits = limits
         self.read_only = read_only
         self.allow = tuple(allow) if allow is not None else None
         self.content_policy = content_policy
         self.refuse_hard_links = refuse_hard_links
-        self.root = Root(root, portable=portable_walk)
+        self.track_access = track_access and not read_only
+        self.store, self._owns_store = _open_store(root, tenant, portable_walk, self.track_access)
+        self.root = self.store  # the earlier name, kept for applications that reach the filesystem store
         self._views = ViewCache(view_cache_bytes)  # 0: every view renders its page afresh
         # Parsing is pure and a model names the same few paths again and again: remember the answers
         # (refusals are not cached; they are rare and their messages cheap to rebuild).
@@ -127,8 +136,6 @@ class MemoryHandler:
         self._addressable: Callable[[str], bool] = functools.lru_cache(maxsize=ADDRESSABLE_CACHE_SIZE)(
             functools.partial(is_addressable, limits=limits)
         )
-        # Last-access records for `refmem prune` (filesystem atime is often off). Never fails a command.
-        self.access: Optional[AccessTracker] = AccessTracker(self.root) if track_access and not read_only else None
 
     @property
     def limits(self) -> Limits:
@@ -151,10 +158,10 @@ class MemoryHandler:
     __call__ = execute
 
     def close(self) -> None:
-        """Release the root's descriptors (also done when the handler is garbage-collected)."""
-        self.root.close()
-        if self.access is not None:
-            self.access.close()
+        """Release the store this handler opened (its descriptors and locks; also done when the handler is
+        garbage-collected). A store given to the handler is left to its owner."""
+        if self._owns_store:
+            self.store.close()
 
     def __enter__(self) -> MemoryHandler:
         return self
@@ -230,7 +237,7 @@ class MemoryHandler:
         if self.allow is None:
             return
         self._require_allowed(path)
-        entry = self.root.entry(path)
+        entry = self.store.entry(path)
         if path.is_root or (entry is not None and entry.kind == DIR):
             raise Refusal(render("not_allowed", path=path.canonical))
 
@@ -268,15 +275,14 @@ class MemoryHandler:
         if not self._allowed(path):
             # D-ALLOW before the disk: a refused name reads the same whether it is there or not;
             # only a folder (which listings show anyway) is listed.
-            entry = self.root.entry(path)
+            entry = self.store.entry(path)
             if entry is not None and entry.kind == DIR:
                 return self._view_dir(path, view_range)
             return render("not_allowed", path=path.canonical)
         try:
-            opened = self.root.open_regular(path, self.refuse_hard_links)
+            opened = self.store.open_regular(path, self.refuse_hard_links)
             try:  # try/finally, not `with`: the commonest command's path (about 1,000 instructions fewer)
                 rendered = self._show_file(path, opened, view_range)
-                info = opened.info
             finally:
                 opened.close()
         except problems.NotRegular as problem:
@@ -289,8 +295,9 @@ class MemoryHandler:
             return render("view_missing", path=path.canonical)
         except FsProblem as problem:
             return self._problem(problem, "view", path)
-        if self.access is not None and not rendered.is_error:
-            self.access.touch(path.canonical, changed_at=info.st_mtime, file_id=(info.st_dev, info.st_ino))
+        if self.track_access and not rendered.is_error:
+            with contextlib.suppress(Exception):  # bookkeeping never fails a view whose page is made
+                self.store.record_use(path, opened)
         return rendered
 
     def _view_dir(self, path: VirtualPath, view_range: Optional[Sequence[int]]) -> Result:
@@ -298,7 +305,7 @@ class MemoryHandler:
             return render("view_range_on_dir")
         limits = self.limits
         try:
-            found, truncated = self.root.list_tree(
+            found, truncated = self.store.list_tree(
                 path, limits.max_listing_depth, limits.max_listing_entries, self._addressable
             )
         except Missing:
@@ -308,13 +315,13 @@ class MemoryHandler:
         shown = None if self.allow is None else (lambda parts: self._allowed(VirtualPath(path.parts + parts)))
         return view.listing(path.canonical, found, truncated, shown)
 
-    def _show_file(self, path: VirtualPath, opened: Any, view_range: Optional[Sequence[int]]) -> Result:
+    def _show_file(self, path: VirtualPath, opened: ReadFile, view_range: Optional[Sequence[int]]) -> Result:
         """Small files are read whole (one call); larger ones are streamed in bounded memory.
 
         A small file's page is remembered with the bytes it was made from and reused only when the
         bytes just read are the same (see viewcache): the walk, the checks and the read still happen.
         """
-        if opened.info.st_size > SMALL_FILE_BYTES:
+        if opened.size > SMALL_FILE_BYTES:
             return view.streamed_page(path.canonical, opened.chunks(), view_range, self.limits)
         raw = opened.read_all()
         key = (path.parts, None if view_range is None else (view_range[0], view_range[1]))
@@ -336,8 +343,8 @@ class MemoryHandler:
         self._require_allowed(path)
         data = self._encode_checked(path, self._policy(command["file_text"]))
         try:
-            with self.root.locked():
-                self.root.write_new(path, data)
+            with self.store.locked():
+                self.store.write_new(path, data)
         except problems.Exists:
             return render("create_exists", path=path.canonical)
         except problems.ParentNotDir as problem:
@@ -359,7 +366,7 @@ class MemoryHandler:
         if path.is_root:
             return render(missing, path=path.canonical)
         try:
-            with self.root.locked(), self.root.open_edit(path, self.limits.max_file_bytes) as edit:
+            with self.store.locked(), self.store.open_edit(path, self.limits.max_file_bytes) as edit:
                 try:
                     content = edit.data.decode("utf-8")
                 except UnicodeDecodeError:
@@ -414,14 +421,9 @@ class MemoryHandler:
         if path.is_root:
             return render("delete_root")
         try:
-            with self.root.locked():
+            with self.store.locked():
                 self._require_allowed_file(path)
-                entry = self.root.entry(path)
-                if entry is None:
-                    return render("delete_missing", path=path.canonical)
-                self.root.delete(path)
-                if self.access is not None:
-                    self.access.forget(path.canonical, is_dir=entry.kind == DIR)
+                self.store.delete(path)  # and its access records (D-EXPIRY)
         except Missing:
             return render("delete_missing", path=path.canonical)
         except FsProblem as problem:
@@ -435,10 +437,10 @@ class MemoryHandler:
             return render("rename_root")
         names = {"old_path": old.canonical, "new_path": new.canonical}
         try:
-            with self.root.locked():
+            with self.store.locked():
                 self._require_allowed_file(old)
                 self._require_allowed_file(new)
-                entry = self.root.entry(old)
+                entry = self.store.entry(old)
                 if entry is None:
                     return render("rename_missing", **names)
                 if new.trailing_slash and entry.kind != DIR:
@@ -449,9 +451,7 @@ class MemoryHandler:
                     if new.is_within(old):
                         return render("rename_into_self", **names)
                     self._require_within_limits(old, new, names)
-                self.root.rename(old, new)
-                if self.access is not None:
-                    self.access.move(old.canonical, new.canonical, is_dir=entry.kind == DIR)
+                self.store.rename(old, new)  # with its access records (D-EXPIRY)
         except problems.Exists:
             return render("rename_exists", **names)
         except problems.ParentNotDir as problem:
@@ -469,7 +469,7 @@ class MemoryHandler:
         limits = self.limits
         room_depth = limits.max_depth - len(new.parts)
         room_bytes = limits.max_path_bytes - len(new.canonical.rstrip("/").encode("utf-8"))
-        depth, longest = self.root.extent(old, room_depth)
+        depth, longest = self.store.extent(old, room_depth)
         if depth > room_depth or longest > room_bytes:
             raise Refusal(
                 render("rename_too_deep", max_depth=limits.max_depth, max_bytes=limits.max_path_bytes, **names)
@@ -522,6 +522,19 @@ COMMANDS: Dict[str, Command] = {
 }
 PARAMETERS: Dict[str, Tuple[Parameter, ...]] = {name: spec.parameters for name, spec in COMMANDS.items()}
 MUTATING = frozenset(name for name, spec in COMMANDS.items() if spec.mutating)
+
+
+def _open_store(
+    root: Union[str, os.PathLike[str], Store], tenant: Optional[str], portable_walk: bool, track_access: bool
+) -> Tuple[Store, bool]:
+    """The store a handler serves, and whether the handler opened it (and so closes it)."""
+    if isinstance(root, (str, os.PathLike)):
+        return Root(root, portable=portable_walk, tenant=tenant, track_access=track_access), True
+    if not isinstance(root, Store):
+        raise TypeError("MemoryHandler serves a directory path or a refmem.storage.Store")
+    if tenant is None:
+        return root, False
+    return root.for_tenant(tenant), True
 
 
 def _human_list(kinds: Sequence[str]) -> str:

@@ -24,36 +24,42 @@ import errno
 import os
 import secrets
 import stat
-from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Tuple, Union, cast
+from typing import Callable, Iterator, List, Optional, Tuple, Union, cast
 
 from . import problems, syscalls
+from .handles import (  # the flags and modes both handles use; re-exported, since callers name them here
+    CLOSED_FD,
+    CREATE_FLAGS,
+    DIR_FLAGS,
+    DIR_MODE,
+    FILE_MODE,
+    O_BINARY,
+    O_CLOEXEC,
+    O_DIRECTORY,
+    O_NOFOLLOW,
+    O_NONBLOCK,
+    READ_FLAGS,
+    TEMP_PREFIX,
+    Identity,
+    identity,
+    inside,
+)
+from .portable import PathDir
 from .problems import Missing, OsFailure, os_failure, problem_of
 
-O_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
-O_DIRECTORY: int = getattr(os, "O_DIRECTORY", 0)
-O_CLOEXEC: int = getattr(os, "O_CLOEXEC", 0)
-O_NONBLOCK: int = getattr(os, "O_NONBLOCK", 0)
-O_BINARY: int = getattr(os, "O_BINARY", 0)
+__all__ = [
+    "CLOSED_FD", "CREATE_FLAGS", "DIR_FLAGS", "DIR_MODE", "FD_WALK_AVAILABLE", "FILE_MODE", "O_BINARY",
+    "O_CLOEXEC", "O_DIRECTORY", "O_NOFOLLOW", "O_NONBLOCK", "READ_FLAGS", "TEMP_PREFIX", "Dir", "FdDir",
+    "Identity", "PathDir", "RootDir", "identity", "inside", "open_regular", "rename_noreplace", "replace",
+    "unlink_quietly", "write_temp",
+]
+
 FD_WALK_AVAILABLE = bool(
     O_NOFOLLOW
     and O_DIRECTORY
     and {os.open, os.stat, os.mkdir, os.unlink, os.rmdir, os.rename} <= os.supports_dir_fd
     and os.scandir in os.supports_fd
 )
-# A file is opened never through a link, never blocking (a FIFO swapped in), never as a tty.
-READ_FLAGS = os.O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_BINARY | getattr(os, "O_NOCTTY", 0)
-CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_BINARY
-DIR_FLAGS = os.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK
-FILE_MODE = 0o600
-DIR_MODE = 0o700
-CLOSED_FD = -1  # what a closed FdDir holds: every call relative to it fails with EBADF
-TEMP_PREFIX = ".refmem-tmp-"
-Identity = Tuple[int, int]  # (st_dev, st_ino)
-
-
-def identity(info: os.stat_result) -> Identity:
-    return info.st_dev, info.st_ino
-
 
 # --- folder handles: the one place the two strategies differ -----------------------------------
 
@@ -188,10 +194,8 @@ class FdDir:
         self.close()
 
 
-if TYPE_CHECKING:  # the no-`dir_fd` variant lives in its own file, as Go's root_noopenat.go does
-    from .portable import PathDir
-
-Dir = Union[FdDir, "PathDir"]
+# The no-`dir_fd` variant lives in its own file, as Go's root_noopenat.go does; both follow handles.Handle.
+Dir = Union[FdDir, PathDir]
 
 
 # --- the root and the walk ---------------------------------------------------------------------
@@ -210,8 +214,6 @@ class RootDir:
         self._fd: Optional[int] = None
         self._close = os.close  # the close of the `os` that opened it (a test may patch `os` later)
         if self.portable:
-            from .portable import PathDir
-
             self.top: Dir = PathDir(self.real, self.real)
         else:
             try:
@@ -448,8 +450,3 @@ def _move(src: Dir, src_name: str, dst: Dir, dst_name: str, is_dir: bool) -> Non
 def unlink_quietly(folder: Dir, name: str) -> None:
     with contextlib.suppress(OSError, problems.FsProblem):
         folder.unlink(name)
-
-
-def inside(where: str, jail: str) -> bool:
-    """A resolved host path lies in the jail (the root's resolved path) or is it."""
-    return where == jail or where.startswith(jail.rstrip(os.sep) + os.sep)

@@ -214,6 +214,15 @@ def rule_too_deep(max_depth: int) -> str:
 # How `param_type` names the type a parameter must have.
 KIND_STRING, KIND_INTEGER, KIND_RANGE = "a string", "an integer", "a list of two integers"
 
+# Tenant names (refmem.storage.tenant_name), refused when a store is made: told to the application, not the model.
+TENANT_TYPE = "a tenant name must be a string"
+TENANT_FORM = (
+    "a tenant name is 1 to 63 characters of lower-case ASCII letters, digits, '-' and '_', "
+    "starting with a letter or a digit"
+)
+TENANT_RESERVED = "a tenant name must not be a Windows device name (con, prn, aux, nul, com0-com9, lpt0-lpt9)"
+TENANT_NESTED = "a tenant's store has no tenants of its own"
+
 # Why a duration given to `refmem prune --older-than` was refused.
 DURATION_FORMAT = "invalid duration {text!r}: use a number and a unit (s, m, h, d, w), e.g. 30d or 1w2d"
 DURATION_NOT_POSITIVE = "invalid duration {text!r}: it must be longer than zero"

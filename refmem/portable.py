@@ -1,7 +1,8 @@
 """The walk's folder handle where `dir_fd` and `O_NOFOLLOW` are missing (Windows): a checked host path.
 
-The counterpart of `kernel.FdDir`, with the same interface, chosen once by `kernel.RootDir` (as Go
-keeps `root_noopenat.go` apart from `root_openat.go`). Tests force it on Linux with
+The counterpart of `kernel.FdDir`, with the same interface (`handles.Handle`), chosen once by
+`kernel.RootDir` (as Go keeps `root_noopenat.go` apart from `root_openat.go`). It imports the shared
+flags from `handles.py`, never from the kernel, so the kernel imports it without a circle. Tests force it on Linux with
 `portable_walk=True` so that it runs under the same attack and race tests as the descriptor walk.
 """
 
@@ -13,7 +14,7 @@ import stat
 from typing import Iterator, Optional, Tuple
 
 from . import syscalls
-from .kernel import DIR_MODE, FILE_MODE, O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, Identity, identity, inside
+from .handles import DIR_MODE, FILE_MODE, O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, Identity, identity, inside
 from .problems import Escaped, Missing, OsFailure, os_failure, problem_of
 
 

@@ -1,8 +1,9 @@
-"""What the filesystem layer reports: the kind of thing at a name, and problems, each with a `code`.
+"""What a store reports: the kind of thing at a name, and problems, each with a `code`.
 
-The kernel and its callers raise these; the handler turns each into a message through the code
-(`messages.py` holds every phrase). Kept apart from the kernel so that the kernel file holds only
-what confinement depends on. Pure: nothing here touches the filesystem.
+The kernel, the filesystem store and any other store (`storage.Store`) raise these; the handler
+turns each into a message through the code (`messages.py` holds every phrase). Kept apart from the
+kernel so that the kernel file holds only what confinement depends on. Pure: nothing here touches
+the filesystem.
 """
 
 from __future__ import annotations
@@ -65,6 +66,16 @@ class ParentNotDir(FsProblem):
     def __init__(self, depth: int) -> None:
         super().__init__(depth)
         self.depth = depth
+
+
+class TooBig(FsProblem):
+    """The file is larger than an edit may read (`size` bytes)."""
+
+    code = "too_big"
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.size = size
 
 
 class OsFailure(FsProblem):

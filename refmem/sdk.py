@@ -13,6 +13,7 @@ from typing import Any, Union
 
 from .handler import MemoryHandler
 from .messages import Result
+from .storage import Store
 
 INSTALL_HINT = 'refmem.sdk needs the Anthropic Python SDK (anthropic>=0.69): pip install "refmem[anthropic]"'
 
@@ -32,9 +33,10 @@ def _as_input(command: Any) -> Any:
 
 
 class RefmemMemoryTool(BetaAbstractMemoryTool):
-    """A `BetaAbstractMemoryTool` backed by the reference handler over the directory `root`."""
+    """A `BetaAbstractMemoryTool` backed by the reference handler over `root`: a directory, or any
+    `refmem.storage.Store` (the handler's options, `tenant` included, pass through)."""
 
-    def __init__(self, root: Union[str, os.PathLike[str]], **handler_options: Any) -> None:
+    def __init__(self, root: Union[str, os.PathLike[str], Store], **handler_options: Any) -> None:
         super().__init__()
         self.handler = MemoryHandler(root, **handler_options)
 

@@ -1,8 +1,9 @@
-"""The memory directory's operations: each a few lines over the kernel's walk (parent folder, last name).
+"""The filesystem store: the memory directory's operations, each a few lines over the kernel's walk.
 
-`Root` is what the handler, the bookkeeping and the OpenClaw tools hold. It adds no confinement
-of its own: every disk access below goes through `kernel.RootDir.walk` and the kernel's
-primitives, so an audit of `kernel.py` covers it.
+`Root` implements `storage.Store` over a real directory: every method is a walk to a parent folder,
+then one kernel primitive. It adds no confinement of its own: every disk access below goes through
+`kernel.RootDir.walk` and the kernel's primitives, so an audit of `kernel.py` covers it. Its own files
+(the write lock, the change journal, the access records) live in `.refmem/` (`bookkeeping.py`).
 """
 
 from __future__ import annotations
@@ -10,31 +11,22 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import threading
-from typing import Callable, Iterator, List, NamedTuple, Optional, Tuple, Union
+from typing import Callable, ContextManager, Iterator, List, Optional, Tuple, Union
 
 from . import kernel, problems, tree
+from .access import AccessTracker
+from .bookkeeping import BOOKKEEPING_DIR, LOCK_NAME, TENANTS_DIR, WriteLock
+from .changes import Journal
 from .kernel import Dir
+from .messages import TENANT_NESTED
 from .paths import RESERVED_PREFIX, VirtualPath
-from .problems import DIR, FILE, FsProblem, Missing, OsFailure
+from .problems import DIR, FILE, FsProblem, Missing, OsFailure, TooBig
+from .storage import Changes, Entry, Listed, ReadFile, Store, TenantError, tenant_name
 
-BOOKKEEPING_DIR = RESERVED_PREFIX  # `.refmem`: the handler's own folder, unreachable through commands
-LOCK_NAME = "lock"
+__all__ = ["BOOKKEEPING_DIR", "LOCK_NAME", "Edit", "Entry", "Listed", "OpenFile", "Root", "TooBig", "protected"]
+
 READ_CHUNK = 1 << 20  # a large file is read (and viewed) this much at a time
 _SPECIAL_BITS = stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX
-
-
-class Entry(NamedTuple):
-    kind: str
-    size: int
-    nlink: int
-    mode: int
-
-
-class Listed(NamedTuple):
-    parts: Tuple[str, ...]  # relative to the listed folder
-    kind: str  # DIR or FILE: links and special files are never listed
-    size: int
 
 
 def protected(info: os.stat_result) -> bool:
@@ -43,13 +35,17 @@ def protected(info: os.stat_result) -> bool:
 
 
 class OpenFile:
-    """A regular file open for reading; `info` is its fstat after opening."""
+    """A regular file open for reading (`storage.ReadFile`); `info` is its fstat after opening."""
 
     __slots__ = ("fd", "info")
 
     def __init__(self, fd: int, info: os.stat_result) -> None:
         self.fd = fd
         self.info = info
+
+    @property
+    def size(self) -> int:
+        return self.info.st_size
 
     def read_all(self) -> bytes:
         """Read to the end: usually one call, since the size comes from fstat."""
@@ -86,57 +82,90 @@ class Edit:
     """A file read for a read-modify-write: `data` as read; `replace(new)` puts new content in its
     place atomically, in the very folder it was read from (one walk, so the two cannot differ)."""
 
-    __slots__ = ("data", "_folder", "_name", "_mode", "_read")
+    __slots__ = ("data", "_folder", "_name", "_mode", "_read", "_version", "_changing")
 
-    def __init__(self, folder: Dir, name: str, data: bytes, info: os.stat_result) -> None:
+    def __init__(
+        self, folder: Dir, name: str, data: bytes, info: os.stat_result, changing: Callable[[], ContextManager[None]]
+    ) -> None:
         self.data = data
         self._folder = folder
         self._name = name
         self._mode = stat.S_IMODE(info.st_mode) & ~_SPECIAL_BITS
         self._read = kernel.identity(info)
+        self._version = _version(info)
+        self._changing = changing  # the write lock, with the change recorded in the journal
 
     def replace(self, new_data: bytes) -> None:
-        """Put `new_data` in place of the file read, only if the name still holds that very file
-        (replaced by something outside the lock since the read, it is not clobbered)."""
+        """Put `new_data` in place of the file read, only if the name still holds that very file, as it
+        was read (replaced or rewritten by something outside the lock since the read, it is not
+        clobbered: its inode number alone could be a new file's, reused)."""
         temp = kernel.write_temp(self._folder, new_data, self._mode)
-        kernel.replace(self._folder, temp, self._name, expected=self._read)
+        try:
+            with self._changing():
+                now = self._folder.lstat(self._name)
+                if now is None or _version(now) != self._version:
+                    raise OsFailure("changed")
+                kernel.replace(self._folder, temp, self._name, expected=self._read)
+        except BaseException:
+            kernel.unlink_quietly(self._folder, temp)  # gone already unless the journal refused
+            raise
         self._folder.fsync()
 
 
-class TooBig(FsProblem):
-    """The file is larger than an edit may read."""
-
-    code = "too_big"
-
-    def __init__(self, size: int) -> None:
-        super().__init__(size)
-        self.size = size
-
-
 class Root:
-    """A memory directory on disk: every method is a walk to a parent folder, then one primitive."""
+    """A memory directory on disk (`storage.Store`): every method is a walk to a parent folder, then one
+    primitive. `tenant` names a tenant whose memories live in their own folder (D-STORE-TENANT-FS)."""
 
-    def __init__(self, path: Union[str, os.PathLike[str]], portable: bool = False, create: bool = True) -> None:
+    def __init__(
+        self,
+        path: Union[str, os.PathLike[str]],
+        portable: bool = False,
+        create: bool = True,
+        *,
+        tenant: Optional[str] = None,
+        track_access: bool = True,
+    ) -> None:
         """Open the memory directory at `path`, made if missing; with `create=False` a missing one
-        raises Missing (prune must not conjure up a root from a typo)."""
-        self.dir = kernel.RootDir(path, portable, create)
-        self.real = self.dir.real
-        self.portable = self.dir.portable
-        self._thread_lock = threading.Lock()
-        self._lock_fd: Optional[int] = None
-        self._lock_pid = 0
-        self._close = os.close
+        raises Missing (prune must not conjure up a root from a typo). `track_access` keeps the
+        access records of views, deletes and renames (D-EXPIRY)."""
+        checked = None if tenant is None else tenant_name(tenant)  # before anything is made
+        top = kernel.RootDir(path, portable, create)
+        if checked is not None:
+            parent = top
+            try:
+                top = _open_tenant(parent, checked)
+            finally:
+                parent.close()
+        self._open(top, checked, track_access)
+
+    def _open(self, top: kernel.RootDir, tenant: Optional[str], track_access: bool) -> None:
+        self.dir = top
+        self.real = top.real
+        self.portable = top.portable
+        self.tenant = tenant
+        self.track_access = track_access
+        self._lock = WriteLock(top)
+        self._journal = Journal(top)
+        self._access = AccessTracker(top)
 
     def close(self) -> None:
         """Release the root's descriptors (the handler keeps them for its lifetime)."""
-        lock_fd, self._lock_fd = self._lock_fd, None
-        if lock_fd is not None and self._lock_pid == os.getpid():
-            self._close(lock_fd)
+        self._access.close()
+        self._journal.close()
+        self._lock.close()
         self.dir.close()
 
     def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self.close()
+
+    def for_tenant(self, tenant: str) -> Root:
+        """The store of `tenant`'s memories below this root (D-STORE-TENANT-FS); the caller closes it."""
+        if self.tenant is not None:
+            raise TenantError(TENANT_NESTED)
+        made = Root.__new__(Root)
+        made._open(_open_tenant(self.dir, tenant_name(tenant)), tenant, self.track_access)
+        return made
 
     def walk(self, parts: Tuple[str, ...], create: bool = False, made: Optional[List[int]] = None) -> Dir:
         return self.dir.walk(parts, create, made)
@@ -146,10 +175,17 @@ class Root:
 
     @contextlib.contextmanager
     def _made_parent(self, path: VirtualPath) -> Iterator[Dir]:
-        """The folder holding `path`, made if missing; folders made are removed if the command fails."""
+        """The folder holding `path`, made if missing; folders made are removed if the command fails.
+
+        An existing folder is reached as a view reaches it (one openat below the root, one openat2
+        deeper); only a missing one takes the name-by-name walk that makes folders."""
         made: List[int] = []
         try:
-            with self.dir.walk(path.parent.parts, True, made) as folder:
+            try:
+                existing: Optional[Dir] = self.dir.walk(path.parent.parts)
+            except Missing:
+                existing = None
+            with existing or self.dir.walk(path.parent.parts, True, made) as folder:
                 yield folder
         except BaseException:
             if made:
@@ -170,7 +206,7 @@ class Root:
     def entry(self, path: VirtualPath) -> Optional[Entry]:
         """What is at `path`, without following a link; None when nothing is."""
         if path.is_root:
-            return Entry(DIR, 0, 1, stat.S_IFDIR | kernel.DIR_MODE)
+            return Entry(DIR, 0)
         try:
             with self._parent(path) as folder:
                 info = folder.lstat(path.name)
@@ -178,7 +214,8 @@ class Root:
             return None
         if info is None or (path.trailing_slash and not stat.S_ISDIR(info.st_mode)):
             return None  # a trailing "/" names a folder: anything else is not there (ENOTDIR)
-        return Entry(problems.kind_of(info.st_mode), info.st_size, info.st_nlink, info.st_mode)
+        kind = problems.kind_of(info.st_mode)
+        return Entry(kind, info.st_size if kind == FILE else 0)
 
     def open_regular(self, path: VirtualPath, refuse_hard_links: bool = True) -> OpenFile:
         """The regular file at `path`, open for reading (the caller closes it).
@@ -186,6 +223,8 @@ class Root:
         Raises NotRegular with the kind found (a folder included), IsLink, HardLinked or Missing.
         The root-removed check is made only when nothing is found: a removed folder has no entries.
         """
+        if not path.parts:
+            raise problems.NotRegular(DIR)
         try:
             folder = self._parent(path, check=False)
             try:  # try/finally, not `with`: views are the commonest command, and this is their path
@@ -268,13 +307,32 @@ class Root:
                     longest = max(longest, size)
         return deepest, longest
 
-    # -- changes --
+    # -- changes (each under the write lock, recorded in the journal before anything changes) --
+
+    def _writing(self) -> ContextManager[None]:
+        """The write lock for a mutation, unless this thread holds it already (the handler always does)."""
+        return contextlib.nullcontext() if self._lock.held() else self._lock.locked()
+
+    @contextlib.contextmanager
+    def _changing(self, *paths: str) -> Iterator[None]:
+        """The write lock, with `paths` recorded in the journal before the block changes them."""
+        with self._writing():
+            self.note_changes(paths)
+            yield
+
+    def note_changes(self, paths: Tuple[str, ...]) -> None:
+        """Record in the change journal that the virtual paths `paths` (and what lies below them) are
+        about to change; the store's own `.refmem` names are not recorded. Call under the write lock."""
+        shown = tuple(path for path in paths if not _reserved(path))
+        if shown:
+            self._journal.append(shown)
 
     def write_new(self, path: VirtualPath, data: bytes) -> None:
         """Create a file that must not exist yet; parents are made. All or nothing."""
-        with self._made_parent(path) as folder:
+        with self._writing(), self._made_parent(path) as folder:
             temp = kernel.write_temp(folder, data, kernel.FILE_MODE)
             try:
+                self.note_changes((path.canonical,))
                 kernel.rename_noreplace(folder, temp, folder, path.name, is_dir=False)
             except BaseException:
                 kernel.unlink_quietly(folder, temp)
@@ -299,81 +357,84 @@ class Root:
                 data = opened.read_all()
                 if len(data) > limit:
                     raise TooBig(len(data))
-            yield Edit(folder, path.name, data, opened.info)
+            yield Edit(folder, path.name, data, opened.info, lambda: self._changing(path.canonical))
 
     def delete(self, path: VirtualPath) -> None:
         """Remove a name; a folder goes with everything in it, at any depth. Links are removed, never
         followed; files their owner may not write are not removed (D-MODE)."""
-        with self._parent(path) as folder:
-            info = folder.lstat(path.name)
-            if info is None:
-                raise Missing()
-            if protected(info):
-                raise OsFailure("protected")
-            try:
-                tree.remove(folder, path.name, info, keep=protected)
-            except OsFailure as problem:
-                if problem.code == "protected":
-                    raise OsFailure("protected_inside") from None
-                raise
-            folder.fsync()
+        if path.is_root:
+            raise OsFailure("denied")
+        with self._writing():
+            with self._parent(path) as folder:
+                info = folder.lstat(path.name)
+                if info is None or (path.trailing_slash and not stat.S_ISDIR(info.st_mode)):
+                    raise Missing()
+                if protected(info):
+                    raise OsFailure("protected")
+                self.note_changes((path.canonical,))
+                try:
+                    tree.remove(folder, path.name, info, keep=protected)
+                except OsFailure as problem:
+                    if problem.code == "protected":
+                        raise OsFailure("protected_inside") from None
+                    raise
+                folder.fsync()
+            if self.track_access and not _reserved(path.canonical):
+                self._access.forget(path.canonical, is_dir=stat.S_ISDIR(info.st_mode))
 
     def rename(self, old: VirtualPath, new: VirtualPath) -> None:
-        with self._parent(old) as source:
-            info = source.lstat(old.name)
-            if info is None:
-                raise Missing()
-            with self._made_parent(new) as destination:
-                kernel.rename_noreplace(source, old.name, destination, new.name, stat.S_ISDIR(info.st_mode))
-                destination.fsync()
-            source.fsync()
+        """Move `old` to `new`, never over anything; the destination's missing parents are made."""
+        if old.is_root or new.is_root:
+            raise OsFailure("denied")
+        with self._writing():
+            with self._parent(old) as source:
+                info = source.lstat(old.name)
+                if info is None:
+                    raise Missing()
+                is_dir = stat.S_ISDIR(info.st_mode)
+                if old.parts[:-1] == new.parts[:-1]:  # one folder: it is the destination, fsynced once
+                    self.note_changes((old.canonical, new.canonical))
+                    kernel.rename_noreplace(source, old.name, source, new.name, is_dir)
+                else:
+                    with self._made_parent(new) as destination:
+                        self.note_changes((old.canonical, new.canonical))
+                        kernel.rename_noreplace(source, old.name, destination, new.name, is_dir)
+                        destination.fsync()
+                source.fsync()
+            if self.track_access:
+                self._access.move(old.canonical, new.canonical, is_dir=is_dir)
 
-    # -- the lock for read-modify-write --
+    # -- the lock, the journal and the access records --
 
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
-        """An exclusive lock shared by every handler, thread and process on this root.
+    def locked(self) -> ContextManager[None]:
+        """An exclusive lock shared by every handler, thread and process on this root (`flock` of
+        `.refmem/lock`, see bookkeeping.WriteLock)."""
+        return self._lock.locked()
 
-        Threads queue on a threading lock; processes on `flock` of `.refmem/lock`, kept open for
-        the handler's life and reopened after a fork (a forked child shares the parent's open file).
-        """
-        with self._thread_lock:
-            fd = self._lock_file()
-            if fd is None:  # pragma: no cover - Windows: one process per root is assumed
-                yield
-                return
-            import fcntl
+    def changes_since(self, generation: int) -> Changes:
+        """The paths changed since `generation` (changes.py); read under the write lock, so no change
+        recorded is still under way."""
+        with self._writing():
+            return self._journal.since(generation)
 
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(fd, fcntl.LOCK_UN)
+    def record_use(self, path: VirtualPath, opened: ReadFile) -> None:
+        """A view of the file just read: its access record, unless its own mtime already says it
+        (D-EXPIRY). Never raises for the disk's sake: bookkeeping never fails a command."""
+        if not self.track_access:
+            return
+        info = getattr(opened, "info", None)
+        if isinstance(info, os.stat_result):
+            self._access.touch(path.canonical, changed_at=info.st_mtime, file_id=kernel.identity(info))
+        else:
+            self._access.touch(path.canonical)
 
-    def _lock_file(self) -> Optional[int]:
-        """The lock file: a single-link regular file, opened without following a link and without
-        blocking (a FIFO planted there is refused, not waited on). Anything else squatting the
-        bookkeeping folder or the lock's name is OsFailure("bookkeeping"), which names no path."""
-        try:
-            import fcntl  # noqa: F401 - only to learn whether flock exists here
-        except ImportError:  # pragma: no cover
-            return None
-        if self._lock_fd is not None and self._lock_pid == os.getpid():
-            return self._lock_fd
-        flags = os.O_RDONLY | os.O_CREAT | kernel.O_NOFOLLOW | kernel.O_NONBLOCK | kernel.O_CLOEXEC
-        try:
-            with self.dir.walk((BOOKKEEPING_DIR,), create=True) as folder:
-                fd = folder.open_file(LOCK_NAME, flags, kernel.FILE_MODE)
-        except (problems.ParentNotDir, problems.IsLink, problems.Escaped, Missing):
-            raise OsFailure("bookkeeping") from None
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
-            os.close(fd)
-            raise OsFailure("bookkeeping")
-        if self._lock_fd is not None and self._lock_pid == os.getpid():  # pragma: no cover
-            self._close(self._lock_fd)
-        self._lock_fd, self._lock_pid = fd, os.getpid()
-        return fd
+    def last_access(self, path: VirtualPath) -> Optional[float]:
+        return self._access.last_access(path.canonical)
+
+
+def _version(info: os.stat_result) -> Tuple[int, int, int, int, int]:
+    """What tells one version of a file from another without reading it: identity, size, both times."""
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
 
 def _open_file(folder: Dir, path: VirtualPath, refuse_hard_links: bool) -> OpenFile:
@@ -384,3 +445,37 @@ def _open_file(folder: Dir, path: VirtualPath, refuse_hard_links: bool) -> OpenF
         if info is None or not stat.S_ISDIR(info.st_mode):
             raise Missing()
     return OpenFile(*kernel.open_regular(folder, path.name, refuse_hard_links))
+
+
+def _reserved(canonical: str) -> bool:
+    """A virtual path through the store's own `.refmem` names (the OpenClaw index's file, for one)."""
+    first = canonical[len("/memories/") :].split("/", 1)[0]
+    return first.startswith(RESERVED_PREFIX)
+
+
+def _open_tenant(parent: kernel.RootDir, tenant: str) -> kernel.RootDir:
+    """`.refmem/tenants/<tenant>` below `parent`, made if missing, opened as a root of its own.
+
+    The folder is reached by the parent's walk (never through a link, never outside the parent),
+    then opened by its host path as a root and accepted only if it is that very folder (device and
+    inode): a folder swapped for a link in between is refused, not followed. Anything but folders
+    on the way is OsFailure("bookkeeping").
+    """
+    try:
+        with parent.walk((BOOKKEEPING_DIR, TENANTS_DIR, tenant), create=True) as folder:
+            expected = folder.identity()
+    except (problems.ParentNotDir, problems.Escaped, Missing):
+        raise OsFailure("bookkeeping") from None
+    opened = kernel.RootDir(os.path.join(parent.real, BOOKKEEPING_DIR, TENANTS_DIR, tenant), parent.portable, False)
+    try:
+        if opened.top.identity() != expected:
+            raise OsFailure("bookkeeping")
+    except BaseException:
+        opened.close()
+        raise
+    return opened
+
+
+def _as_store(root: Root) -> Store:
+    """Nothing at run time: mypy checks here that `Root` implements `storage.Store`."""
+    return root

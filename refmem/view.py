@@ -13,7 +13,7 @@ from . import text
 from .limits import Limits
 from .messages import Result, render
 from .problems import DIR
-from .store import Listed
+from .storage import Listed
 
 DIR_SIZE = "4.0K"  # D-VIEW-DIR-SIZE
 ViewRange = Optional[Sequence[int]]

@@ -1,4 +1,4 @@
-"""Access tracking and pruning (refmem.expiry): records, crash leftovers, the walk, durations."""
+"""Access tracking and pruning (refmem.expiry, refmem.access, refmem.prune): records, crash leftovers, the walk, durations."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from memory_support import Memory
 
-from refmem import expiry
+from refmem import access
+from refmem import prune as prune_module
 from refmem.expiry import (
     AccessTracker,
     PruneReport,
@@ -263,7 +264,7 @@ def test_recording_never_raises_on_a_read_only_root(tmp_path: Path, monkeypatch:
     def refuse(*args, **kwargs):
         raise OSError(30, "Read-only file system")
 
-    monkeypatch.setattr(expiry.os, "mkdir", refuse)
+    monkeypatch.setattr(os, "mkdir", refuse)
     tracker = AccessTracker(tmp_path)
     assert tracker.touch("/memories/a.md") is False
     assert tracker.forget("/memories/a.md") is True  # nothing to forget
@@ -333,9 +334,9 @@ def test_records_survive_sigkill_mid_write(tmp_path: Path) -> None:
         os.waitpid(pid, 0)
     folder = access_dir(tmp_path)
     for entry in folder.iterdir():
-        if entry.name.startswith(".refmem-tmp-"):
-            continue  # debris of a killed creation: never read as a record, removed by prune
-        assert expiry._RECORD_NAME.fullmatch(entry.name)
+        if entry.name.startswith(".refmem-tmp-") or entry.name == "moves":
+            continue  # debris of a killed creation (never read as a record, removed by prune), the moves log
+        assert access.RECORD_NAME.fullmatch(entry.name)
         raw = entry.read_bytes()
         assert hashlib.sha256(raw[:-1]).hexdigest() == entry.name
     assert AccessTracker(tmp_path).records()
@@ -435,7 +436,7 @@ def test_prune_skips_a_file_replaced_after_it_was_judged(tmp_path: Path, monkeyp
     target.write_text("old")
     stamp = time.time() - 40 * DAY
     os.utime(target, (stamp, stamp))
-    original = expiry.unlink_if_unchanged
+    original = prune_module.unlink_if_unchanged
 
     def swap_then_unlink(folder, name, judged):
         target = tmp_path / name
@@ -443,7 +444,7 @@ def test_prune_skips_a_file_replaced_after_it_was_judged(tmp_path: Path, monkeyp
         target.write_text("rewritten just now")  # a new inode, a new mtime
         return original(folder, name, judged)
 
-    monkeypatch.setattr(expiry, "unlink_if_unchanged", swap_then_unlink)
+    monkeypatch.setattr(prune_module, "unlink_if_unchanged", swap_then_unlink)
     report = prune(tmp_path, 30 * DAY, now=time.time())
     assert report.removed == []
     assert (tmp_path / "a.md").read_text() == "rewritten just now"

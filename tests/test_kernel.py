@@ -11,7 +11,7 @@ from typing import Callable, Tuple
 
 import pytest
 
-from refmem import Limits, MemoryHandler, expiry, kernel, problems, store
+from refmem import Limits, MemoryHandler, bookkeeping, kernel, problems, store
 from refmem.paths import parse_path
 
 
@@ -30,7 +30,7 @@ def test_a_closed_folder_handle_fails_instead_of_using_the_working_directory(
     with pytest.raises(problems.OsFailure):
         folder.lstat("x")  # EBADF, not the decoy in the working directory
     with pytest.raises(problems.FsProblem):
-        expiry.put_record(folder, "y", b"data\n", 0)
+        bookkeeping.put_record(folder, "y", b"data\n", 0)
     assert sorted(os.listdir(tmp_path / "cwd")) == ["x"]
     root.close()
 
