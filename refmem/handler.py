@@ -98,10 +98,10 @@ class MemoryHandler:
         root: Union[str, os.PathLike[str], Store],
         *,
         tenant: Optional[str] = None,
-        limits: Limits = DEFAULT_LIMITS,
+        limits: Union[Limits, Mapping[str, int]] = DEFAULT_LIMITS,
         read_only: bool = False,
         allow: Optional[Sequence[str]] = None,
-        content_policy: Optional[ContentPolicy] = None,
+        content_policy: Union[ContentPolicy, str, None] = None,
         portable_walk: bool = False,
         refuse_hard_links: bool = True,
         track_access: bool = True,
@@ -112,16 +112,19 @@ class MemoryHandler:
 
         `tenant` names whose memories these are (`storage.tenant_name`; D-STORE-TENANT): the filesystem store
         keeps them in a folder of their own, another store gives its own `for_tenant(tenant)`.
-        `limits` bounds every command; `read_only` refuses every mutating command; `allow` is a list
-        of glob patterns a file path below `/memories` must match; `content_policy` vets every text
-        written; `portable_walk` forces the filesystem store's path-checking walk (see SECURITY.md);
+        `limits` bounds every command (a `Limits`, or a mapping of its fields, the others keeping their
+        defaults); `read_only` refuses every mutating command; `allow` is a list of glob patterns a file
+        path below `/memories` must match; `content_policy` vets every text written (a callable, or the
+        name of the built-in policy's action, "reject" or "redact": `refmem.policy.ContentPolicy`). The
+        plain-data forms are what the conformance suite passes a `python:` factory, so a vendored copy's
+        `MemoryHandler` is a target as it is; `portable_walk` forces the filesystem store's path-checking walk (see SECURITY.md);
         `track_access` keeps last-access records for `refmem prune`; `view_cache_bytes` bounds
         remembered views.
         """
-        self._limits = limits
+        self._limits = limits if isinstance(limits, Limits) else Limits(**dict(limits))
         self.read_only = read_only
         self.allow = tuple(allow) if allow is not None else None
-        self.content_policy = content_policy
+        self.content_policy = _content_policy(content_policy)
         self.refuse_hard_links = refuse_hard_links
         self.track_access = track_access and not read_only
         self.store, self._owns_store = _open_store(root, tenant, portable_walk, self.track_access)
@@ -130,11 +133,11 @@ class MemoryHandler:
         # Parsing is pure and a model names the same few paths again and again: remember the answers
         # (refusals are not cached; they are rare and their messages cheap to rebuild).
         self._parse: Callable[[str], VirtualPath] = functools.lru_cache(maxsize=PARSE_CACHE_SIZE)(
-            functools.partial(parse_path, limits=limits)
+            functools.partial(parse_path, limits=self._limits)
         )
         # Listings ask the same of every name they meet; keyed by the name alone.
         self._addressable: Callable[[str], bool] = functools.lru_cache(maxsize=ADDRESSABLE_CACHE_SIZE)(
-            functools.partial(is_addressable, limits=limits)
+            functools.partial(is_addressable, limits=self._limits)
         )
 
     @property
@@ -535,6 +538,17 @@ def _open_store(
     if tenant is None:
         return root, False
     return root.for_tenant(tenant), True
+
+
+def _content_policy(value: Union[ContentPolicy, str, None]) -> Optional[ContentPolicy]:
+    """A policy callable from what the handler was given: a callable as it is, an action name as the built-in
+    detectors with that action."""
+    if isinstance(value, str):
+        from .policy import ContentPolicy as BuiltIn  # imported only when asked for by name
+
+        built: ContentPolicy = BuiltIn(value)
+        return built
+    return value
 
 
 def _human_list(kinds: Sequence[str]) -> str:
