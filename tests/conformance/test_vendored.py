@@ -32,10 +32,10 @@ def test_a_vendored_copy_passes_as_its_own_target(tmp_path: pathlib.Path) -> Non
 
 
 def test_the_handler_takes_plain_options() -> None:
+    import tempfile
+
     from refmem import MemoryHandler
     from refmem.limits import Limits
-
-    import tempfile
 
     with tempfile.TemporaryDirectory() as root:
         handler = MemoryHandler(root, limits={"max_file_bytes": 200}, content_policy="reject")
