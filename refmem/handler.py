@@ -117,9 +117,9 @@ class MemoryHandler:
         path below `/memories` must match; `content_policy` vets every text written (a callable, or the
         name of the built-in policy's action, "reject" or "redact": `refmem.policy.ContentPolicy`). The
         plain-data forms are what the conformance suite passes a `python:` factory, so a vendored copy's
-        `MemoryHandler` is a target as it is; `portable_walk` forces the filesystem store's path-checking walk (see SECURITY.md);
-        `track_access` keeps last-access records for `refmem prune`; `view_cache_bytes` bounds
-        remembered views.
+        `MemoryHandler` is a target as it is; `portable_walk` forces the filesystem store's path-checking
+        walk (see SECURITY.md); `track_access` keeps last-access records for `refmem prune`;
+        `view_cache_bytes` bounds remembered views.
         """
         self._limits = limits if isinstance(limits, Limits) else Limits(**dict(limits))
         self.read_only = read_only
