@@ -17,7 +17,7 @@ import contextlib
 import dataclasses
 import tempfile
 import time
-from typing import Iterator, Optional
+from typing import Any, Iterator, Optional
 
 from hypothesis import HealthCheck, Phase, Verbosity, configuration, seed, settings
 from hypothesis import strategies as st
@@ -106,7 +106,10 @@ def search(
     try:
         with _private_storage():
             chosen = hypothesis_settings(examples, steps)
-            run_state_machine_as_test(seed(seed_value)(machine), settings=chosen)  # type: ignore[no-untyped-call]
+            # Typed differently across hypothesis releases (untyped before, a class expected after, while
+            # a factory is what it accepts at run time): called through Any so both type-check.
+            run_machine: Any = run_state_machine_as_test
+            run_machine(seed(seed_value)(machine), settings=chosen)
     except PropertyFailed as exc:
         failure = exc.failure
     except Flaky as exc:
