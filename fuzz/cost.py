@@ -35,6 +35,7 @@ import math
 import os
 import pathlib
 import time
+import tracemalloc
 from typing import Any, Dict, List, Optional
 
 from .meter import WALL, Cost
@@ -196,7 +197,11 @@ _CALIBRATED: List[float] = []
 def calibrate() -> float:
     """CPU seconds per character of numbering the lines of a text, on this machine, in CPU time of the
     thread that runs it (as steps are measured). The least of a few rounds (noise only ever adds
-    time); once per process."""
+    time); once per process. While tracemalloc traces, the job runs about 7 times slower: such a
+    figure is measured for the caller (whose steps are traced too) and never kept, so a later
+    untraced budget is not 7 times too lenient."""
+    if tracemalloc.is_tracing():
+        return _job_seconds_per_char(CALIBRATION_ROUNDS)
     if not _CALIBRATED:
         _CALIBRATED.append(_job_seconds_per_char(CALIBRATION_ROUNDS))
     return _CALIBRATED[0]

@@ -423,7 +423,7 @@ class Root:
         if not self.track_access:
             return
         info = getattr(opened, "info", None)
-        if isinstance(info, os.stat_result):
+        if info is not None and hasattr(info, "st_ino"):
             self._access.touch(path.canonical, changed_at=info.st_mtime, file_id=kernel.identity(info))
         else:
             self._access.touch(path.canonical)

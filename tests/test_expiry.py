@@ -30,7 +30,7 @@ NOW = 2_000_000_000.0  # a fixed "now" in 2033: every test clock is explicit
 
 
 class FrozenClock:
-    """Stands for the `time` module inside refmem.expiry: its clock moves only when a test moves it, so a test
+    """Stands for the `time` module inside refmem.access: its clock moves only when a test moves it, so a test
     of the resolution windows holds however long the machine takes between two steps."""
 
     def __init__(self, now: float) -> None:
@@ -43,7 +43,7 @@ class FrozenClock:
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> FrozenClock:
     frozen = FrozenClock(float(int(time.time())))
-    monkeypatch.setattr(expiry, "time", frozen)
+    monkeypatch.setattr(access, "time", frozen)
     return frozen
 
 

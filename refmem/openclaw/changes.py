@@ -30,6 +30,7 @@ import threading
 import time
 from typing import Callable, Dict, List, Optional, Set, Tuple, Union
 
+from ..problems import FsProblem
 from ..store import Root
 
 Paths = Optional[Set[str]]
@@ -121,13 +122,23 @@ class Interval(Source):
 
 
 class Journal(Source):
-    """The store's change journal: every write made through refmem, by any process."""
+    """The store's change journal: every write made through refmem, by any process.
+
+    A journal that cannot be kept (bookkeeping unwritable, `.refmem` not a folder of ours) says
+    "rescan" once and nothing after: the folder check and the interval still see every change, so
+    search goes on without it, the way it goes on with its index in memory."""
 
     def __init__(self, changes_since: Callable[[int], Tuple[int, object]]) -> None:
-        self._changes_since = changes_since
+        self._changes_since: Optional[Callable[[int], Tuple[int, object]]] = changes_since
 
     def changes_since(self, token: int) -> Tuple[int, Paths]:
-        generation, changed = self._changes_since(token)
+        if self._changes_since is None:
+            return token, set()
+        try:
+            generation, changed = self._changes_since(token)
+        except (FsProblem, OSError):
+            self._changes_since = None
+            return token, None
         if changed is None:
             return generation, None
         return generation, {_relative(path) for path in changed}  # type: ignore[attr-defined]

@@ -39,12 +39,12 @@ class Freshness:
     """What one handler knows of the workspace since its last search: the tokens its sources handed
     out and the state of every folder it looked at (with when it looked)."""
 
-    def __init__(self, root: Root, limits: OpenClawLimits) -> None:
+    def __init__(self, root: Root, limits: OpenClawLimits, journal: bool = True) -> None:
         self.limits = limits
         key = changes.workspace_key(root)
         self.notices = changes.Notices(key)
         sources: List[changes.Source] = [self.notices, changes.Interval(limits.scan_interval_ms * 1_000_000)]
-        store_journal = changes.journal(root)
+        store_journal = changes.journal(root) if journal else None
         if store_journal is not None:
             sources.append(store_journal)
         self.sources = sources

@@ -203,7 +203,8 @@ class OpenClawMemory:
     def _fresh(self) -> Freshness:
         with self._lock:
             if self._freshness is None:
-                self._freshness = Freshness(self.root, self.limits)
+                # A read-only handler writes nothing, the journal included (the first reader makes it).
+                self._freshness = Freshness(self.root, self.limits, journal=not self.read_only)
             return self._freshness
 
     def counts(self) -> Tuple[int, int]:

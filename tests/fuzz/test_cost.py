@@ -62,7 +62,10 @@ def _cost_harness(work: pathlib.Path, target: str, findings: pathlib.Path) -> Ha
     ids=["quadratic-view", "prefix-reference-str_replace"],
 )
 def test_the_cost_oracle_finds_planted_quadratic_work(tmp_path: pathlib.Path, scratch: pathlib.Path, target: str,
-                                                      seed: int, oracle: str) -> None:
+                                                      seed: int, oracle: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The budget is calibrated here, beside what it judges: a unit cached by an earlier test in this process
+    # (taken while something else traced allocations or held the caches) is not this test's measure.
+    monkeypatch.setattr(cost, "_CALIBRATED", [])
     fuzzer = _cost_harness(scratch, target, tmp_path / "findings")
     try:
         stats = engine_random.fuzz(fuzzer, max_time=None, max_runs=RUNS, seed=seed, stop_on_first=True)
@@ -283,3 +286,20 @@ def test_repeated_parameters_are_packed_in_finding_files_and_expanded_on_loading
     assert data["format"] == finding_files.FORMAT
     assert len(data["observed"][0]["output"]) < 5000
     assert finding_files.Finding.from_json(data).commands == found.commands
+
+
+def test_a_calibration_taken_while_tracing_allocations_is_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Tracing allocations slows the calibration job several times over; kept, that unit would make every
+    later time budget of the process as many times too lenient, and planted quadratic work would pass."""
+    import tracemalloc
+
+    monkeypatch.setattr(cost, "_CALIBRATED", [])
+    tracemalloc.start()
+    try:
+        traced = cost.calibrate()
+    finally:
+        tracemalloc.stop()
+    assert cost._CALIBRATED == []
+    untraced = cost.calibrate()
+    assert cost._CALIBRATED == [untraced]
+    assert traced > 2 * untraced
