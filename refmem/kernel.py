@@ -253,10 +253,14 @@ class RootDir:
                 except Missing:
                     if not create:
                         raise
-                    if current.lstat(name) is not None:
+                    # A folder another writer made between the open and this look is a folder like any
+                    # other (concurrent creates of one parent both succeed); anything else there stops us.
+                    found = current.lstat(name)
+                    if found is None:
+                        if current.make_dir(name) and made is not None:
+                            made.append(index)
+                    elif not stat.S_ISDIR(found.st_mode):
                         raise problems.ParentNotDir(index + 1) from None
-                    if current.make_dir(name) and made is not None:
-                        made.append(index)
                     child = current.open_dir(name)
                 current.close()  # only the folder being entered stays open
                 current = child

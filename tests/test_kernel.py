@@ -90,6 +90,32 @@ def test_walk_creates_and_reports_what_it_made(kernel_root: kernel.RootDir) -> N
         kernel_root.walk(("out", "x"), create=True)  # a link is not a folder to make or enter
 
 
+def test_walk_takes_a_folder_made_meanwhile_for_a_folder(
+    kernel_root: kernel.RootDir, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two writers creating files in one new folder: the second finds the name missing, the first makes the
+    folder, then the second looks again. That folder is what the second wanted, not a file in its way."""
+    folder_class = type(kernel_root.top)
+    original = folder_class.open_dir
+    raced: list = []
+
+    def open_then_lose_the_race(self: kernel.Dir, name: str) -> kernel.Dir:
+        try:
+            return original(self, name)  # type: ignore[no-any-return]
+        except problems.Missing:
+            if name == "fresh" and not raced:
+                raced.append(name)
+                (tmp_path / "root" / "fresh").mkdir()  # the other writer, just now
+            raise
+
+    monkeypatch.setattr(folder_class, "open_dir", open_then_lose_the_race)
+    made: list = []
+    with kernel_root.walk(("fresh", "inner"), create=True, made=made) as folder:
+        assert folder.lstat(".") is not None
+    assert raced == ["fresh"] and made == [1]  # the other writer's folder is not ours to undo
+    assert (tmp_path / "root" / "fresh" / "inner").is_dir()
+
+
 def test_open_regular_refuses_links_fifos_folders_and_hard_links(kernel_root: kernel.RootDir, tmp_path: Path) -> None:
     top = kernel_root.top
     fd, info = kernel.open_regular(top, "file", True)

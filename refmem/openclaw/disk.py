@@ -257,20 +257,10 @@ class Disk:
     # -- writing --
 
     def make_folder(self, parts: Tuple[str, ...]) -> None:
-        """Make the folder `parts` if missing, where another thread or process may be making it too.
-
-        The store's walk opens a name, and when it is missing makes it; a folder that another
-        writer makes between the two is then taken for a file in the way (ParentNotDir). So the
-        first writers of a fresh workspace (its `.refmem/`, its `memory/`) lost their write to a
-        refusal. A second walk finds the folder; a file really in the way is refused again, and
-        that refusal is raised."""
-        for attempt in range(2):
-            try:
-                with self.root.walk(parts, create=True):
-                    return
-            except problems.ParentNotDir:
-                if attempt:
-                    raise
+        """Make the folder `parts` if missing, where another thread or process may be making it too
+        (the store's walk takes a folder made meanwhile for what it is: kernel.RootDir.walk)."""
+        with self.root.walk(parts, create=True):
+            return
 
     def append(self, path: VirtualPath, extend: Callable[[bytes], bytes], limit: int) -> None:
         """Replace the file at `path` by `extend(old bytes)` (b"" when it does not exist), atomically
