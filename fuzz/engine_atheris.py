@@ -20,7 +20,8 @@ import tempfile
 import time
 from typing import Callable, List, Optional
 
-from .cost import cost_ladder
+from .cost import CONFIRM_RUNS, cost_ladder
+from .decode import MAX_COMMANDS
 from .harness import Harness
 from .layout import scratch_dir_base
 from .seeds import growth_seeds
@@ -45,6 +46,22 @@ def instrumented_packages(target: str) -> List[str]:
         module = target[len("python:") :].split(":", 1)[0]
         return [module.split(".", 1)[0]]
     return []
+
+
+BACKSTOP_SECONDS = 60
+"""libFuzzer's limit on one input when steps have no timeout of their own (then it is what finds a hang)."""
+
+
+def input_timeout(step_timeout: Optional[float]) -> int:
+    """libFuzzer's per-input limit (`-timeout`): a backstop above the harness's own step timeout. One
+    input is at most `MAX_COMMANDS` steps and a reset, measured up to `1 + CONFIRM_RUNS` times when it
+    breaks a cost budget; each step is cut at `step_timeout` and reported as a hang by the harness. A
+    fixed 60 s killed inputs the harness was still measuring with a long step timeout (the cost
+    search's slow planted backends), as a libFuzzer timeout with no finding file."""
+    if step_timeout is None or step_timeout <= 0:
+        return BACKSTOP_SECONDS
+    whole = (MAX_COMMANDS + 1) * (1 + CONFIRM_RUNS) * step_timeout
+    return max(BACKSTOP_SECONDS, int(whole) + 30)
 
 
 def fuzz(
@@ -96,7 +113,8 @@ def fuzz(
 
     # libFuzzer leaves without running Python's exit handlers, so the budget is kept here and
     # libFuzzer's own limits are only a backstop.
-    argv = [sys.argv[0], f"-seed={seed}", "-print_final_stats=1", "-timeout=60", "-max_len=1024"]
+    timeout = input_timeout(harness.options.step_timeout)
+    argv = [sys.argv[0], f"-seed={seed}", "-print_final_stats=1", f"-timeout={timeout}", "-max_len=1024"]
     if deadline is not None:
         argv.append(f"-max_total_time={int(max(deadline - time.monotonic(), 0)) + 30}")
     argv.extend(libfuzzer_args)

@@ -138,3 +138,17 @@ def test_vulnerable_backend_has_real_escapes(tmp_path: pathlib.Path) -> None:
     leaked = percent.execute({"command": "view", "path": "/memories/%2e%2e/outside/secret.txt"})
     assert layout.canary in leaked.output
     assert percent.execute({"command": "view", "path": "/memories/../outside/secret.txt"}).is_error
+
+
+def test_libfuzzers_input_limit_stays_above_every_step_the_harness_may_measure() -> None:
+    """libFuzzer's -timeout is a backstop: an input of the most steps, each cut at the step timeout and measured
+    as often as a cost finding is confirmed, ends before it; without a step timeout the backstop is all there is."""
+    from refmem_fuzz import engine_atheris
+    from refmem_fuzz.cost import CONFIRM_RUNS
+    from refmem_fuzz.decode import MAX_COMMANDS
+
+    for step in (0.5, 5.0, 60.0):
+        longest = (MAX_COMMANDS + 1) * (1 + CONFIRM_RUNS) * step
+        assert engine_atheris.input_timeout(step) > longest
+    assert engine_atheris.input_timeout(60.0) > 60
+    assert engine_atheris.input_timeout(None) == engine_atheris.BACKSTOP_SECONDS
