@@ -469,6 +469,29 @@ def test_number_whole_is_the_general_page_when_everything_fits(content: str, bud
     assert general.last_shown == window.n_lines and general.cut_line is None
 
 
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a", "bb", " ", "\n", "\r\n", "\r", "é", "\t", "x" * 50, "\n" * 9]), max_size=160).map(
+        "".join
+    ),
+    st.integers(min_value=1, max_value=400),
+)
+@example(content="", budget=1)
+@example(content="a\r\nb", budget=100)
+@example(content="x" * 30 + "\n" + "y\n" * 40, budget=20)
+def test_whole_page_is_the_general_page(content: str, budget: int) -> None:
+    """A whole view's page from the bounded head is exactly the page the general path makes from every line."""
+    paged = text.whole_page(content, budget)
+    window = text.window_from_text(content, 1, None, budget)
+    general = text.fit_numbered(window.lines, budget, window.complete)
+    assert paged == (window.n_lines, general)
+
+
+def test_whole_page_declines_past_the_prefix_table() -> None:
+    assert text.whole_page("\n" * 4096, 60_000) is None
+    assert text.whole_page("\n" * 4095, 60_000) is not None
+
+
 def test_number_whole_declines_past_the_prefix_table() -> None:
     assert text.number_whole("x\n" * 4096, 10**9) is None
     assert text.number_whole("x\n" * 4095, 10**9) is not None
