@@ -250,6 +250,9 @@ class ViewWindow:
         one that fills the budget; returns where the lines taken end. The lines are split from a stretch
         bounded by the budget, and the one that fills it is found by bisection over their running cost,
         so the work is bounded by the page, with no Python work per line."""
+        narrow = 10**LINE_NUMBER_WIDTH - self._line  # lines whose numbers fit the prefix's width
+        if narrow <= 0:
+            return start  # wider numbers: the line-by-line path numbers them (checked first: no scan per line)
         measure = self._kept_chars - 2 * len(self._kept)  # full once this passes the budget
         stop = text.find("\n", start + max(0, self._budget - measure))
         if stop == -1:
@@ -257,10 +260,7 @@ class ViewWindow:
             if stop == -1:
                 return start  # no whole line here: the line-by-line path takes the piece
         lines = text[start:stop].split("\n")
-        if self._last is not None:
-            lines = lines[: self._last - self._line + 1]
-        if self._line + len(lines) > 10**LINE_NUMBER_WIDTH:
-            return start  # numbers wider than the prefix: the line-by-line path counts them exactly
+        lines = lines[: narrow if self._last is None else min(narrow, self._last - self._line + 1)]
         # A kept line adds its numbered length plus a newline, less 2 (a CR may go), to the measure.
         step = LINE_NUMBER_WIDTH
         used: List[int] = list(map(add, accumulate(map(len, lines)), range(step, step * (len(lines) + 1), step)))
