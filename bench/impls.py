@@ -206,10 +206,23 @@ class Floor(Impl):
         return None
 
 
+class CountedFloor(Floor):
+    """The floor of a whole file's view as the page needs it: the bytes read, decoded (a file that is not
+    UTF-8 is refused) and their lines counted (the page's note says how many there are)."""
+
+    name = "floor, decoded and counted"
+
+    def view(self, c: dict) -> object:
+        if c.get("view_range") is not None:
+            return super().view(c)
+        with open(self.host(c["path"]), "rb") as handle:
+            return handle.read().decode("utf-8").count("\n")
+
+
 def make(name: str, root: str, **options: object) -> Impl:
     """An implementation by name; `options` go to refmem's handler (the others take none)."""
     if name == "refmem":
         return Refmem(root, **options)
     if name == "baseline":
         return Baseline(root, **options)
-    return {"sdk": Sdk, "floor": Floor}[name](root)
+    return {"sdk": Sdk, "floor": Floor, CountedFloor.name: CountedFloor}[name](root)

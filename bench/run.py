@@ -38,6 +38,8 @@ from . import impls
 
 NAMES = ("refmem", "sdk", "floor")
 FIRST_VIEW = "refmem, first view"
+COUNTED_FLOOR = impls.CountedFloor.name
+BASELINE_FIRST_VIEW = "baseline, first view"
 
 
 # --- building trees ---------------------------------------------------------------------------
@@ -379,6 +381,9 @@ class Bench:
             runners = self.runners(root)
             if "refmem" in runners:
                 runners[FIRST_VIEW] = impls.make("refmem", root, view_cache_bytes=0)
+                if "baseline" in runners:
+                    runners[BASELINE_FIRST_VIEW] = impls.make("baseline", root, view_cache_bytes=0)
+                runners[COUNTED_FLOOR] = impls.make(COUNTED_FLOOR, root)
             values = timed(runners, lambda i: {"command": "view", "path": "/memories/f.md"},
                            self.scale(20, 5) if size > 2**16 else self.scale(100, 20), self.scale(5, 3))
             self.growth_file.append((size, values))
@@ -513,14 +518,20 @@ def growth_tables(bench: Bench) -> str:
             out.append(f"| {kind} | {count:,} | {cells} |")
         out.append("")
     if bench.growth_file:
-        columns = bench.names + ([FIRST_VIEW] if "refmem" in bench.names else [])
+        firsts = [FIRST_VIEW] + ([BASELINE_FIRST_VIEW] if "baseline" in bench.names else [])
+        columns = bench.names + (firsts + [COUNTED_FLOOR] if "refmem" in bench.names else [])
+        ratios = [(first, floor) for first in firsts for floor in ("floor", COUNTED_FLOOR)]
+        if "refmem" not in bench.names:
+            ratios = []
         out.append("View of a whole file, by file size (refmem pages at 60,000 characters; the sdk and "
                    f"the floor return everything; `{FIRST_VIEW}` is refmem with view_cache_bytes=0, the cost of "
-                   "a file's first view):\n")
-        out.append("| file size | " + " | ".join(columns) + " |")
-        out.append("|---|" + "---|" * len(columns))
+                   f"a file's first view; `{COUNTED_FLOOR}` is the floor that also decodes the bytes and counts "
+                   "their lines, the work a first view cannot skip):\n")
+        out.append("| file size | " + " | ".join(columns + [f"{a} ÷ {b}" for a, b in ratios]) + " |")
+        out.append("|---|" + "---|" * (len(columns) + len(ratios)))
         for size, values in bench.growth_file:
-            cells = " | ".join(fmt(values.get(n), "s/call") for n in columns)
+            cells = " | ".join([fmt(values.get(n), "s/call") for n in columns]
+                               + [ratio(values.get(a), values.get(b)) for a, b in ratios])
             out.append(f"| {size // 1024:,} KB | {cells} |")
     if bench.growth_tree:
         out.append("\nView of the root, by number of files in the tree (2 levels; refmem stops at 1,000 "

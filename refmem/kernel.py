@@ -413,7 +413,8 @@ def _move(src: Dir, src_name: str, dst: Dir, dst_name: str, is_dir: bool) -> Non
     src_path, src_fd = src.ref(src_name)
     dst_path, dst_fd = dst.ref(dst_name)
     src.confirm()
-    dst.confirm()
+    if dst is not src:  # one folder (a rename within it) is confirmed once
+        dst.confirm()
     if _renameat2 is not None:
         result = _renameat2(
             _AT_FDCWD if src_fd is None else src_fd,

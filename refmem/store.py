@@ -173,6 +173,15 @@ class Root:
     def _parent(self, path: VirtualPath, check: bool = True) -> Dir:
         return self.dir.walk(path.parts[:-1], check=check)
 
+    def _found_parent(self, path: VirtualPath) -> Dir:
+        """The folder holding `path`, which a command expects to find there; the root-removed check (a stat)
+        is made only when the folder is not found, since a removed root has no entries (what a view does)."""
+        try:
+            return self._parent(path, check=False)
+        except Missing:
+            self.dir.check_removed()
+            raise
+
     @contextlib.contextmanager
     def _made_parent(self, path: VirtualPath) -> Iterator[Dir]:
         """The folder holding `path`, made if missing; folders made are removed if the command fails.
@@ -204,15 +213,20 @@ class Root:
     # -- queries --
 
     def entry(self, path: VirtualPath) -> Optional[Entry]:
-        """What is at `path`, without following a link; None when nothing is."""
+        """What is at `path`, without following a link; None when nothing is (or OsFailure("root_removed")).
+        The root-removed check is made only when nothing is found: a removed folder has no entries."""
         if path.is_root:
             return Entry(DIR, 0)
         try:
-            with self._parent(path) as folder:
+            with self._parent(path, check=False) as folder:
                 info = folder.lstat(path.name)
         except Missing:
+            self.dir.check_removed()
             return None
-        if info is None or (path.trailing_slash and not stat.S_ISDIR(info.st_mode)):
+        if info is None:
+            self.dir.check_removed()
+            return None
+        if path.trailing_slash and not stat.S_ISDIR(info.st_mode):
             return None  # a trailing "/" names a folder: anything else is not there (ENOTDIR)
         kind = problems.kind_of(info.st_mode)
         return Entry(kind, info.st_size if kind == FILE else 0)
@@ -365,9 +379,12 @@ class Root:
         if path.is_root:
             raise OsFailure("denied")
         with self._writing():
-            with self._parent(path) as folder:
+            with self._found_parent(path) as folder:
                 info = folder.lstat(path.name)
-                if info is None or (path.trailing_slash and not stat.S_ISDIR(info.st_mode)):
+                if info is None:
+                    self.dir.check_removed()
+                    raise Missing()
+                if path.trailing_slash and not stat.S_ISDIR(info.st_mode):
                     raise Missing()
                 if protected(info):
                     raise OsFailure("protected")
@@ -387,9 +404,10 @@ class Root:
         if old.is_root or new.is_root:
             raise OsFailure("denied")
         with self._writing():
-            with self._parent(old) as source:
+            with self._found_parent(old) as source:
                 info = source.lstat(old.name)
                 if info is None:
+                    self.dir.check_removed()
                     raise Missing()
                 is_dir = stat.S_ISDIR(info.st_mode)
                 if old.parts[:-1] == new.parts[:-1]:  # one folder: it is the destination, fsynced once

@@ -9,6 +9,7 @@ from __future__ import annotations
 import codecs
 from bisect import bisect_right
 from itertools import accumulate
+from operator import add, itemgetter
 from typing import Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 LINE_NUMBER_WIDTH = 6
@@ -63,8 +64,16 @@ _PREFIXES = [f"{number:>{LINE_NUMBER_WIDTH}}\t" for number in range(4096)]
 
 
 def _render(lines: Sequence[Tuple[int, str, int]]) -> List[str]:
-    """Numbered lines; the prefixes of the first 4095 line numbers are made once, not per view."""
-    if lines and lines[-1][0] < len(_PREFIXES):
+    """Numbered lines; the prefixes of the first 4095 line numbers are made once, not per view.
+
+    Windows hold consecutive lines, so their prefixes are one slice of the table, joined to the texts
+    by `map` (no Python work per line)."""
+    if not lines:
+        return []
+    first, last = lines[0][0], lines[-1][0]
+    if last < len(_PREFIXES):
+        if last - first + 1 == len(lines) and first >= 0:
+            return list(map(str.__add__, _PREFIXES[first : last + 1], map(itemgetter(1), lines)))
         return [_PREFIXES[number] + text for number, text, _ in lines]
     return [f"{number:>{LINE_NUMBER_WIDTH}}\t{text}" for number, text, _ in lines]
 
@@ -77,10 +86,10 @@ def fit_numbered(lines: Sequence[Tuple[int, str, int]], budget: int, complete: b
     first line fits, it is cut inside.
     """
     rendered_all = _render(lines)
-    if complete and sum(map(len, rendered_all)) + len(rendered_all) - 1 <= budget:  # the common case
+    # ends[i]: characters of lines 0..i joined by newlines, plus one; a line counts only when kept whole.
+    ends = list(map(add, accumulate(map(len, rendered_all)), range(1, len(rendered_all) + 1)))
+    if complete and (not ends or ends[-1] - 1 <= budget):  # the common case
         return NumberedBody("\n".join(rendered_all), lines[-1][0] if lines else 0, None)
-    # ends[i]: characters of lines 0..i joined by newlines; a line counts only when kept whole.
-    ends = list(accumulate(len(rendered) + 1 for rendered in rendered_all))
     fitting = bisect_right(ends, budget + 1)
     if not complete:
         whole = next((i for i, (_, text, length) in enumerate(lines) if len(text) != length), len(lines))
@@ -101,13 +110,59 @@ def number_whole(content: str, budget: int) -> Optional[Tuple[str, int]]:
     (a property test holds them together); it exists because most views are of small files that
     fit, and building a tuple per line only to join them again costs more than reading the file.
     """
+    if content and len(content) + LINE_NUMBER_WIDTH + 1 > budget:  # one line at least: the test below fails
+        return None
     crlf = is_crlf(content)
     lines = split_lines(content.replace("\r\n", "\n") if crlf else content)
     count = len(lines)
     # Numbered, a line costs its text, the prefix and a newline; the text is at most the content.
     if count >= len(_PREFIXES) or len(content) + (LINE_NUMBER_WIDTH + 2) * count - 1 > budget:
         return None
-    return "\n".join(map(str.__add__, _PREFIXES[1 : count + 1], lines)), count
+    return _numbered_join(lines, count), count
+
+
+# The prefixes of lines 1, 2, 3... as they stand in a page: every line but the first starts after a newline.
+_LINE_STARTS = [""] + [("\n" if number > 1 else "") + prefix for number, prefix in enumerate(_PREFIXES) if number]
+
+
+def _numbered_join(lines: Sequence[str], count: int) -> str:
+    """Lines 1..`count` (`count` < 4096) numbered and joined: prefixes and texts interleaved by two slice
+    assignments and joined once, with no string made per line."""
+    parts = [""] * (2 * count)
+    parts[0::2] = _LINE_STARTS[1 : count + 1]
+    parts[1::2] = lines[:count]
+    return "".join(parts)
+
+
+def whole_page(content: str, budget: int) -> Optional[Tuple[int, NumberedBody]]:
+    """(number of lines, numbered body) of a view of the whole text, exactly as `window_from_text` and
+    `fit_numbered` make it (a property test holds them together), or None when the page would number
+    lines past the prefix table (the general path serves those).
+
+    Per line, the work is bounded by the page: only the head that can reach the page is split into lines
+    (up to the first line end past `budget + 1` characters); the rest is counted, not made. The head is
+    numbered in one join and cut at its last line end within the budget: no Python work per line.
+    """
+    crlf = is_crlf(content)
+    cut = content.find("\n", budget + 1)
+    head = content if cut == -1 else content[: cut + 1]
+    lines = split_lines(head.replace("\r\n", "\n") if crlf else head)
+    n_lines = len(lines) + (0 if cut == -1 else count_lines(content, cut + 1))
+    if not lines:
+        return n_lines, NumberedBody("", 0, None)
+    if len(lines) >= len(_PREFIXES):
+        return None
+    # Number every line of the head at once; the page is this up to its last line end within the budget,
+    # and the number of its last line is read back from that line's prefix.
+    numbered = _numbered_join(lines, len(lines))
+    if len(numbered) <= budget:
+        return n_lines, NumberedBody(numbered, len(lines), None)
+    end = numbered.rfind("\n", 0, budget + 1)
+    if end != -1:
+        start = numbered.rfind("\n", 0, end) + 1
+        return n_lines, NumberedBody(numbered[:end], int(numbered[start : start + LINE_NUMBER_WIDTH]), None)
+    shown = max(0, budget - len(numbered_line(1, "")))
+    return n_lines, NumberedBody(numbered_line(1, lines[0][:shown]), 0, (1, len(lines[0]), shown))
 
 
 class WindowResult(NamedTuple):
@@ -141,6 +196,7 @@ class ViewWindow:
         self._current_kept = 0
         self._current_len = 0
         self._full = False  # enough kept to fill the budget even after CR stripping
+        self._cut = False  # a kept line's text stopped short of the line
 
     def _keeping(self) -> bool:
         in_range = self._line >= self._first and (self._last is None or self._line <= self._last)
@@ -154,19 +210,25 @@ class ViewWindow:
     def _feed_text(self, text: str) -> None:
         newlines = text.count("\n")
         self._newlines += newlines
-        self._crlf_newlines += text.count("\r\n") + (1 if self._previous_char == "\r" and text[0] == "\n" else 0)
+        if self._previous_char == "\r" or "\r" in text:  # CR is rare: most texts are not counted twice
+            self._crlf_newlines += text.count("\r\n") + (1 if self._previous_char == "\r" and text[0] == "\n" else 0)
         self._previous_char = text[-1]
+        line_after = self._line + newlines  # the number of the line being read once `text` is taken
         touches = (
-            not self._full and self._line + newlines >= self._first and (self._last is None or self._line <= self._last)
+            not self._full and line_after >= self._first and (self._last is None or self._line <= self._last)
         )
         if not touches:  # fast path: count, keep nothing
-            self._count_only(text)
+            self._count_rest(text, 0, line_after)
             return
         start = 0
         while True:
             if self._full or (self._last is not None and self._line > self._last):
-                self._count_only(text[start:])  # past the window: count the rest, keep nothing
+                self._count_rest(text, start, line_after)  # past the window: count the rest, keep nothing
                 return
+            if not self._current_len and self._line >= self._first:
+                start = self._keep_lines(text, start)
+                if self._full or (self._last is not None and self._line > self._last):
+                    continue
             end = text.find("\n", start)
             if end == -1:
                 self._add(text[start:])
@@ -175,13 +237,45 @@ class ViewWindow:
             self._end_line()
             start = end + 1
 
-    def _count_only(self, rest: str) -> None:
-        newlines = rest.count("\n")
-        if newlines:
-            self._line += newlines
-            self._current_len = len(rest) - rest.rfind("\n") - 1
+    def _count_rest(self, text: str, start: int, line_after: int) -> None:
+        """Take `text[start:]` without keeping it; `line_after` says where the line count ends."""
+        if line_after > self._line:
+            self._line = line_after
+            self._current_len = len(text) - text.rfind("\n") - 1
         else:
-            self._current_len += len(rest)
+            self._current_len += len(text) - start
+
+    def _keep_lines(self, text: str, start: int) -> int:
+        """Keep the whole lines of the window that start at `text[start]` (a line's start) at once, up to the
+        one that fills the budget; returns where the lines taken end. The lines are split from a stretch
+        bounded by the budget, and the one that fills it is found by bisection over their running cost,
+        so the work is bounded by the page, with no Python work per line."""
+        narrow = 10**LINE_NUMBER_WIDTH - self._line  # lines whose numbers fit the prefix's width
+        if narrow <= 0:
+            return start  # wider numbers: the line-by-line path numbers them (checked first: no scan per line)
+        measure = self._kept_chars - 2 * len(self._kept)  # full once this passes the budget
+        stop = text.find("\n", start + max(0, self._budget - measure))
+        if stop == -1:
+            stop = text.rfind("\n", start)
+            if stop == -1:
+                return start  # no whole line here: the line-by-line path takes the piece
+        lines = text[start:stop].split("\n")
+        lines = lines[: narrow if self._last is None else min(narrow, self._last - self._line + 1)]
+        # A kept line adds its numbered length plus a newline, less 2 (a CR may go), to the measure.
+        step = LINE_NUMBER_WIDTH
+        used: List[int] = list(map(add, accumulate(map(len, lines)), range(step, step * (len(lines) + 1), step)))
+        past = bisect_right(used, self._budget - measure)
+        texts = lines
+        if past < len(lines):  # this line fills the budget: the last one kept
+            lines = lines[: past + 1]
+            texts = lines[:-1] + [lines[-1][: self._budget + 2]]
+            self._full = True
+            self._cut = self._cut or len(texts[-1]) < len(lines[-1])
+        count = len(lines)
+        self._kept.extend(zip(range(self._line, self._line + count), texts, map(len, lines)))
+        self._kept_chars = measure + used[count - 1] - len(lines[-1]) + len(texts[-1]) + 2 * len(self._kept)
+        self._line += count
+        return start + used[count - 1] - (step - 1) * count
 
     def _add(self, piece: str) -> None:
         if self._keeping():
@@ -189,6 +283,8 @@ class ViewWindow:
             if room > 0 and piece:
                 self._current.append(piece[:room])
                 self._current_kept += min(room, len(piece))
+            if len(piece) > room:
+                self._cut = True
         self._current_len += len(piece)
 
     def _end_line(self) -> None:
@@ -216,7 +312,7 @@ class ViewWindow:
                 (n, t[:-1] if len(t) == length else t, length - 1) if n <= self._newlines else (n, t, length)
                 for n, t, length in kept
             ]
-        return WindowResult(n_lines, crlf, kept)
+        return WindowResult(n_lines, crlf, kept, not self._cut)
 
 
 def window_from_text(content: str, first: int, last: Optional[int], budget: Optional[int] = None) -> WindowResult:
@@ -224,20 +320,36 @@ def window_from_text(content: str, first: int, last: Optional[int], budget: Opti
 
     With a `budget`, only the lines that fit are kept, plus the first one that does not (so the
     cut is still seen): a numbered line costs its text plus 8 characters (number, TAB, newline).
+    A window from the first line splits only the head of the text that can reach the page (up to the
+    first line end past `budget + 1` characters: its lines alone overflow the budget) and counts the
+    lines of the rest without making them, so the work per line is bounded by the page, not the file.
     """
     crlf = is_crlf(content)
-    lines = split_lines(content.replace("\r\n", "\n") if crlf else content)
     start = max(first, 1)
+    head = content
+    if budget is not None and start == 1:
+        cut = content.find("\n", budget + 1)
+        if cut != -1:
+            head = content[: cut + 1]
+    lines = split_lines(head.replace("\r\n", "\n") if crlf else head)
+    n_lines = len(lines) + (0 if head is content else count_lines(content, len(head)))
     chosen = lines[start - 1 : len(lines) if last is None else min(last, len(lines))]
     if budget is not None and len(content) + (LINE_NUMBER_WIDTH + 2) * len(chosen) > budget:
-        used = -1  # the first line has no newline before it
-        for count, line in enumerate(chosen, start=1):
-            used += len(line) + LINE_NUMBER_WIDTH + 2
-            if used > budget:
-                chosen = chosen[:count]
-                break
+        # used[i] - 1: characters of lines 0..i numbered and joined; keep up to the first past the budget
+        step = LINE_NUMBER_WIDTH + 2
+        used = list(map(add, accumulate(map(len, chosen)), range(step, step * (len(chosen) + 1), step)))
+        past = bisect_right(used, budget + 1)
+        if past < len(used):
+            chosen = chosen[: past + 1]
     kept = list(zip(range(start, start + len(chosen)), chosen, map(len, chosen)))
-    return WindowResult(len(lines), crlf, kept, True)
+    return WindowResult(n_lines, crlf, kept, True)
+
+
+def count_lines(content: str, start: int = 0) -> int:
+    """Lines (D-VIEW-LINES) of `content[start:]`, counted without making them."""
+    if start >= len(content):
+        return 0
+    return content.count("\n", start) + (0 if content.endswith("\n") else 1)
 
 
 def read_window(chunks: Iterable[bytes], first: int, last: Optional[int], budget: int) -> WindowResult:

@@ -1,7 +1,8 @@
 """What a view shows: a file's numbered page or a folder's listing, built from what the store read. Pure.
 
 One page builder (`file_page`) serves every file view: whole small files take a one-join fast path
-(`text.number_whole`), everything else a window of lines (`text.window_from_text` for bytes in
+(`text.number_whole`), a whole file in memory that overflows the page numbers only the head that can
+reach it (`text.whole_page`), everything else a window of lines (`text.window_from_text` for bytes in
 memory, `text.read_window` for a streamed large file) cut to the character budget.
 """
 
@@ -31,6 +32,12 @@ def file_page(canonical: str, content: str, view_range: ViewRange, limits: Limit
         if whole is not None and whole[1] <= limits.max_lines:
             header = render("view_file_header", path=canonical).output
             return Result(header + "\n" + whole[0] if whole[1] else header, False)
+        paged = text.whole_page(content, limits.max_view_chars)
+        if paged is not None:
+            n_lines, body = paged
+            if n_lines > limits.max_lines:
+                return render("view_too_many_lines", path=canonical)
+            return numbered_page(canonical, body, n_lines, end)
     window = text.window_from_text(content, start, None if end == -1 else end, limits.max_view_chars)
     return window_page(canonical, window, view_range, limits)
 
@@ -56,6 +63,11 @@ def window_page(canonical: str, window: text.WindowResult, view_range: ViewRange
         if end != -1 and end < start:
             return render("view_range_end_before", view_range=shown_range, end=end, start=start)
     body = text.fit_numbered(window.lines, limits.max_view_chars, window.complete)
+    return numbered_page(canonical, body, n_lines, end)
+
+
+def numbered_page(canonical: str, body: text.NumberedBody, n_lines: int, end: int) -> Result:
+    """The header, the numbered lines and the note that says how to see what the page left out."""
     parts = [render("view_file_header", path=canonical).output]
     if body.body:
         parts.append(body.body)

@@ -219,3 +219,36 @@ def test_a_store_that_keeps_no_records_writes_none(tmp_path: Path) -> None:
     finally:
         root.close()
     assert not (tmp_path / "m" / ".refmem" / "access").exists()
+
+
+# --- the work of a delete and a rename ---------------------------------------------------------------------
+
+
+def test_a_rename_or_delete_that_finds_its_file_asks_the_root_nothing_and_confirms_a_folder_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The root-removed check (a stat) is made only when nothing is found (a removed root has no entries), and a
+    rename within one folder confirms that folder once (before: two root checks per command, two confirms)."""
+    handler = MemoryHandler(tmp_path / "m", track_access=False)
+    for name in ("a", "b", "c"):
+        assert not handler.execute({"command": "create", "path": f"/memories/d/{name}.md", "file_text": "x\n"}).is_error
+    handler.store.changes_since(0)  # a journal to write to (without one, each change checks `.refmem` is still there)
+    checks = {"root": 0, "confirm": 0}
+    check_removed, confirm = kernel.RootDir.check_removed, kernel.FdDir.confirm
+
+    def counting_check(root: kernel.RootDir) -> None:
+        checks["root"] += 1
+        check_removed(root)
+
+    def counting_confirm(folder: kernel.FdDir) -> None:
+        checks["confirm"] += 1
+        confirm(folder)
+
+    monkeypatch.setattr(kernel.RootDir, "check_removed", counting_check)
+    monkeypatch.setattr(kernel.FdDir, "confirm", counting_confirm)
+    renamed = handler.execute({"command": "rename", "old_path": "/memories/d/a.md", "new_path": "/memories/d/z.md"})
+    assert not renamed.is_error
+    assert not handler.execute({"command": "delete", "path": "/memories/d/b.md"}).is_error
+    assert checks == {"root": 0, "confirm": 1}
+    missing = handler.execute({"command": "delete", "path": "/memories/d/nothing.md"})
+    assert missing.is_error and checks["root"] == 1  # nothing found: the root is checked, as before

@@ -231,6 +231,43 @@ def test_D_VIEW_CRLF_cut_line_length_counts_the_shown_line() -> None:
     assert window.lines[0][2] == 50
 
 
+def test_view_window_numbers_past_the_prefix_width_like_the_naive_reading() -> None:
+    """Line 1,000,000 has a wider number: the bulk keeper hands it to the line-by-line path, once the narrow
+    lines before it are kept, and takes no stretch of text per wide line."""
+    data = b"ab\n" * 1_000_010
+    first = 999_995
+    chunks = [data[at : at + (1 << 20)] for at in range(0, len(data), 1 << 20)]
+    for budget in (40, 200, 10_000):
+        window = text.read_window(chunks, first, None, budget)
+        assert window.n_lines == 1_000_010
+        assert window.lines == [(n, "ab", 2) for n in range(first, first + len(window.lines))]
+        page = text.fit_numbered(window.lines, budget, window.complete)
+        assert page == text.fit_numbered([(n, "ab", 2) for n in range(first, 1_000_011)], budget)
+
+
+class _CountedSlices(str):
+    """A text that counts the characters sliced out of it (the work of keeping lines)."""
+
+    sliced = 0
+
+    def __getitem__(self, key):  # type: ignore[no-untyped-def]
+        part = str.__getitem__(self, key)
+        if isinstance(key, slice):
+            _CountedSlices.sliced += len(part)
+        return part
+
+
+def test_view_window_takes_no_stretch_of_text_per_line_past_the_prefix_width() -> None:
+    """Past line 999,999 the lines are numbered one by one, and the bulk keeper gives up before it looks at the
+    text (before: it split a budget's worth of text for every such line, 8,573 times here: 3 s of CPU)."""
+    window = text.ViewWindow(999_990, None, 60_000)
+    _CountedSlices.sliced = 0
+    window._feed_text(_CountedSlices("\n" * 1_100_000))
+    result = window.finish()
+    assert result.n_lines == 1_100_000 and result.lines[0] == (999_990, "", 0) and len(result.lines) == 8573
+    assert _CountedSlices.sliced <= 2 * 60_000
+
+
 def test_view_window_rejects_invalid_utf8_anywhere() -> None:
     with pytest.raises(ValueError):
         text.read_window([b"ok\n" * 10, b"\xff\n"], 1, 2, 100)
@@ -467,6 +504,29 @@ def test_number_whole_is_the_general_page_when_everything_fits(content: str, bud
         return
     assert whole == (general.body, window.n_lines)
     assert general.last_shown == window.n_lines and general.cut_line is None
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(st.sampled_from(["a", "bb", " ", "\n", "\r\n", "\r", "é", "\t", "x" * 50, "\n" * 9]), max_size=160).map(
+        "".join
+    ),
+    st.integers(min_value=1, max_value=400),
+)
+@example(content="", budget=1)
+@example(content="a\r\nb", budget=100)
+@example(content="x" * 30 + "\n" + "y\n" * 40, budget=20)
+def test_whole_page_is_the_general_page(content: str, budget: int) -> None:
+    """A whole view's page from the bounded head is exactly the page the general path makes from every line."""
+    paged = text.whole_page(content, budget)
+    window = text.window_from_text(content, 1, None, budget)
+    general = text.fit_numbered(window.lines, budget, window.complete)
+    assert paged == (window.n_lines, general)
+
+
+def test_whole_page_declines_past_the_prefix_table() -> None:
+    assert text.whole_page("\n" * 4096, 60_000) is None
+    assert text.whole_page("\n" * 4095, 60_000) is not None
 
 
 def test_number_whole_declines_past_the_prefix_table() -> None:

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 from typing import List, Optional, Sequence, Tuple
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from refmem import Limits
+from refmem import text as text_module
 from refmem.problems import DIR, FILE
 from refmem.storage import Listed
-from refmem.text import split_lines
+from refmem.text import ViewWindow, split_lines
 from refmem.view import file_page, listing, streamed_page
 
 PATH = "/memories/f.md"
@@ -95,3 +97,55 @@ def test_pages_are_bounded_by_the_budget_whatever_the_file() -> None:
         body = page[0].split("\n", 1)[1]
         numbered = [line for line in body.split("\n") if line[:6].strip().isdigit()]
         assert sum(len(line) for line in numbered) <= 100 + 7 * len(numbered)
+
+
+# --- the work of a first view of a large file is bounded by the page, not the file --------------------
+
+
+def _lines_made(monkeypatch: pytest.MonkeyPatch) -> List[int]:
+    """Record how many lines every split of a text into lines makes (refmem.text.split_lines)."""
+    made: List[int] = []
+    original = text_module.split_lines
+
+    def counting(content: str) -> List[str]:
+        lines = original(content)
+        made.append(len(lines))
+        return lines
+
+    monkeypatch.setattr(text_module, "split_lines", counting)
+    return made
+
+
+@pytest.mark.parametrize("size", [256 * 1024, 1024 * 1024 - 1])
+def test_a_whole_view_of_a_large_file_makes_only_the_lines_its_page_can_show(
+    monkeypatch: pytest.MonkeyPatch, size: int
+) -> None:
+    """The page shows at most max_view_chars characters, about 750 lines of 80: the file's other lines are
+    counted, never made into strings (before: every line of the file was split out, twice)."""
+    limits = Limits()
+    n_lines = size // 80
+    content = ("y" * 79 + "\n") * n_lines
+    made = _lines_made(monkeypatch)
+    page = file_page(PATH, content, None, limits)
+    last = (limits.max_view_chars + 1) // 87  # a numbered line: 7 + 79 characters and a newline
+    assert page.output.rsplit("\n", 1)[1].startswith(f"[Output truncated after line {last} of {n_lines}.")
+    # the lines within reach of the page: those starting in its first max_view_chars + 1 characters
+    assert sum(made) <= (limits.max_view_chars + 1) // 80 + 1, made
+
+
+def test_a_streamed_view_keeps_its_page_without_python_work_per_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Streamed (files over a megabyte), the lines of the page are kept in bulk: the line-by-line path runs
+    only for a line cut by a chunk's end (before: once per line shown, about 750 times)."""
+    calls = {"n": 0}
+    original = ViewWindow._end_line
+
+    def counting(window: ViewWindow) -> None:
+        calls["n"] += 1
+        original(window)
+
+    monkeypatch.setattr(ViewWindow, "_end_line", counting)
+    data = (b"z" * 79 + b"\n") * 30_000  # 2.4 MB
+    chunks = [data[at : at + (1 << 20)] for at in range(0, len(data), 1 << 20)]
+    page = streamed_page(PATH, iter(chunks), None, Limits())
+    assert page.output.rsplit("\n", 1)[1].startswith("[Output truncated after line 689 of 30000.")
+    assert calls["n"] <= len(chunks) + 1
