@@ -57,7 +57,7 @@ from .adapter_client import AdapterTarget
 from .layout import CaseDir, make_case_dir
 from .signalling import ErrorPrefix
 from .target_base import DEFAULT_STEP_TIMEOUT, StepResult, TargetError
-from .tiers import SAFETY
+from .tiers import DEPLOYMENT_CLASS
 
 CHECKS = ("lost-updates", "readers-during-writers", "tenants", "abandoned-calls")
 
@@ -96,7 +96,7 @@ class DeploymentReport:
     figures: Dict[str, Dict[str, Any]] = dataclasses.field(default_factory=dict)
 
     def add(self, check: str, detail: str) -> None:
-        finding = {"class": SAFETY, "check": check, "detail": detail}
+        finding = {"class": DEPLOYMENT_CLASS, "check": check, "detail": detail}
         if finding not in self.findings:
             self.findings.append(finding)
 

@@ -53,7 +53,7 @@ class _Server:
                     P.IMPLEMENTATION: dict(target.implementation),
                     P.STORAGE: target.storage,
                     P.OPTIONS: sorted(name for name in target.options if name in P.OPTION_NAMES),
-                    P.TENANTS: TENANT in target.options,
+                    P.TENANTS: bool(getattr(target, "tenants", False)),
                 }
             finally:
                 target.close()

@@ -163,7 +163,9 @@ class InProcessTarget(Target):
         self._timeout = timeout
         self._worker: Optional[_Worker] = None
         self._converters = dict(converters or {})
-        self.options = frozenset(self._converters)
+        self.options = frozenset(name for name in self._converters if name != TENANT)
+        self.tenants = TENANT in self._converters
+        """The factory takes `tenant=` (the deployment tier's tenants check; a reset may then carry one)."""
         self.rules = rules or signalling.Convention()
         self.implementation = implementation
         self._handler: Any = None
@@ -184,7 +186,7 @@ class InProcessTarget(Target):
             raise TargetError(f"{spec}: storage must be one of {STORAGE_KINDS}, not {storage}")
 
     def reset(self, root: pathlib.Path, options: Options = None) -> None:
-        missing = self.unsupported(options)
+        missing = next((name for name in options or {} if name not in self._converters), None)
         if missing is not None:
             raise TargetError(f"{self.spec}: option {missing} not supported")
         self._release()

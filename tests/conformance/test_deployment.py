@@ -152,3 +152,34 @@ def test_the_server_refuses_a_tenant_name_it_does_not_accept(tenant: object, tmp
     reply = handle_line(session, _line(cmd="reset", seq=1, root=str(tmp_path), tenant=tenant))
     assert reply is not None and reply["error"]["code"] == protocol.BAD_REQUEST, reply
     assert not (tmp_path / ".refmem" / "tenants").exists() or not any((tmp_path / ".refmem" / "tenants").iterdir())
+
+
+# --- through the command line and the reports ----------------------------------------------------------
+
+
+def test_the_command_line_runs_the_tier_into_the_reports(basic_cases: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    from conformance_support import run_cli
+
+    report, markdown = tmp_path / "report.json", tmp_path / "report.md"
+    status, out, err = run_cli("--cases-dir", str(basic_cases), "--no-matrix", "--target", "refmem", "--deployment",
+                               "--report-json", str(report), "--markdown", str(markdown))
+    assert status == 0, out + err
+    assert "deployment: 0 findings; 0 lost or duplicated updates per thousand commands" in out
+    written = json.loads(report.read_text())
+    assert written["figures"]["deployment_ran"] is True and written["figures"]["lost_per_thousand"] == 0
+    assert sorted(written["deployment"]["figures"]) == sorted(deployment.CHECKS)
+    assert "## Deployment tier" in markdown.read_text()
+    pytest.importorskip("jsonschema")
+    from test_conformance_schemas import _errors
+
+    assert _errors("report", written) == []
+
+
+@pytest.mark.slow
+def test_a_lost_update_fails_the_run_as_unsafe(basic_cases: pathlib.Path) -> None:
+    from conformance_support import run_cli
+
+    status, out, _ = run_cli("--cases-dir", str(basic_cases), "--no-matrix", "--target",
+                             "python:deployment_backends:make_unlocked", "--deployment")
+    assert status == 1, out
+    assert "(1 of them in the deployment tier)" in out and "deployment [safety] lost-updates" in out
