@@ -142,7 +142,8 @@ class Sessions:
         session = AdapterTarget(self.spec, self.command, root, self.timeout, share=True, env=self.env)
         self.opened.append(session)
         if not session.shares:
-            raise _Skip(f"the target cannot share its storage between sessions: {session.share_reason or 'it says so'}")
+            why = session.share_reason or "its start reply has no `share: true` (PROTOCOL.md, several sessions)"
+            raise _Skip(f"the target cannot share its storage between sessions: {why}")
         if tenant is not None:
             if not session.tenants:
                 raise _Skip("the target declares no tenants (a `tenant` keyword, or `tenants` in the start reply)")
