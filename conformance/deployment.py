@@ -217,8 +217,10 @@ _LISTED = re.compile(r"^[^\t\n]*\t(/memories/[^\n]*)$", re.MULTILINE)
 
 
 def file_lines(output: str) -> List[str]:
-    """A file view's lines, without their numbers (the documented `%6d\\t` numbering) or the header."""
-    return [match.group(1) for line in output.split("\n") for match in [_NUMBERED.match(line)] if match]
+    """A file view's lines, without their numbers (the documented `%6d\\t` numbering) or the header. A final
+    newline shown as an empty numbered line is dropped: the documentation allows either reading."""
+    lines = [match.group(1) for line in output.split("\n") for match in [_NUMBERED.match(line)] if match]
+    return lines[:-1] if lines and lines[-1] == "" else lines
 
 
 def listed_paths(output: str) -> List[str]:
@@ -266,6 +268,16 @@ class _Tally:
     duplicated: int = 0
     refused_applied: int = 0
     not_whole: List[str] = dataclasses.field(default_factory=list)
+    by_command: Dict[str, int] = dataclasses.field(default_factory=dict)
+    """Lost and duplicated updates by the command that made them: which command loses, for the report."""
+
+    def lose(self, command: str, count: int = 1, duplicated: bool = False) -> None:
+        if count > 0:
+            if duplicated:
+                self.duplicated += count
+            else:
+                self.lost += count
+            self.by_command[command] = self.by_command.get(command, 0) + count
 
 
 def _round_commands(
@@ -296,7 +308,7 @@ def _lost_updates(run: _Run, plan: Plan) -> None:
     run.create(first, notes, "notes\nANCHOR\n")
     run.create(first, f"{box}/box.txt", "box\n")
     tally = _Tally()
-    edits: Dict[str, bool] = {}
+    edits: Dict[str, Tuple[str, bool]] = {}
     creates: Dict[str, List[Tuple[str, bool]]] = {}
     for r in range(plan.rounds):
         planned = _round_commands(r, len(sessions), nonce, notes, base, box)
@@ -309,13 +321,13 @@ def _lost_updates(run: _Run, plan: Plan) -> None:
             tally.commands += 1
             tally.succeeded += ok
             if kind in ("str_replace", "insert"):
-                edits[token] = ok
+                edits[token] = (kind, ok)
             elif kind == "create":
                 creates.setdefault(command["path"], []).append((token, ok))
             elif ok:
                 renamed.append(command["new_path"])
         if len(renamed) > 1:
-            tally.duplicated += len(renamed) - 1  # two renames of one folder both said they moved it
+            tally.lose("rename", len(renamed) - 1, duplicated=True)  # two renames of one folder both moved it
         box = renamed[0] if renamed else box
         if run.failed:
             return
@@ -331,24 +343,28 @@ def _lost_updates(run: _Run, plan: Plan) -> None:
             run.check,
             f"{tally.lost} updates lost, {tally.duplicated} duplicated, {tally.refused_applied} applied though "
             f"refused, in {tally.commands} commands of {len(sessions)} sessions ({figures['per_thousand']} per "
-            "thousand commands)",
+            f"thousand commands; by command: {_by_command(tally.by_command)})",
         )
     if tally.not_whole:
         run.report.add(run.check, "not whole afterwards: " + "; ".join(tally.not_whole[:3]))
 
 
-def _judge_notes(run: _Run, checker: AdapterTarget, notes: str, edits: Dict[str, bool], tally: _Tally) -> None:
+def _by_command(counts: Dict[str, int]) -> str:
+    return ", ".join(f"{name} {count}" for name, count in sorted(counts.items())) or "none"
+
+
+def _judge_notes(
+    run: _Run, checker: AdapterTarget, notes: str, edits: Dict[str, Tuple[str, bool]], tally: _Tally
+) -> None:
     result = run.run(checker, {"command": "view", "path": notes})
+    lines = Counter(file_lines(result.output) if not result.is_error else [])
     if result.is_error:
-        tally.lost += sum(edits.values())
         tally.not_whole.append(f"{notes} cannot be viewed")
-        return
-    lines = Counter(file_lines(result.output))
-    for token, ok in edits.items():
+    for token, (kind, ok) in edits.items():
         seen = lines[token]
         if ok:
-            tally.lost += seen == 0
-            tally.duplicated += max(seen - 1, 0)
+            tally.lose(kind, int(seen == 0))
+            tally.lose(kind, max(seen - 1, 0), duplicated=True)
         else:
             tally.refused_applied += seen
     strange = [line for line in lines if line not in edits and line not in ("notes", "ANCHOR")]
@@ -365,22 +381,22 @@ def _judge_tree(
         made = [token for token, ok in attempts if ok]
         refused = {token for token, ok in attempts if not ok}
         if path not in paths:
-            tally.lost += len(made)
+            tally.lose("create", len(made))
             continue
         lines = file_lines(run.run(checker, {"command": "view", "path": path}).output)
         if len(lines) == 1 and lines[0] in made:
-            tally.lost += len(made) - 1  # a second create that said it made the file overwrote the first
+            tally.lose("create", len(made) - 1)  # a second create that said it made the file overwrote the first
         elif len(lines) == 1 and lines[0] in refused:
             tally.refused_applied += 1
-            tally.lost += len(made)
+            tally.lose("create", len(made))
         else:
             tally.not_whole.append(f"{path} is not the text of any one create")
-            tally.lost += len(made)
+            tally.lose("create", len(made))
     boxes = {path for path in paths if path.rsplit("/", 1)[-1].startswith("box-") and path.count("/") == 3}
     if box not in boxes:
-        tally.lost += 1
+        tally.lose("rename")
         tally.not_whole.append(f"the folder {box}, moved there last, is not there")
-    tally.duplicated += len(boxes - {box})
+    tally.lose("rename", len(boxes - {box}), duplicated=True)
     inside = file_lines(run.run(checker, {"command": "view", "path": f"{box}/box.txt"}).output)
     if box in boxes and inside != ["box"]:
         tally.not_whole.append(f"{box}/box.txt is not whole")
