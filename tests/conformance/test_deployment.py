@@ -183,3 +183,23 @@ def test_a_lost_update_fails_the_run_as_unsafe(basic_cases: pathlib.Path) -> Non
                              "python:deployment_backends:make_unlocked", "--deployment")
     assert status == 1, out
     assert "(1 of them in the deployment tier)" in out and "deployment [safety] lost-updates" in out
+
+
+# --- reading views back ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "Here's the content of /memories/a.txt with line numbers:\n     1\tx\n     2\tANCHOR",
+        "Here's the content of /memories/a.txt with line numbers:\n     1\tx\n     2\tANCHOR\n     3\t",  # the SDK's
+    ],
+)
+def test_a_view_reads_back_as_its_lines_in_either_reading_of_a_final_newline(output: str) -> None:
+    assert deployment.file_lines(output) == ["x", "ANCHOR"]
+
+
+def test_a_listing_reads_back_as_its_paths_and_not_its_header() -> None:
+    output = ("Here're the files and directories up to 2 levels deep in /memories/big, excluding hidden items:\n"
+              "4.0K\t/memories/big\n80K\t/memories/big/big.txt")
+    assert deployment.listed_paths(output) == ["/memories/big", "/memories/big/big.txt"]
