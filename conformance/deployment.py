@@ -290,8 +290,8 @@ def _round_commands(
         kind = OPS[(r + (index * 2) // count) % len(OPS)]
         token = f"tok{nonce}-{index}-{r:03d}"
         commands: Dict[str, Dict[str, Any]] = {
-            "str_replace": {"command": "str_replace", "path": notes, "old_str": "ANCHOR\n",
-                            "new_str": f"ANCHOR\n{token}\n"},
+            "str_replace": {"command": "str_replace", "path": notes, "old_str": "ANCHOR",
+                            "new_str": f"ANCHOR\n{token}"},
             "insert": {"command": "insert", "path": notes, "insert_line": 1, "insert_text": f"{token}\n"},
             "create": {"command": "create", "path": f"{base}/c-{r:03d}.txt", "file_text": f"{token}\n"},
             "rename": {"command": "rename", "old_path": box, "new_path": f"{base}/box-{token}"},
@@ -406,21 +406,24 @@ def _judge_tree(
 
 
 def _page(letter: str, lines: int) -> List[str]:
-    return [f"{letter}{number:05d} " + letter.lower() * 60 for number in range(lines)]
+    """A version of the page: its first line names the version, the rest is the same in both (so the edit's
+    old_str is one line: some implementations match old_str line by line). A rewrite that is not atomic shows
+    a reader a file cut short, or without its first line."""
+    same = [f"line {number:05d} " + "p" * 54 for number in range(1, lines)]
+    return [f"VERSION-{letter} " + letter.lower() * 60] + same
 
 
 def _readers(run: _Run, plan: Plan) -> None:
     sessions = run.open(plan.sessions)
     writer, readers = sessions[0], sessions[1:]
     versions = [_page("A", plan.page_lines), _page("B", plan.page_lines)]
-    texts = ["\n".join(version) + "\n" for version in versions]
     path = "/memories/page.txt"
-    run.create(writer, path, texts[0])
-    current, writes, views, torn, refused = 0, 0, 0, 0, 0
+    run.create(writer, path, "\n".join(versions[0]) + "\n")
+    current, writes, rewritten, views, torn, refused = 0, 0, 0, 0, 0, 0
 
     def write() -> StepResult:
-        return run.run(writer, {"command": "str_replace", "path": path, "old_str": texts[current],
-                                "new_str": texts[1 - current]})
+        return run.run(writer, {"command": "str_replace", "path": path, "old_str": versions[current][0],
+                                "new_str": versions[1 - current][0]})
 
     def read(reader: AdapterTarget) -> List[StepResult]:
         return [run.run(reader, {"command": "view", "path": path}) for _ in range(plan.views_per_round)]
@@ -431,6 +434,7 @@ def _readers(run: _Run, plan: Plan) -> None:
         writes += 1
         if not done[0].is_error:
             current = 1 - current
+            rewritten += 1
         for seen in (result for batch in done[1:] for result in batch):
             views += 1
             if seen.is_error:
@@ -439,8 +443,10 @@ def _readers(run: _Run, plan: Plan) -> None:
                 torn += 1
         if run.failed:
             return
-    run.report.figures[run.check] = {"writes": writes, "views": views, "torn": torn, "refused": refused,
-                                     "lines": plan.page_lines}
+    run.report.figures[run.check] = {"writes": writes, "rewritten": rewritten, "views": views, "torn": torn,
+                                     "refused": refused, "lines": plan.page_lines}
+    if not rewritten:
+        run.report.notes.append(f"{run.check}: not judged, the target refused every rewrite of the file")
     if torn or refused:
         run.report.add(
             run.check,
@@ -525,8 +531,8 @@ def _abandoned(run: _Run, plan: Plan) -> None:
 
     def edit(session: AdapterTarget, timeout: Optional[float]) -> Tuple[StepResult, float]:
         started = time.monotonic()
-        result = run.run(session, {"command": "str_replace", "path": path, "old_str": f"HEAD-{state}\n",
-                                   "new_str": f"HEAD-{state + 1}\n"}, timeout)
+        result = run.run(session, {"command": "str_replace", "path": path, "old_str": f"HEAD-{state}",
+                                   "new_str": f"HEAD-{state + 1}"}, timeout)
         return result, time.monotonic() - started
 
     durations = []

@@ -203,3 +203,16 @@ def test_a_listing_reads_back_as_its_paths_and_not_its_header() -> None:
     output = ("Here're the files and directories up to 2 levels deep in /memories/big, excluding hidden items:\n"
               "4.0K\t/memories/big\n80K\t/memories/big/big.txt")
     assert deployment.listed_paths(output) == ["/memories/big", "/memories/big/big.txt"]
+
+
+NODE_ADAPTER = pathlib.Path(__file__).resolve().parents[2] / "conformance" / "adapters" / "node"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("node") is None or not (NODE_ADAPTER / "node_modules" / "@anthropic-ai").is_dir(),
+                    reason="the Node adapter needs node and `npm ci --prefix conformance/adapters/node`")
+def test_the_node_adapter_shares_its_root_between_sessions(workdir: pathlib.Path) -> None:
+    spec = f"cmd:node {NODE_ADAPTER / 'adapter.mjs'}"
+    report = deployment.deployment_report(spec, workdir, checks=["lost-updates", "readers-during-writers"], plan=SMALL)
+    assert report.notes == [], report.notes  # it answers share: the checks run (what it loses is a figure)
+    assert report.figures["readers-during-writers"]["rewritten"] == SMALL.reader_rounds
