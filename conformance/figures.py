@@ -199,6 +199,8 @@ def _safe_text(f: Dict[str, Any]) -> str:
 
 
 def _deployment_text(f: Dict[str, Any]) -> str:
+    if not f.get("deployment_ran"):
+        return "not run (--deployment)"  # a column of the matrix page whose report did not ask for it
     parts = [f"{f.get('deployment_safety', 0)} findings"]
     if f.get("lost_per_thousand") is not None:
         parts.append(f"{f['lost_per_thousand']:g} lost or duplicated updates per thousand commands")

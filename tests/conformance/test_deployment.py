@@ -216,3 +216,15 @@ def test_the_node_adapter_shares_its_root_between_sessions(workdir: pathlib.Path
     report = deployment.deployment_report(spec, workdir, checks=["lost-updates", "readers-during-writers"], plan=SMALL)
     assert report.notes == [], report.notes  # it answers share: the checks run (what it loses is a figure)
     assert report.figures["readers-during-writers"]["rewritten"] == SMALL.reader_rounds
+
+
+def test_the_deployment_figure_says_when_the_tier_did_not_run() -> None:
+    from refmem_conformance.figures import ROWS
+
+    row = next(row for row in ROWS if row.key == "deployment_safety")
+    assert not row.shown({"safe": True}) and row.text({"safe": True}) == "not run (--deployment)"
+    ran = {"deployment_ran": True, "deployment_safety": 1, "lost_per_thousand": 312.5,
+           "deployment_skipped": ["tenants: skipped, the target declares no tenants"]}
+    assert row.text(ran) == ("1 findings; 312.5 lost or duplicated updates per thousand commands; 1 skipped "
+                             "(tenants: skipped, the target declares no tenants)")
+    assert row.shown(ran) and not row.ok(ran)
