@@ -59,9 +59,10 @@ def quoted(line: wire.Line) -> str:
 class _Child:
     """A started adapter process, its replies (one line read ahead at most) and the tail of its standard error."""
 
-    def __init__(self, argv: List[str]) -> None:
+    def __init__(self, argv: List[str], env: Optional[Dict[str, str]] = None) -> None:
         self.process = subprocess.Popen(
             argv,
+            env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -202,11 +203,33 @@ def _check_reply(reply: Dict[str, Any], seq: int) -> None:
 class AdapterTarget(Target):
     """A `cmd:COMMAND LINE` target: the command speaks the adapter protocol on stdin and stdout."""
 
-    def __init__(self, spec: str, command: str, root: pathlib.Path, step_timeout: float) -> None:
+    shares = False
+    """The adapter said, in its start reply, that it shares its storage with the other sessions on the root."""
+    share_reason = ""
+    """Why it cannot share (its `share_reason`), when it said so."""
+    tenants = False
+    """The adapter's reset accepts a `tenant`."""
+
+    def __init__(
+        self,
+        spec: str,
+        command: str,
+        root: pathlib.Path,
+        step_timeout: float,
+        *,
+        share: bool = False,
+        tenant: Optional[str] = None,
+        env: Optional[Dict[str, str]] = None,
+    ) -> None:
+        """`share`: start it as one of several sessions over the same storage (the protocol's `share`);
+        `tenant`: sent in every reset; `env`: the adapter's environment (default: the runner's)."""
         self.spec = spec
         self._argv = shlex.split(command)
         if not self._argv:
             raise TargetError(f"{spec}: empty command line")
+        self._share = share
+        self._tenant = tenant
+        self._env = env
         self._step_timeout = step_timeout
         self._seq = 0
         self._child: Optional[_Child] = None
@@ -223,11 +246,14 @@ class AdapterTarget(Target):
 
     def _start(self) -> _Child:
         try:
-            child = _Child(self._argv)
+            child = _Child(self._argv, self._env)
         except OSError as exc:
             raise TargetError(f"{self.spec}: cannot start the adapter: {exc}") from exc
+        start: Dict[str, Any] = {P.CMD: P.CMD_START, P.VERSION_FIELD: P.VERSION}
+        if self._share:
+            start[P.SHARE] = True  # sent only when asked: an adapter never started for sessions never sees it
         try:
-            child.send({P.CMD: P.CMD_START, P.VERSION_FIELD: P.VERSION}, START_TIMEOUT)
+            child.send(start, START_TIMEOUT)
             reply = child.receive(START_TIMEOUT)
             _check_ready(reply)
         except (OSError, EOFError, queue.Empty, ProtocolViolation) as exc:
@@ -239,6 +265,10 @@ class AdapterTarget(Target):
         self.storage = reply.get(P.STORAGE, P.STORAGE_FILESYSTEM)
         self.options = frozenset(name for name in reply.get(P.OPTIONS, []) if name in P.OPTION_NAMES)
         self.tools = tuple(dict.fromkeys(reply.get(P.TOOLS, [P.TOOL_MEMORY])))
+        self.shares = reply.get(P.SHARE) is True
+        reason = reply.get(P.SHARE_REASON)
+        self.share_reason = shown(reason, MESSAGE_CHARS) if isinstance(reason, str) else ""
+        self.tenants = reply.get(P.TENANTS) is True
         self.restarts += 1
         return child
 
@@ -253,6 +283,8 @@ class AdapterTarget(Target):
         request: Dict[str, Any] = {P.CMD: P.CMD_RESET, P.ROOT: str(root)}
         if options:
             request[P.OPTIONS] = dict(options)  # sent only when set: an adapter that lists none never sees it
+        if self._tenant is not None:
+            request[P.TENANT] = self._tenant
         for _attempt in (1, 2):
             if self._child is None or self._child.process.poll() is not None:
                 self._discard()
@@ -269,6 +301,10 @@ class AdapterTarget(Target):
                 problem = f"reset failed: {exc or type(exc).__name__}"
             self._discard()
         raise TargetError(f"{self.spec}: {problem}")
+
+    def serve_tenant(self, tenant: Optional[str]) -> None:
+        """Send `tenant` in every reset from now on (the next reset builds the handler for it)."""
+        self._tenant = tenant
 
     def _discard(self) -> None:
         if self._child is not None:
@@ -288,7 +324,10 @@ class AdapterTarget(Target):
 
     # --- commands -----------------------------------------------------------------------------
 
-    def execute(self, input: Any, tool: str = P.TOOL_MEMORY) -> StepResult:
+    def execute(self, input: Any, tool: str = P.TOOL_MEMORY, *, timeout: Optional[float] = None) -> StepResult:
+        """Run `input`; `timeout` (seconds) replaces the step timeout for this call alone (the deployment tier
+        cuts calls off part way)."""
+        step_timeout = self._step_timeout if timeout is None else timeout
         child = self._child
         if child is None:
             return StepResult("", True, crashed=True, detail="the adapter is not running (it crashed earlier)")
@@ -296,13 +335,12 @@ class AdapterTarget(Target):
         if tool != P.TOOL_MEMORY:
             request[P.TOOL] = tool  # sent only for another tool: an adapter of the memory tool alone never sees it
         try:
-            reply = self._request(child, request, self._step_timeout)
+            reply = self._request(child, request, step_timeout)
             return step_from_reply(reply)
         except queue.Empty:
             self._discard()
-            return StepResult(
-                "", True, timed_out=True, detail=f"no reply within {self._step_timeout:g}s; the adapter was killed"
-            )
+            detail = f"no reply within {step_timeout:g}s; the adapter was killed"
+            return StepResult("", True, timed_out=True, detail=detail)
         except (OSError, EOFError, ProtocolViolation) as exc:
             self._discard()  # first: the killed child's reading threads finish its stderr
             tail = child.tail()

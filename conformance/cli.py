@@ -31,7 +31,7 @@ from .figures import run_verdict
 from .matrixpage import matrix_page
 from .reports import as_json, describe_failure, summary, write_json, write_junit, write_markdown
 from .results import CaseResult, RunResult
-from .runner import StressRunner, run_suite
+from .runner import DeploymentRunner, StressRunner, run_suite
 from .scaffold import LANGUAGES, ScaffoldError, new_adapter
 from .targets import DEFAULT_STEP_TIMEOUT, TargetError
 from .tiers import PROFILES, default_profile
@@ -95,6 +95,11 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--stress-quick", action="store_true", help="the stress tier's quick variant (implies --stress)"
+    )
+    parser.add_argument(
+        "--deployment", action="store_true",
+        help="also run the deployment tier (conformance/deployment.py): several sessions over one store (lost "
+        "updates, torn reads, tenants, calls cut off part way); a target that cannot share is skipped, with why",
     )
     parser.add_argument(
         "--timeout", type=float, default=DEFAULT_STEP_TIMEOUT, help="seconds per step (default %(default)s)"
@@ -426,6 +431,7 @@ def _execute_on(
         profile=args.profile,
         error_prefix=args.error_prefix,
         stress=_stress(args),
+        deployment=_deployment(args),
         classify=lambda result: expect.classify(result, entries),
         skipped=_skipped_by(entries),
     )
@@ -519,6 +525,21 @@ def _stress(args: argparse.Namespace) -> Optional[StressRunner]:
         return list(run_stress(open_fresh, workdir, quick=quick))
 
     return stress
+
+
+def _deployment(args: argparse.Namespace) -> Optional[DeploymentRunner]:
+    """The deployment tier as the runner calls it, when --deployment is given."""
+    if not getattr(args, "deployment", False):
+        return None
+    from .deployment import deployment_report
+
+    def deployment(spec: str, workdir: pathlib.Path) -> Dict[str, Any]:
+        # the target as given, not the --validate relay the cases went through: several relays would write one
+        # log at once (the sessions' messages are not checked against the schemas)
+        report = deployment_report(args.target or spec, workdir, timeout=args.timeout, error_prefix=args.error_prefix)
+        return report.as_dict()
+
+    return deployment
 
 
 def _write_reports(args: argparse.Namespace, run: RunResult) -> None:

@@ -10,6 +10,8 @@
   signalling       cases with an `is_error` expectation free of signalling findings
   robustness       exceptions that were not the implementation's error signal
   cost             the stress tier's cost findings, when it ran
+  deployment       the deployment tier, when it ran: its safety findings (counted in `safe` too), the lost-updates
+                   rate per thousand commands, or why it was skipped
   conformant       under the run's profile: safe, and every case that gates under it passes (tiers.gates);
                    "not judged" when no such case ran
 
@@ -88,6 +90,14 @@ class Figures:
     robustness_cases: int
     cost_findings: int
     stress_ran: bool
+    deployment_safety: int
+    """Of `safety_findings`, those of the deployment tier (lost updates, torn reads, tenant leaks, half-applied
+    calls)."""
+    deployment_ran: bool
+    lost_per_thousand: Optional[float]
+    """The deployment tier's lost (and duplicated) updates per thousand commands; None when that check did not run."""
+    deployment_skipped: List[str]
+    """Why the deployment tier, or one of its checks, did not run (shown, never silent)."""
     passed: Tuple[int, int]
     skipped: int
     profile: str
@@ -132,8 +142,12 @@ def figures(run: RunResult) -> Figures:
 
     stress = run.stress or []
     stress_safety = sum(item.get("class") == SAFETY for item in stress)
+    deployment = run.deployment or {}
+    deployment_safety = sum(item.get("class") == SAFETY for item in deployment.get("findings", []))
+    lost = deployment.get("figures", {}).get("lost-updates")
     return Figures(
-        safety_findings=sum(finding.cls == SAFETY for r in ran for finding in r.findings) + stress_safety,
+        safety_findings=sum(finding.cls == SAFETY for r in ran for finding in r.findings) + stress_safety
+        + deployment_safety,
         unsafe_cases=sum(result.failed_in(SAFETY) for result in ran),
         stress_safety=stress_safety,
         host_layout_findings=sum(finding.cls == HOST_LAYOUT for r in ran for finding in r.findings),
@@ -150,6 +164,10 @@ def figures(run: RunResult) -> Figures:
         robustness_cases=sum(result.failed_in(ROBUSTNESS) for result in ran),
         cost_findings=sum(item.get("class") == COST for item in stress),
         stress_ran=run.stress is not None,
+        deployment_safety=deployment_safety,
+        deployment_ran=run.deployment is not None,
+        lost_per_thousand=float(lost["per_thousand"]) if lost else None,
+        deployment_skipped=[str(note) for note in deployment.get("notes", [])],
         passed=_ratio(ran, lambda r: r.status == PASS),
         skipped=len(run.results) - len(ran),
         profile=profile,
@@ -175,7 +193,21 @@ def _safe_text(f: Dict[str, Any]) -> str:
         text += f" in {f['unsafe_cases']} cases"
     if f.get("stress_safety"):
         text += f" ({f['stress_safety']} of them in the stress tier)"
+    if f.get("deployment_safety"):
+        text += f" ({f['deployment_safety']} of them in the deployment tier)"
     return text
+
+
+def _deployment_text(f: Dict[str, Any]) -> str:
+    if not f.get("deployment_ran"):
+        return "not run (--deployment)"  # a column of the matrix page whose report did not ask for it
+    parts = [f"{f.get('deployment_safety', 0)} findings"]
+    if f.get("lost_per_thousand") is not None:
+        parts.append(f"{f['lost_per_thousand']:g} lost or duplicated updates per thousand commands")
+    skipped = f.get("deployment_skipped") or []
+    if skipped:
+        parts.append(f"{len(skipped)} skipped ({skipped[0]})")
+    return "; ".join(parts)
 
 
 def _conformant_text(f: Dict[str, Any]) -> str:
@@ -272,6 +304,13 @@ ROWS: Tuple[Row, ...] = (
         "time or memory out of proportion to the input, in the stress tier",
         lambda f: f"{f.get('cost_findings', 0)} findings", lambda f: not f.get("cost_findings"),
         shown=lambda f: bool(f.get("stress_ran")),
+    ),
+    Row(
+        "deployment_safety", "deployment",
+        "several sessions over one store: lost updates (tokens counted, the rate per thousand commands), torn "
+        "reads, one tenant's text in another's output, calls cut off half applied; every finding is a safety one",
+        _deployment_text, lambda f: not f.get("deployment_safety"),
+        shown=lambda f: bool(f.get("deployment_ran")),
     ),
     Row(
         "conformant", "conformant",

@@ -106,6 +106,9 @@ SETTINGS: Tuple[Setting, ...] = (
             choices=tuple(sorted(PROFILES))),
     Setting("memory-stress", "also run the stress tier (conformance/stress.py) as one test: any safety or cost "
             "finding fails it", "text", choices=("quick", "full")),
+    Setting("memory-deployment", "also run the deployment tier (conformance/deployment.py) as one test: several "
+            "sessions over one store; any finding fails it, a tier the target cannot run is skipped with why",
+            "flag"),
     Setting("memory-error-prefix", "python targets: a plain string starting with TEXT is an error; repeat it for "
             "several (in the ini file, one a line)", "lines", "TEXT"),
     Setting("memory-full-diff", "print every line of a failure (default: the first difference)", "flag"),
@@ -365,6 +368,30 @@ class StressItem(pytest.Item):
         return self.path, 0, "memory conformance stress tier"
 
 
+class DeploymentItem(pytest.Item):
+    """The deployment tier as one test: its findings are the failure; a target that cannot run it is a skip."""
+
+    def runtest(self) -> None:
+        from .deployment import deployment_report, summary_lines
+
+        session: _Session = self.config._memory_session  # type: ignore[attr-defined]
+        workdir = session.base / "deployment"
+        workdir.mkdir(exist_ok=True)
+        report = deployment_report(session.spec, workdir, timeout=session.timeout, error_prefix=session.error_prefix)
+        if report.findings:
+            raise CaseFailed("\n".join(summary_lines(report.as_dict())))
+        if not report.figures:
+            pytest.skip("; ".join(report.notes) or "the deployment tier ran no check")
+
+    def repr_failure(self, excinfo: Any, style: Any = None) -> str:
+        if isinstance(excinfo.value, CaseFailed):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> Tuple[Any, Optional[int], str]:
+        return self.path, 0, "memory conformance deployment tier"
+
+
 class ConformanceCollector(pytest.Collector):
     def __init__(self, *, cases: List[Case], entries: List[expect.Expectation], strict: bool, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -426,6 +453,8 @@ def pytest_collection_modifyitems(session: Any, config: Any, items: List[Any]) -
     stress = settings["memory_stress"]
     if stress:
         ours.append(StressItem.from_parent(collector, name="stress", quick=stress == "quick"))
+    if settings["memory_deployment"]:
+        ours.append(DeploymentItem.from_parent(collector, name="deployment"))
     chosen = getattr(config, "_memory_node_ids", [])
     if chosen and ROOT_NAME not in chosen:
         ours = [item for item in ours if item.nodeid in chosen]

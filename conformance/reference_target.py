@@ -24,13 +24,15 @@ def make(
     allow: Optional[Sequence[str]] = None,
     limits: Optional[Mapping[str, int]] = None,
     content_policy: Optional[str] = None,
+    tenant: Optional[str] = None,
 ) -> Any:
-    """A `refmem.MemoryHandler` on `root`; `limits` a dict of Limits fields, `content_policy` an action name."""
+    """A `refmem.MemoryHandler` on `root` (for `tenant`'s memories when named); `limits` a dict of Limits
+    fields, `content_policy` an action name."""
     from refmem import MemoryHandler
     from refmem.limits import Limits
     from refmem.policy import ContentPolicy
 
-    kwargs: Dict[str, Any] = {"read_only": read_only, "allow": allow}
+    kwargs: Dict[str, Any] = {"read_only": read_only, "allow": allow, "tenant": tenant}
     if limits:
         kwargs["limits"] = Limits(**dict(limits))
     if content_policy is not None:

@@ -111,6 +111,14 @@ def summary(run: RunResult, stale: List[Dict[str, str]], strict: bool, violation
     )
     for item in run.stress or []:
         lines.append(f"  stress [{item.get('class')}] {item.get('check')}: {printable(str(item.get('detail', '')))}")
+    deployment = run.deployment or {}
+    for item in deployment.get("findings", []):
+        detail = printable(str(item.get("detail", "")))
+        lines.append(f"  deployment [{item.get('class')}] {item.get('check')}: {detail}")
+    lines += [f"  deployment: {printable(str(note))}" for note in deployment.get("notes", [])]
+    for check, measured in deployment.get("figures", {}).items():
+        shown = ", ".join(f"{key} {value}" for key, value in measured.items() if not isinstance(value, list))
+        lines.append(f"  deployment {check}: {printable(shown)}")
     for entry in stale:
         lines.append(f"  {'STALE' if strict else 'stale'} expectation {printable(entry['id'])!r}: matches no case")
     lines.extend("  " + printable(warning) for warning in run.warnings)
@@ -227,6 +235,7 @@ def as_json(run: RunResult) -> Dict[str, Any]:
         "stale_expectations": run.stale,
         "warnings": run.warnings,
         "stress": run.stress,
+        "deployment": run.deployment,
         "interrupted": run.interrupted,
         "unsafe": unsafe_ids(run),
         "verdict": dict(zip(("exit", "why"), run_verdict(run, False))),
@@ -338,12 +347,23 @@ def _class_table(run: RunResult) -> List[str]:
             tally[cls][1] += 1
         for finding in result.findings:
             tally[finding.cls][0] += 1
-    for item in run.stress or []:
+    for item in (run.stress or []) + list((run.deployment or {}).get("findings", [])):
         cls = str(item.get("class", ""))
         if cls in tally:
             tally[cls][0] += 1
     rows = [f"| {cls} | {found} | {cases} |" for cls, (found, cases) in tally.items() if found]
     return ["## Findings by class", "", "| class | findings | cases |", "|---|---|---|", *rows, ""] if rows else []
+
+
+def _deployment_table(report: Dict[str, Any]) -> List[str]:
+    """The deployment tier: its findings, then what each check counted, then what was skipped and why."""
+    lines = ["## Deployment tier", "", "| check | found | counted |", "|---|---|---|"]
+    for check, measured in report.get("figures", {}).items():
+        found = "; ".join(str(item.get("detail")) for item in report.get("findings", []) if item.get("check") == check)
+        counted = ", ".join(f"{key} {value}" for key, value in measured.items() if not isinstance(value, list))
+        lines.append(f"| {_cell(check)} | {_cell(found or 'nothing')} | {_cell(counted)} |")
+    lines += [""] + [f"> {_cell(str(note), 500)}" for note in report.get("notes", [])]
+    return lines + ([""] if report.get("notes") else [])
 
 
 def _matrix_table(run: RunResult) -> List[str]:
@@ -479,6 +499,8 @@ def markdown(run: RunResult, title: str = "") -> str:
             f"| {_cell(str(item.get('class')))} | {_cell(str(item.get('check')))} | {_cell(str(item.get('detail')))} |"
             for item in run.stress
         ] + [""]
+    if run.deployment is not None:
+        lines += _deployment_table(run.deployment)
     lines += _matrix_table(run)
     lines += _feature_table(run)
     lines += _unsafe_table([r for r in run.results if r.failed_in(SAFETY)])

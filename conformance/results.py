@@ -63,6 +63,8 @@ class RunResult:
     """How the target's plain results and exceptions were read (conformance/signalling.py), for the report."""
     stress: Optional[List[Dict[str, Any]]] = None
     """The stress tier's findings ({"class", "check", "detail"}) when it ran; None when it did not."""
+    deployment: Optional[Dict[str, Any]] = None
+    """The deployment tier's report ({"findings", "notes", "figures"}: conformance/deployment.py) when it ran."""
     interrupted: bool = False
     """The run was stopped (Ctrl-C, SIGTERM) before every case ran: its figures cover the cases that did."""
     versions: Dict[str, Any] = dataclasses.field(

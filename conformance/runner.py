@@ -271,6 +271,9 @@ def _classified(result: CaseResult, classify: Classify) -> CaseResult:
 
 Progress = Callable[[CaseResult], None]
 StressRunner = Callable[[Callable[[pathlib.Path], Target], pathlib.Path], List[Dict[str, Any]]]
+DeploymentRunner = Callable[[str, pathlib.Path], Dict[str, Any]]
+"""The deployment tier as the runner calls it: (the target's spec, a work folder) -> its report as a dict. It
+opens the target's sessions itself, from the spec: any target the runner can open."""
 Skipped = Callable[[Case], Optional[str]]
 """A case the expectations file skips: the reason shown, or None to run it."""
 
@@ -286,13 +289,14 @@ def run_suite(
     profile: str = DEFAULT_PROFILE,
     error_prefix: ErrorPrefix = None,
     stress: Optional[StressRunner] = None,
+    deployment: Optional[DeploymentRunner] = None,
     classify: Classify = as_found,
     skipped: Optional[Skipped] = None,
     tools: Sequence[str] = (TOOL_MEMORY,),
     run_class: Type[CaseRun] = CaseRun,
 ) -> RunResult:
-    """Run `cases` (then `stress`, when given) against the target `spec`; raises TargetError when the
-    target cannot be used at all. A plug-in's cases name the `tools` the target must run and the `run_class`
+    """Run `cases` (then `stress` and `deployment`, when given) against the target `spec`; raises TargetError
+    when the target cannot be used at all. A plug-in's cases name the `tools` the target must run and the `run_class`
     that runs each case.
 
     Each result's outcome is set once, when it is made (`classify`), and handed to `progress` at once, so a
@@ -305,6 +309,7 @@ def run_suite(
     canary = "canary-" + secrets.token_hex(8)
     results: List[CaseResult] = []
     stress_findings: Optional[List[Dict[str, Any]]] = None
+    deployment_report: Optional[Dict[str, Any]] = None
     interrupted = False
     target: Optional[Target] = None
     try:
@@ -336,6 +341,13 @@ def run_suite(
                 stress_findings = stress(open_fresh, stress_dir)
             except KeyboardInterrupt:
                 interrupted = True
+        if deployment is not None and not interrupted:
+            deployment_dir = base / "deployment"
+            deployment_dir.mkdir()
+            try:
+                deployment_report = deployment(spec, deployment_dir)
+            except KeyboardInterrupt:
+                interrupted = True
     finally:
         if not keep:
             remove(base)
@@ -351,5 +363,6 @@ def run_suite(
         profile=profile,
         signalling=rules.describe() if rules is not None else "is_error as the adapter replies",
         stress=stress_findings,
+        deployment=deployment_report,
         interrupted=interrupted,
     )

@@ -163,7 +163,9 @@ class InProcessTarget(Target):
         self._timeout = timeout
         self._worker: Optional[_Worker] = None
         self._converters = dict(converters or {})
-        self.options = frozenset(self._converters)
+        self.options = frozenset(name for name in self._converters if name != TENANT)
+        self.tenants = TENANT in self._converters
+        """The factory takes `tenant=` (the deployment tier's tenants check; a reset may then carry one)."""
         self.rules = rules or signalling.Convention()
         self.implementation = implementation
         self._handler: Any = None
@@ -174,12 +176,17 @@ class InProcessTarget(Target):
         declared = getattr(self._handler, "implementation", None)
         self.implementation = described(declared if isinstance(declared, dict) and declared else implementation)
         self.storage = str(getattr(self._handler, "storage", None) or getattr(factory, "storage", "filesystem"))
+        self.shared = self.storage == "filesystem" or bool(
+            getattr(self._handler, "shared", None) or getattr(factory, "shared", False)
+        )
+        """Handlers built on one root by several processes share what they store: always for a target that
+        stores in the root; a target with its own storage says so with `shared = True` (the deployment tier)."""
         if self.storage not in STORAGE_KINDS:
             storage = shown(self.storage, MESSAGE_CHARS)
             raise TargetError(f"{spec}: storage must be one of {STORAGE_KINDS}, not {storage}")
 
     def reset(self, root: pathlib.Path, options: Options = None) -> None:
-        missing = self.unsupported(options)
+        missing = next((name for name in options or {} if name not in self._converters), None)
         if missing is not None:
             raise TargetError(f"{self.spec}: option {missing} not supported")
         self._release()
@@ -269,15 +276,22 @@ OPTION_VALUES: Dict[str, Callable[[Any], Any]] = {
 data. `limits` is a dict of the limit names the case schema lists; `content_policy` is "reject" or "redact"."""
 
 
+TENANT = "tenant"
+"""The keyword a factory names to serve one tenant's memories (the deployment tier's tenants check; the
+protocol's `tenant`); never a case option."""
+
+
 def option_converters(factory: Callable[..., Any]) -> Dict[str, Callable[[Any], Any]]:
-    """The options `factory` accepts as keyword arguments, each with how a case's value becomes its argument."""
+    """The options `factory` accepts as keyword arguments, each with how a case's value becomes its argument
+    (and `tenant`, a name as a string, when it takes one)."""
     try:
         parameters = inspect.signature(factory).parameters
     except (TypeError, ValueError):
         return {}
     keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
     accepted = {name for name, parameter in parameters.items() if parameter.kind in keyword}
-    return {name: convert for name, convert in OPTION_VALUES.items() if name in accepted}
+    values = dict(OPTION_VALUES, **{TENANT: str})
+    return {name: convert for name, convert in values.items() if name in accepted}
 
 
 Tools = Tuple[str, ...]
@@ -311,7 +325,8 @@ def _reference_target(
         return InProcessTarget(spec, factory, root, info, timeout)
     module, factory = _import_callable(spec, f"{__package__}.reference_target", "make")
     info = implementation_info("refmem", "python", module.version())
-    return InProcessTarget(spec, factory, root, info, timeout, OPTION_VALUES, signalling.convention(None, error_prefix))
+    converters = dict(OPTION_VALUES, **{TENANT: str})
+    return InProcessTarget(spec, factory, root, info, timeout, converters, signalling.convention(None, error_prefix))
 
 
 def _command_target(

@@ -19,6 +19,11 @@ Every finding therefore belongs to exactly one class, and the classes are never 
                error internals (an exception class name, an errno) without host details.
   cost         (the opt-in stress tier) time or memory out of proportion to the input.
 
+Two tiers run only when asked, beside the cases: `stress` (--stress: cost, and a race against the tree) and
+`deployment` (--deployment: several sessions over one store). Their findings are in the classes above: a
+lost or duplicated update, a torn read and a change half applied by a call cut off are data loss, and one
+tenant's text in another's output is a leak, so every deployment finding is a safety finding.
+
 A case's own expectations (its steps and its final state) are judged in the class of its tier; the safety,
 signalling and robustness checks apply to every case. Which of them decide a case's pass or fail, and so the
 exit status, is the profile:
@@ -51,6 +56,12 @@ TIERS: Tuple[str, ...] = (DOCUMENTED, REFERENCE, HARDENING)
 ALWAYS_COUNTED: FrozenSet[str] = frozenset({SAFETY, SIGNALLING, ROBUSTNESS})
 UNSAFE: FrozenSet[str] = frozenset({SAFETY})
 """The classes that make a run unsafe: no expectation, baseline or profile can forgive them."""
+
+STRESS_TIER, DEPLOYMENT_TIER = "stress", "deployment"
+OPT_IN_TIERS: Tuple[str, ...] = (STRESS_TIER, DEPLOYMENT_TIER)
+"""The tiers that run only when asked for (conformance/stress.py, conformance/deployment.py)."""
+DEPLOYMENT_CLASS = SAFETY
+"""The class of every deployment finding: lost data or a leak."""
 
 MUST, SHOULD = "must", "should"
 LEVELS: Tuple[str, ...] = (MUST, SHOULD)

@@ -43,6 +43,10 @@ INPUT = "input"  # execute
 TOOL = "tool"  # execute: which tool runs the input (default TOOL_MEMORY); the start reply lists them in TOOLS
 TOOLS = "tools"
 RESULT = "result"  # execute reply for an OpenClaw tool: its result object as well as the rendered output
+SHARE = "share"  # start (true: this process is one of several sessions over the same storage) and its reply
+TENANT = "tenant"  # reset: whose memories the handler serves; the start reply's TENANTS says it can
+TENANTS = "tenants"  # start reply: true when reset accepts a tenant
+SHARE_REASON = "share_reason"  # start reply with share false: why this adapter cannot share its storage
 
 # --- reply fields -----------------------------------------------------------------------------
 

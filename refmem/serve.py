@@ -89,6 +89,10 @@ def _start(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
         p.STORAGE: p.STORAGE_FILESYSTEM,
         p.OPTIONS: list(OPTIONS),
         p.TOOLS: list(p.TOOL_NAMES),
+        # several servers on one root share it (the store's write lock is a file lock, across processes);
+        # a tenant's memories are a folder of the store's own (D-STORE-TENANT-FS)
+        **({p.SHARE: True} if request.get(p.SHARE) is True else {}),
+        p.TENANTS: True,
     }
 
 
@@ -154,8 +158,16 @@ def _reset(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
     import refmem  # late: the package imports this module's siblings, not the other way round
 
     kwargs = _handler_options(request.get(p.OPTIONS))
+    tenant = request.get(p.TENANT)
+    if tenant is not None:
+        from refmem.storage import TenantError, tenant_name
+
+        try:
+            tenant_name(tenant)
+        except TenantError as exc:
+            raise _Refusal(p.BAD_REQUEST, f"tenant: {exc}"[:200]) from None
     try:
-        session.handler = refmem.MemoryHandler(pathlib.Path(root), **kwargs)
+        session.handler = refmem.MemoryHandler(pathlib.Path(root), tenant=tenant, **kwargs)
     except Exception as exc:  # noqa: BLE001 - reported, never fatal
         session.handler = None
         raise _Refusal(p.RESET_FAILED, f"the handler could not be built: {type(exc).__name__}") from exc

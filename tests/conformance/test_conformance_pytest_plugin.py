@@ -109,6 +109,14 @@ def test_the_stress_tier_is_one_more_test(basic_cases: pathlib.Path, tmp_path: p
     assert "2 passed" in result.stdout and "memory-conformance::stress" in result.stdout
 
 
+def test_the_deployment_tier_is_one_more_test(basic_cases: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    result = _pytest(
+        tmp_path, basic_cases, "--memory-target", "refmem", "--memory-run", "t-002", "--memory-deployment", "-rA"
+    )
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "2 passed" in result.stdout and "memory-conformance::deployment" in result.stdout
+
+
 # --- through pytester: a temporary project with its own test, the plugin loaded as installed (pytest11) --------
 
 

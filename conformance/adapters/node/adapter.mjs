@@ -67,6 +67,8 @@ const commands = {
         homepage: 'https://github.com/anthropics/anthropic-sdk-typescript',
       },
       storage: 'filesystem',
+      // the SDK works on the root directory itself: adapters started on one root share it (the deployment tier)
+      ...(request.share === true ? { share: true } : {}),
     };
   },
 

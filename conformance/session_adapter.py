@@ -1,0 +1,139 @@
+"""A `python:` target (or the embedded reference) served over the adapter protocol, one process per session.
+
+    python -m refmem_conformance.session_adapter SPEC [--error-prefix TEXT]...
+
+The deployment tier (conformance/deployment.py) opens a target as several sessions over one store, and
+sessions are processes, not threads: a lock that only works inside one interpreter must not pass for one
+that works between processes. So a `python:` target is run in a process of its own per session, reached
+through the same adapter protocol (PROTOCOL.md) as a `cmd:` target, and cut off the same way: a call that
+overruns the step timeout kills the process, whatever it was doing.
+
+The start reply says what the target declares: its storage, `share` when the handlers that several
+processes build on one root share it (a target that stores in the root always does; one with its own
+storage says so with `shared = True`), and `tenants` when its factory takes `tenant=`. Calls run on the
+process's main thread, with no timeout of their own: the runner holds the timeout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import shutil
+import sys
+import tempfile
+import traceback
+from typing import Any, Dict, List, Optional
+
+from refmem import protocol as P
+
+from .targets import TENANT, Target, TargetError, open_target
+
+
+class _Server:
+    """What the process remembers between lines: the spec, and the target of the last reset."""
+
+    def __init__(self, spec: str, error_prefix: List[str]) -> None:
+        self.spec = spec
+        self.error_prefix = error_prefix or None
+        self.target: Optional[Target] = None
+
+    def open(self, root: pathlib.Path) -> Target:
+        return open_target(self.spec, root, None, error_prefix=self.error_prefix)
+
+    def start(self, request: Dict[str, Any]) -> Dict[str, Any]:
+        scratch = pathlib.Path(tempfile.mkdtemp(prefix="refmem-session-"))
+        try:
+            (scratch / "memories").mkdir()
+            target = self.open(scratch / "memories")  # what it declares, before any root is known
+            try:
+                shared = bool(getattr(target, "shared", False))
+                reply: Dict[str, Any] = {
+                    P.READY: True,
+                    P.VERSION_FIELD: P.VERSION,
+                    P.IMPLEMENTATION: dict(target.implementation),
+                    P.STORAGE: target.storage,
+                    P.OPTIONS: sorted(name for name in target.options if name in P.OPTION_NAMES),
+                    P.TENANTS: bool(getattr(target, "tenants", False)),
+                }
+            finally:
+                target.close()
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        if request.get(P.SHARE) is True:
+            reply[P.SHARE] = shared
+            if not shared:
+                reply[P.SHARE_REASON] = (
+                    "the target keeps its own storage and does not declare `shared = True`: handlers built on one "
+                    "root in several processes would each see their own store"
+                )
+        return reply
+
+    def reset(self, request: Dict[str, Any]) -> Dict[str, Any]:
+        if self.target is not None:
+            self.target.close()
+            self.target = None
+        root = pathlib.Path(str(request.get(P.ROOT)))
+        options = dict(request.get(P.OPTIONS) or {})
+        if request.get(P.TENANT) is not None:
+            options[TENANT] = request[P.TENANT]
+        target = self.open(root)
+        if options:
+            target.reset(root, options)
+        self.target = target
+        return {P.OK: True}
+
+    def execute(self, request: Dict[str, Any]) -> Dict[str, Any]:
+        if self.target is None:
+            return P.error_reply(P.NO_ROOT, "send reset before execute")
+        result = self.target.execute(request.get(P.INPUT), request.get(P.TOOL, P.TOOL_MEMORY))
+        reply: Dict[str, Any] = {P.OUTPUT: result.output, P.IS_ERROR: result.is_error}
+        if result.misbehaved:
+            reply[P.RAISED] = result.detail or "the implementation misbehaved"
+        return reply
+
+    def answer(self, request: Any) -> Optional[Dict[str, Any]]:
+        if not isinstance(request, dict):
+            return P.error_reply(P.BAD_REQUEST, "a request must be a JSON object")
+        name, seq = request.get(P.CMD), request.get(P.SEQ)
+        if name == P.CMD_STOP:
+            return None
+        try:
+            if name == P.CMD_START:
+                return self.start(request)
+            reply = {P.CMD_RESET: self.reset, P.CMD_EXECUTE: self.execute}[str(name)](request)
+        except KeyError:
+            return P.error_reply(P.UNKNOWN_CMD, "unknown cmd", seq if P.valid_seq(seq) else None)
+        except TargetError as exc:
+            return P.error_reply(P.RESET_FAILED, str(exc)[:1000], seq if P.valid_seq(seq) else None)
+        except Exception:  # noqa: BLE001 - this process serves the runner; nothing may end it but stop
+            return P.error_reply(P.INTERNAL, traceback.format_exc()[-1000:], seq if P.valid_seq(seq) else None)
+        return dict({P.SEQ: seq}, **reply) if P.valid_seq(seq) else reply
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="session_adapter", description=__doc__.splitlines()[0])
+    parser.add_argument("spec")
+    parser.add_argument("--error-prefix", action="append", default=[])
+    args = parser.parse_args(argv)
+    server = _Server(args.spec, args.error_prefix)
+    replies = sys.stdout
+    sys.stdout = sys.stderr  # what the target prints goes to standard error, never into the protocol
+    for line in sys.stdin.buffer:
+        try:
+            request = P.decode_line(line.rstrip(b"\n"))
+        except P.LineError as exc:
+            request = exc
+        if request is P.BLANK:
+            continue
+        reply = P.error_reply(P.BAD_JSON, "not JSON") if isinstance(request, P.LineError) else server.answer(request)
+        if reply is None:
+            break
+        replies.write(P.encode_message(reply) + "\n")
+        replies.flush()
+    if server.target is not None:
+        server.target.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,156 @@
+"""Backends that fail one deployment check each (conformance/deployment.py), built on the reference handler.
+
+- `make_unlocked`: str_replace and insert read the file, work on it for a few milliseconds and write it back
+  (atomically, by a rename) with no lock: two sessions editing one file at once lose one edit;
+- `make_tenant_mixup`: takes `tenant=` and ignores it: every tenant is served the same memories;
+- `make_half_apply`: str_replace and insert hold a lock across processes (so no edit is lost and no reader sees
+  a part) but write the file in place, 32 KB at a time with a pause between: a call cut off part way leaves
+  a file that is neither the old text nor the new.
+
+Everything else goes to `refmem.MemoryHandler` on the same root, which passes every check: a finding is the
+planted mistake's. Plain paths only (`/memories/` and lower-case names) take the planted road; anything else,
+and any tenant but the default one, goes to the reference. POSIX only; never use any of this as a real backend.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable, Dict, Optional
+
+from refmem import MemoryHandler
+
+_PLAIN = re.compile(r"/memories/[a-z0-9][a-z0-9._-]*(/[a-z0-9][a-z0-9._-]*)*")
+RMW_PAUSE = 0.01
+"""Seconds the unlocked backend works between reading a file and writing it back."""
+CHUNK = 32 * 1024
+CHUNK_PAUSE = 0.15
+"""Seconds the half-applying backend pauses between two chunks of one write."""
+
+
+def _edited(text: str, command: Dict[str, Any]) -> Optional[str]:
+    """The file's new text after a str_replace or insert, or None when the reference should answer."""
+    if command.get("command") == "str_replace":
+        old, new = command.get("old_str"), command.get("new_str", "")
+        if not isinstance(old, str) or not old or not isinstance(new, str) or text.count(old) != 1:
+            return None
+        return text.replace(old, new)
+    line, insert = command.get("insert_line"), command.get("insert_text")
+    lines = text.splitlines(keepends=True)
+    if not isinstance(line, int) or isinstance(line, bool) or not isinstance(insert, str):
+        return None
+    if not 0 <= line <= len(lines):
+        return None
+    return "".join(lines[:line]) + insert + ("" if insert.endswith("\n") else "\n") + "".join(lines[line:])
+
+
+class _Planted:
+    """The reference, except for str_replace and insert on plain paths, which `_write_edit` does."""
+
+    def __init__(self, root: Path, tenant: Optional[str] = None) -> None:
+        self.root = Path(root)
+        self.planted = tenant is None
+        self.inner = MemoryHandler(self.root, tenant=tenant)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def execute(self, command: Any) -> Any:
+        path = command.get("path") if isinstance(command, dict) else None
+        wanted = isinstance(command, dict) and command.get("command") in ("str_replace", "insert")
+        if self.planted and wanted and isinstance(path, str) and _PLAIN.fullmatch(path) and ".." not in path:
+            file = self.root / path[len("/memories/") :]
+            if file.is_file() and not file.is_symlink():
+                done = self._write_edit(file, command)
+                if done is not None:
+                    return done
+        return self._other(command)
+
+    def _other(self, command: Any) -> Any:
+        return self.inner.execute(command)
+
+    def _write_edit(self, file: Path, command: Dict[str, Any]) -> Optional[str]:
+        raise NotImplementedError
+
+
+class Unlocked(_Planted):
+    def _write_edit(self, file: Path, command: Dict[str, Any]) -> Optional[str]:
+        new = _edited(file.read_text("utf-8"), command)
+        if new is None:
+            return None
+        time.sleep(RMW_PAUSE)  # the work between the read and the write, with nothing held
+        handle, temporary = tempfile.mkstemp(dir=file.parent, prefix=".planted-")
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(new)
+        os.replace(temporary, file)
+        return f"The file {command['path']} has been edited."
+
+
+class HalfApply(_Planted):
+    def _locked(self, kind: int, work: Callable[[], Any]) -> Any:
+        with open(self.root / ".planted-lock", "a") as lock:
+            fcntl.flock(lock, kind)
+            try:
+                return work()
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _other(self, command: Any) -> Any:
+        return self._locked(fcntl.LOCK_SH, lambda: self.inner.execute(command))  # readers wait for a write
+
+    def _write_edit(self, file: Path, command: Dict[str, Any]) -> Optional[str]:
+        def work() -> Optional[str]:
+            new = _edited(file.read_text("utf-8"), command)
+            if new is None:
+                return None
+            data = new.encode("utf-8")
+            with open(file, "r+b") as out:
+                out.truncate(0)
+                for start in range(0, len(data), CHUNK):
+                    if start:
+                        time.sleep(CHUNK_PAUSE)  # a slow store: the rest of the text is still on its way
+                    out.write(data[start : start + CHUNK])
+                    out.flush()
+            return f"The file {command['path']} has been edited."
+
+        return self._locked(fcntl.LOCK_EX, work)  # type: ignore[no-any-return]
+
+
+def make_unlocked(root: Path, tenant: Optional[str] = None) -> Unlocked:
+    return Unlocked(root, tenant)
+
+
+def make_half_apply(root: Path, tenant: Optional[str] = None) -> HalfApply:
+    return HalfApply(root, tenant)
+
+
+def make_tenant_mixup(root: Path, tenant: Optional[str] = None) -> MemoryHandler:
+    return MemoryHandler(Path(root))  # the tenant is taken and dropped: one store for everybody
+
+
+def make_reference(root: Path, tenant: Optional[str] = None) -> MemoryHandler:
+    return MemoryHandler(Path(root), tenant=tenant)
+
+
+class _Private:
+    """Memories held in the process: several sessions on one root would each see their own."""
+
+    storage = "own"
+
+    def __init__(self) -> None:
+        self.files: Dict[str, str] = {}
+
+    def execute(self, command: Any) -> str:
+        return "Error: this store keeps nothing"
+
+
+def make_private(root: Path) -> _Private:
+    return _Private()
+
+
+def make_without_tenants(root: Path) -> MemoryHandler:
+    return MemoryHandler(Path(root))

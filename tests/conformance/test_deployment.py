@@ -1,0 +1,230 @@
+"""The deployment tier: the reference passes every check; each planted backend is flagged by its check alone, run
+after run; a target that cannot share, or has no tenants, is skipped with its reason; the protocol's `share` and
+`tenant` reach the reference server.
+
+The planted backends are `deployment_backends.py` (the reference with one mistake each). Sessions are processes,
+so each run starts a few Python processes per check: the planted runs are marked slow.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import shutil
+import sys
+import tempfile
+from typing import Iterator, Set, Tuple
+
+import pytest
+
+from refmem import protocol
+from refmem.serve import Session, handle_line
+from refmem_conformance import deployment
+
+pytestmark = pytest.mark.skipif(os.name != "posix", reason="the planted backends lock with fcntl (POSIX only)")
+
+SMALL = deployment.Plan(rounds=16, reader_rounds=8, views_per_round=2, cut_trials=3)
+"""Enough to catch every planted mistake, cheaper than the tier's own plan."""
+
+
+@pytest.fixture
+def workdir(tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
+    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
+        directory = pathlib.Path(tempfile.mkdtemp(prefix="deployment-test-", dir="/dev/shm"))
+        try:
+            yield directory
+        finally:
+            shutil.rmtree(directory, ignore_errors=True)
+    else:
+        yield tmp_path
+
+
+def _flagged(report: deployment.DeploymentReport) -> Set[Tuple[str, str]]:
+    return {(finding["class"], finding["check"]) for finding in report.findings}
+
+
+def test_the_reference_passes_every_check(workdir: pathlib.Path) -> None:
+    report = deployment.deployment_report("refmem", workdir)
+    lines = deployment.summary_lines(report.as_dict())
+    assert report.findings == [], lines
+    assert report.notes == [], lines
+    assert sorted(report.figures) == sorted(deployment.CHECKS)
+    lost = report.figures["lost-updates"]
+    plan = deployment.DEFAULT
+    assert lost["commands"] == plan.sessions * plan.rounds and lost["per_thousand"] == 0.0, lost
+    assert lost["succeeded"] >= plan.rounds * plan.sessions // 2, lost  # every edit, and a create and rename a round
+    assert report.figures["readers-during-writers"]["views"] == plan.reader_rounds * 3 * plan.views_per_round
+    assert report.figures["tenants"]["commands"] > 1000
+    assert report.figures["abandoned-calls"]["whole"] == plan.cut_trials
+    assert not list(workdir.iterdir())  # every check's folder removed
+
+
+PLANTED = [
+    ("make_unlocked", "lost-updates"),
+    ("make_tenant_mixup", "tenants"),
+    ("make_half_apply", "abandoned-calls"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("factory, check", PLANTED)
+def test_each_planted_backend_is_flagged_by_its_check_alone_run_after_run(
+    factory: str, check: str, workdir: pathlib.Path
+) -> None:
+    for _run in range(2):
+        report = deployment.deployment_report(f"python:deployment_backends:{factory}", workdir, plan=SMALL)
+        lines = deployment.summary_lines(report.as_dict())
+        assert _flagged(report) == {("safety", check)}, lines
+        assert report.notes == [], lines
+
+
+@pytest.mark.slow
+def test_the_unlocked_backend_loses_a_countable_share_of_its_edits(workdir: pathlib.Path) -> None:
+    report = deployment.deployment_report("python:deployment_backends:make_unlocked", workdir,
+                                          checks=["lost-updates"], plan=SMALL)
+    figures = report.figures["lost-updates"]
+    assert figures["lost"] > 0 and figures["duplicated"] == 0, figures
+    assert deployment.lost_per_thousand(report) == round(figures["lost"] * 1000 / figures["commands"], 1)
+    assert "per thousand commands" in report.findings[0]["detail"]
+
+
+def test_the_planted_backends_wrapper_alone_passes(workdir: pathlib.Path) -> None:
+    """The harness around the planted backends (the same factory shape, no mistake) is clean: each finding
+    above is the mistake's."""
+    report = deployment.deployment_report("python:deployment_backends:make_reference", workdir, plan=SMALL)
+    assert report.findings == [], deployment.summary_lines(report.as_dict())
+
+
+def test_a_target_that_cannot_share_is_skipped_with_its_reason(workdir: pathlib.Path) -> None:
+    report = deployment.deployment_report("python:deployment_backends:make_private", workdir, plan=SMALL)
+    assert report.findings == [] and report.figures == {}
+    assert len(report.notes) == len(deployment.CHECKS), report.notes
+    assert "cannot share its storage" in report.notes[0] and "shared = True" in report.notes[0]
+
+
+def test_a_target_without_tenants_skips_the_tenants_check_and_says_why(workdir: pathlib.Path) -> None:
+    report = deployment.deployment_report("python:deployment_backends:make_without_tenants", workdir,
+                                          checks=["tenants", "lost-updates"], plan=SMALL)
+    assert report.findings == []
+    assert report.notes == ["tenants: skipped, the target declares no tenants (a `tenant` keyword, or `tenants` "
+                            "in the start reply)"]
+    assert "lost-updates" in report.figures
+
+
+def test_cmd_sessions_of_the_reference_server_share_one_root(workdir: pathlib.Path) -> None:
+    spec = f"cmd:{sys.executable} -m refmem serve"
+    report = deployment.deployment_report(spec, workdir, checks=["lost-updates", "tenants"], plan=SMALL)
+    assert report.findings == [] and report.notes == [], deployment.summary_lines(report.as_dict())
+    assert report.figures["lost-updates"]["commands"] == SMALL.sessions * SMALL.rounds
+
+
+def test_an_unknown_check_is_refused(workdir: pathlib.Path) -> None:
+    with pytest.raises(ValueError, match="unknown deployment check"):
+        deployment.deployment_report("refmem", workdir, checks=["nope"])
+
+
+# --- the protocol's share and tenant, on the reference server ------------------------------------
+
+
+def _line(**message: object) -> bytes:
+    return json.dumps(message).encode()
+
+
+def test_the_server_answers_share_and_serves_a_tenant(tmp_path: pathlib.Path) -> None:
+    session = Session()
+    start = handle_line(session, _line(cmd="start", version=1, share=True))
+    assert start is not None and start[protocol.SHARE] is True and start[protocol.TENANTS] is True
+    plain = handle_line(Session(), _line(cmd="start", version=1))
+    assert plain is not None and protocol.SHARE not in plain  # asked for only by a runner that opens sessions
+    assert handle_line(session, _line(cmd="reset", seq=1, root=str(tmp_path), tenant="alpha")) == {"seq": 1, "ok": True}
+    created = handle_line(session, _line(cmd="execute", seq=2, input={"command": "create", "path": "/memories/a.txt",
+                                                                      "file_text": "alpha\n"}))
+    assert created is not None and created["is_error"] is False
+    assert (tmp_path / ".refmem" / "tenants" / "alpha" / "a.txt").read_text() == "alpha\n"
+    assert not (tmp_path / "a.txt").exists()
+
+
+@pytest.mark.parametrize("tenant", ["Alpha", "../beta", "", 7])
+def test_the_server_refuses_a_tenant_name_it_does_not_accept(tenant: object, tmp_path: pathlib.Path) -> None:
+    session = Session()
+    handle_line(session, _line(cmd="start", version=1))
+    reply = handle_line(session, _line(cmd="reset", seq=1, root=str(tmp_path), tenant=tenant))
+    assert reply is not None and reply["error"]["code"] == protocol.BAD_REQUEST, reply
+    assert not (tmp_path / ".refmem" / "tenants").exists() or not any((tmp_path / ".refmem" / "tenants").iterdir())
+
+
+# --- through the command line and the reports ----------------------------------------------------------
+
+
+def test_the_command_line_runs_the_tier_into_the_reports(basic_cases: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    from conformance_support import run_cli
+
+    report, markdown = tmp_path / "report.json", tmp_path / "report.md"
+    status, out, err = run_cli("--cases-dir", str(basic_cases), "--no-matrix", "--target", "refmem", "--deployment",
+                               "--report-json", str(report), "--markdown", str(markdown))
+    assert status == 0, out + err
+    assert "deployment: 0 findings; 0 lost or duplicated updates per thousand commands" in out
+    written = json.loads(report.read_text())
+    assert written["figures"]["deployment_ran"] is True and written["figures"]["lost_per_thousand"] == 0
+    assert sorted(written["deployment"]["figures"]) == sorted(deployment.CHECKS)
+    assert "## Deployment tier" in markdown.read_text()
+    pytest.importorskip("jsonschema")
+    from test_conformance_schemas import _errors
+
+    assert _errors("report", written) == []
+
+
+@pytest.mark.slow
+def test_a_lost_update_fails_the_run_as_unsafe(basic_cases: pathlib.Path) -> None:
+    from conformance_support import run_cli
+
+    status, out, _ = run_cli("--cases-dir", str(basic_cases), "--no-matrix", "--target",
+                             "python:deployment_backends:make_unlocked", "--deployment")
+    assert status == 1, out
+    assert "(1 of them in the deployment tier)" in out and "deployment [safety] lost-updates" in out
+
+
+# --- reading views back ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "Here's the content of /memories/a.txt with line numbers:\n     1\tx\n     2\tANCHOR",
+        "Here's the content of /memories/a.txt with line numbers:\n     1\tx\n     2\tANCHOR\n     3\t",  # the SDK's
+    ],
+)
+def test_a_view_reads_back_as_its_lines_in_either_reading_of_a_final_newline(output: str) -> None:
+    assert deployment.file_lines(output) == ["x", "ANCHOR"]
+
+
+def test_a_listing_reads_back_as_its_paths_and_not_its_header() -> None:
+    output = ("Here're the files and directories up to 2 levels deep in /memories/big, excluding hidden items:\n"
+              "4.0K\t/memories/big\n80K\t/memories/big/big.txt")
+    assert deployment.listed_paths(output) == ["/memories/big", "/memories/big/big.txt"]
+
+
+NODE_ADAPTER = pathlib.Path(__file__).resolve().parents[2] / "conformance" / "adapters" / "node"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(shutil.which("node") is None or not (NODE_ADAPTER / "node_modules" / "@anthropic-ai").is_dir(),
+                    reason="the Node adapter needs node and `npm ci --prefix conformance/adapters/node`")
+def test_the_node_adapter_shares_its_root_between_sessions(workdir: pathlib.Path) -> None:
+    spec = f"cmd:node {NODE_ADAPTER / 'adapter.mjs'}"
+    report = deployment.deployment_report(spec, workdir, checks=["lost-updates", "readers-during-writers"], plan=SMALL)
+    assert report.notes == [], report.notes  # it answers share: the checks run (what it loses is a figure)
+    assert report.figures["readers-during-writers"]["rewritten"] == SMALL.reader_rounds
+
+
+def test_the_deployment_figure_says_when_the_tier_did_not_run() -> None:
+    from refmem_conformance.figures import ROWS
+
+    row = next(row for row in ROWS if row.key == "deployment_safety")
+    assert not row.shown({"safe": True}) and row.text({"safe": True}) == "not run (--deployment)"
+    ran = {"deployment_ran": True, "deployment_safety": 1, "lost_per_thousand": 312.5,
+           "deployment_skipped": ["tenants: skipped, the target declares no tenants"]}
+    assert row.text(ran) == ("1 findings; 312.5 lost or duplicated updates per thousand commands; 1 skipped "
+                             "(tenants: skipped, the target declares no tenants)")
+    assert row.shown(ran) and not row.ok(ran)
