@@ -16,6 +16,8 @@ import base64
 import enum
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
+from refmem import tool
+
 from .layout import Fixture
 
 Parts = Tuple[str, ...]
@@ -83,14 +85,7 @@ def count_overlapping(haystack: str, needle: str) -> int:
 
 Parser = Callable[[str], Any]
 
-REQUIRED: Dict[str, Tuple[str, ...]] = {
-    "view": ("path",),
-    "create": ("path", "file_text"),
-    "str_replace": ("path", "old_str", "new_str"),
-    "insert": ("path", "insert_line", "insert_text"),
-    "delete": ("path",),
-    "rename": ("old_path", "new_path"),
-}
+REQUIRED: Dict[str, Tuple[str, ...]] = {command.name: command.required for command in tool.COMMANDS}
 """Each command's required parameters, in the order the documentation lists them (the property suite draws
 commands from the same table: conformance/properties)."""
 
