@@ -52,7 +52,6 @@ import gc
 import os
 import pathlib
 import secrets
-import shutil
 import statistics
 import subprocess
 import sys
@@ -60,7 +59,8 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from . import hosttree, usage
-from .layout import CaseDir, make_case_dir
+from .layout import CaseDir, make_case_dir, outside_snapshot
+from .layout import remove as remove_case_dir
 from .targets import InProcessTarget, StepResult, Target
 
 SAFETY, COST = "safety", "cost"
@@ -231,26 +231,16 @@ class _Run:
         self.execute({"command": "view", "path": "/memories/warm.txt"})
 
 
-def _outside(case: CaseDir) -> Dict[str, Any]:
-    """Everything beside the root, folders' modification times included, without reading the root's contents."""
-    snapshot: Dict[str, Any] = {"": sorted(os.listdir(case.path))}
-    for name in snapshot[""]:
-        if name != "memories":
-            tree: Dict[str, Any] = dict(hosttree.read(str(case.path / name)).tree)
-            folders = [""] + [path for path, entry in tree.items() if entry.kind == hosttree.DIR]
-            for folder in folders:
-                tree[f"{folder}/(modified)".lstrip("/")] = ("mtime", os.lstat(case.path / name / folder).st_mtime_ns)
-            snapshot[name] = tree
-    return snapshot
-
-
-def _changed(before: Dict[str, Any], after: Dict[str, Any]) -> List[str]:
-    """The names (relative to the case directory) that appeared, went or changed beside the root."""
-    changed = sorted(set(before[""]) ^ set(after[""]))
-    for top in sorted(set(before) & set(after) - {""}):
-        old, new = before[top], after[top]
-        changed += [f"{top}/{name}" for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)]
-    return changed
+def _changed(before: hosttree.Tree, after: hosttree.Tree) -> List[str]:
+    """The names (relative to the case directory) that appeared, went or changed beside the root
+    (layout.outside_snapshot), a folder's modification time included (a name made and removed again leaves only
+    that)."""
+    return [
+        path
+        for path in sorted(set(before) | set(after))
+        if not hosttree.same(before.get(path), after.get(path))
+        or (before[path].kind == hosttree.DIR and before[path].mtime_ns != after[path].mtime_ns)
+    ]
 
 
 # --- peak memory -------------------------------------------------------------------------------
@@ -667,7 +657,7 @@ def _run_check(
     canary = f"CANARY-stress-{secrets.token_hex(8)}"
     case = make_case_dir(workdir / f"stress-{check}-{secrets.token_hex(4)}", canary)
     try:
-        before = _outside(case)
+        before = outside_snapshot(case)
         target = open_target(case.root)
         try:
             run = _Run(check, case, target, canary, report)
@@ -678,12 +668,12 @@ def _run_check(
                 report.notes.append(str(skip))
         finally:
             target.close()
-        changed = _changed(before, _outside(case))
+        changed = _changed(before, outside_snapshot(case))
         if changed:
             shown = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
             report.add(SAFETY, check, f"the tree outside the root changed: {shown}")
     finally:
-        shutil.rmtree(case.path, ignore_errors=True)
+        remove_case_dir(case.path)
 
 
 def stress_report(
