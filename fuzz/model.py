@@ -88,6 +88,10 @@ Parser = Callable[[str], Any]
 REQUIRED: Dict[str, Tuple[str, ...]] = {command.name: command.required for command in tool.COMMANDS}
 """Each command's required parameters, in the order the documentation lists them (the property suite draws
 commands from the same table: conformance/properties)."""
+INTEGERS = frozenset(
+    parameter.name for command in tool.COMMANDS for parameter in command.parameters if parameter.kind == tool.INTEGER
+)
+"""The parameters whose value is an integer (insert_line); every other required one is text."""
 
 
 class Model:
@@ -124,7 +128,7 @@ class Model:
                 if name == "str_replace" and param == "new_str":
                     raise _Unknown()  # the notes do not say whether new_str may be left out
                 return False
-            if param == "insert_line":
+            if param in INTEGERS:
                 if not isinstance(value, int) or isinstance(value, bool):
                     return False
             elif not isinstance(value, str) or not _valid_text(value):
