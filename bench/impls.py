@@ -19,6 +19,8 @@ import shutil
 from itertools import islice
 from typing import Any, Callable, Dict, Optional
 
+from refmem import tool
+
 
 class Impl:
     name = ""
@@ -108,14 +110,7 @@ class Floor(Impl):
 
     def __init__(self, root: str) -> None:
         self.root = root
-        self.commands: Dict[str, Callable[[dict], object]] = {
-            "view": self.view,
-            "create": self.create,
-            "str_replace": self.str_replace,
-            "insert": self.insert,
-            "delete": self.delete,
-            "rename": self.rename,
-        }
+        self.commands: Dict[str, Callable[[dict], object]] = {name: getattr(self, name) for name in tool.NAMES}
 
     def host(self, path: str) -> str:
         return self.root + path[len("/memories"):]

@@ -25,22 +25,19 @@ import re
 import urllib.parse
 from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
 
+from refmem import tool
+
 from . import hosttree
 from .hosttree import Node, Tree
 from .layout import join_relative
 
-TOUCHING: Dict[str, Tuple[str, ...]] = {
-    "str_replace": ("path",),
-    "insert": ("path",),
-    "delete": ("path",),
-    "rename": ("old_path",),
-}
+TOUCHING: Dict[str, Tuple[str, ...]] = tool.parameters_where(lambda role: role.changes_existing)
 """The arguments through which each command may change or remove what already exists."""
 
-FOLLOWS_LAST_LINK = frozenset({"str_replace", "insert"})
+FOLLOWS_LAST_LINK = frozenset(tool.parameters_where(lambda role: role is tool.Role.PATH_EDITED))
 """Commands whose last name may be followed through a link: an edit changes the text the link shows."""
 
-NAMING: Dict[str, Tuple[str, ...]] = {"create": ("path",), "rename": ("new_path",)}
+NAMING: Dict[str, Tuple[str, ...]] = tool.parameters_where(lambda role: role.names_new_place)
 """Arguments that name a place without the right to change what is already there (never overwrite)."""
 
 _PREFIX = re.compile(r"\s*(?:\./|/)*memories", re.IGNORECASE)

@@ -29,14 +29,15 @@ until both counts are reached (Plan.race_swaps, race_commands) and at least race
 machine makes it longer, never thinner. Only a race that reaches RACE_TIME_LIMIT times race_seconds first
 stops short, with a note.
 
-Peak memory is measured with tracemalloc for in-process targets (Python allocations only), and as the
-resident-set growth of the adapter's session (Linux /proc: VmHWM after resetting the peak) for `cmd:`
-targets; where neither works the memory checks are skipped with a note. The view bound is TRACED_BOUND
-traced, or half the file (at least RSS_BOUND) resident; the listing bound TRACED_BOUND or RSS_BOUND.
+Peak memory and CPU time are measured by the harness's one meter (usage.py): with tracemalloc for in-process
+targets (Python allocations only), and as the resident-set growth of the adapter's session (Linux /proc: VmHWM
+after resetting the peak) for `cmd:` targets; where neither works the memory checks are skipped with a note.
+The view bound is TRACED_BOUND traced, or half the file (at least RSS_BOUND) resident; the listing bound
+TRACED_BOUND or RSS_BOUND.
 
 "Clearly faster" is a ratio, not a time. Each input size is timed in rounds that go across all sizes
 (so a burst of load elsewhere slows one round, not one size), by the implementation's CPU time where it
-can be read (the in-process target's process, the adapter session's threads; else the wall clock), and
+can be read (the thread that runs an in-process call, the adapter session's threads; else the wall clock), and
 each size keeps its best. The median of t(2n)/t(n) over the doublings above GROWTH_RATIO (linear is 2,
 quadratic 4) is a finding once as many rounds again confirm it. Files are written straight into the
 root, so the memory, view and listing checks and the race need `storage: filesystem`; a target with its
@@ -51,16 +52,15 @@ import gc
 import os
 import pathlib
 import secrets
-import shutil
 import statistics
 import subprocess
 import sys
 import time
-import tracemalloc
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from . import hosttree
-from .layout import CaseDir, make_case_dir
+from . import hosttree, usage
+from .layout import CaseDir, make_case_dir, outside_snapshot
+from .layout import remove as remove_case_dir
 from .targets import InProcessTarget, StepResult, Target
 
 SAFETY, COST = "safety", "cost"
@@ -231,110 +231,32 @@ class _Run:
         self.execute({"command": "view", "path": "/memories/warm.txt"})
 
 
-def _outside(case: CaseDir) -> Dict[str, Any]:
-    """Everything beside the root, folders' modification times included, without reading the root's contents."""
-    snapshot: Dict[str, Any] = {"": sorted(os.listdir(case.path))}
-    for name in snapshot[""]:
-        if name != "memories":
-            tree: Dict[str, Any] = dict(hosttree.read(str(case.path / name)).tree)
-            folders = [""] + [path for path, entry in tree.items() if entry.kind == hosttree.DIR]
-            for folder in folders:
-                tree[f"{folder}/(modified)".lstrip("/")] = ("mtime", os.lstat(case.path / name / folder).st_mtime_ns)
-            snapshot[name] = tree
-    return snapshot
-
-
-def _changed(before: Dict[str, Any], after: Dict[str, Any]) -> List[str]:
-    """The names (relative to the case directory) that appeared, went or changed beside the root."""
-    changed = sorted(set(before[""]) ^ set(after[""]))
-    for top in sorted(set(before) & set(after) - {""}):
-        old, new = before[top], after[top]
-        changed += [f"{top}/{name}" for name in sorted(set(old) | set(new)) if old.get(name) != new.get(name)]
-    return changed
+def _changed(before: hosttree.Tree, after: hosttree.Tree) -> List[str]:
+    """The names (relative to the case directory) that appeared, went or changed beside the root
+    (layout.outside_snapshot), a folder's modification time included (a name made and removed again leaves only
+    that)."""
+    return [
+        path
+        for path in sorted(set(before) | set(after))
+        if not hosttree.same(before.get(path), after.get(path))
+        or (before[path].kind == hosttree.DIR and before[path].mtime_ns != after[path].mtime_ns)
+    ]
 
 
 # --- peak memory -------------------------------------------------------------------------------
 
 
-def _traced_peak(call: Callable[[], StepResult]) -> Tuple[StepResult, int]:
-    started = not tracemalloc.is_tracing()
-    if started:
-        tracemalloc.start()
-    try:
-        gc.collect()
-        tracemalloc.reset_peak()
-        base = tracemalloc.get_traced_memory()[0]
-        result = call()
-        return result, tracemalloc.get_traced_memory()[1] - base
-    finally:
-        if started:
-            tracemalloc.stop()
-
-
-def _adapter_pid(target: Target) -> Optional[int]:
-    """The adapter process of a `cmd:` target (it leads its own session), if it can be seen."""
-    pid = getattr(target, "pid", None)  # AdapterTarget.pid; in-process targets have none
-    return pid if isinstance(pid, int) else None
-
-
-def _session(leader: int) -> List[int]:
-    """The processes in the session `leader` started: the adapter and anything it spawned."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
-                fields = handle.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if len(fields) > 3 and fields[3] == str(leader):
-            found.append(int(entry))
-    return found
-
-
-def _status_bytes(pid: int, key: str) -> int:
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as handle:
-            for line in handle:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 0
-
-
-def _reset_peak(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/clear_refs", "w", encoding="ascii") as handle:
-            handle.write("5")  # resets VmHWM to the current resident set
-        return True
-    except OSError:
-        return False
-
-
-def _rss_peak(leader: int, call: Callable[[], StepResult]) -> Tuple[StepResult, int, bool]:
-    """(result, growth of the session's resident set at its peak, whether the peak could be reset)."""
-    pids = _session(leader)
-    reset = all([_reset_peak(pid) for pid in pids])
-    before = {pid: _status_bytes(pid, "VmRSS" if reset else "VmHWM") for pid in pids}
-    result = call()
-    growth = sum(_status_bytes(pid, "VmHWM") - before.get(pid, 0) for pid in _session(leader))
-    return result, max(growth, 0), reset
-
-
 def _peak(run: _Run, command: Dict[str, Any], rss_bound: int) -> Optional[Tuple[StepResult, int, int, str]]:
     """(result, peak bytes, bound, how measured), or None (noted) when this target cannot be measured."""
-    if isinstance(run.target, InProcessTarget):
-        result, peak = _traced_peak(lambda: run.execute(command))
-        return result, peak, TRACED_BOUND, "Python allocations traced"
-    leader = _adapter_pid(run.target)
-    if leader is None or not os.path.exists(f"/proc/{leader}/status"):
+    leader = usage.target_pid(run.target)
+    if not isinstance(run.target, InProcessTarget) and (leader is None or not os.path.exists(f"/proc/{leader}")):
         run.report.notes.append(f"{run.check}: skipped, the implementation's memory cannot be measured here")
         return None
-    result, peak, reset = _rss_peak(leader, lambda: run.execute(command))
-    how = "resident-set growth of the adapter" + ("" if reset else " (a lower bound: its peak could not be reset)")
-    return result, peak, rss_bound, how
+    result, peak = usage.peak(run.target, lambda: run.execute(command), session=True, collect=True)
+    if peak.method == usage.TRACEMALLOC:
+        return result, peak.bytes or 0, TRACED_BOUND, "Python allocations traced"
+    how = "resident-set growth of the adapter" + ("" if peak.exact else " (a lower bound: its peak could not be reset)")
+    return result, peak.bytes or 0, rss_bound, how
 
 
 def _mb(size: int) -> str:
@@ -451,42 +373,23 @@ SERIES = {
 }
 
 
-def _session_cpu(leader: int) -> float:
-    """Seconds on a CPU of every thread of the session `leader` started (Linux schedstat, nanoseconds)."""
-    total = 0
-    for pid in _session(leader):
-        try:
-            threads = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for thread in threads:
-            try:
-                with open(f"/proc/{pid}/task/{thread}/schedstat", encoding="ascii") as handle:
-                    total += int(handle.read().split()[0])
-            except (OSError, ValueError, IndexError):
-                continue
-    return total / 1e9
-
-
-def _clock(target: Target) -> Tuple[Callable[[], float], str]:
+def _clock_name(target: Target) -> str:
     """What growth is timed with: the implementation's CPU time where it can be read, else the wall clock.
 
     CPU time, because on a shared machine a command of a few milliseconds is often descheduled part-way,
     and more often the longer it runs: wall-clock times then grow faster than the work does.
     """
     if isinstance(target, InProcessTarget):
-        return time.process_time, "CPU time of this process"
-    leader = _adapter_pid(target)
+        return "CPU time of the thread that runs the command"
+    leader = usage.target_pid(target)
     if leader is not None and os.path.exists(f"/proc/{leader}/task"):
-        return (lambda: _session_cpu(_adapter_pid(target) or leader)), "CPU time of the adapter's processes"
-    return time.perf_counter, "wall-clock time"
+        return "CPU time of the adapter's processes"
+    return "wall-clock time"
 
 
-def _timed(run: _Run, command: Dict[str, Any], clock: Callable[[], float]) -> float:
+def _timed(run: _Run, command: Dict[str, Any]) -> float:
     gc.collect()
-    started = clock()
-    run.execute(command)
-    return clock() - started
+    return usage.timed(run.target, lambda: run.execute(command), session=True)[1]
 
 
 def median_ratio(seconds: Sequence[float]) -> Tuple[Optional[float], List[float]]:
@@ -500,9 +403,7 @@ def median_ratio(seconds: Sequence[float]) -> Tuple[Optional[float], List[float]
     return (statistics.median(ratios) if judged else None), ratios
 
 
-def _rounds(
-    run: _Run, series: _Series, sizes: Sequence[int], rounds: range, best: Dict[int, float], clock: Callable[[], float]
-) -> bool:
+def _rounds(run: _Run, series: _Series, sizes: Sequence[int], rounds: range, best: Dict[int, float]) -> bool:
     """Time every size once per round, keeping each size's best; False when the target hung or crashed.
 
     Rounds go across the sizes, so that a burst of load from elsewhere slows one round of every size
@@ -512,7 +413,7 @@ def _rounds(
         for size in sizes:
             run.fresh()  # before the input is made: a reset empties a target's own storage
             command = series.prepare(run, size, repeat)
-            best[size] = min(best.get(size, float("inf")), _timed(run, command, clock))
+            best[size] = min(best.get(size, float("inf")), _timed(run, command))
             if run.failed:
                 return False
     return True
@@ -524,13 +425,13 @@ def _growth(run: _Run, plan: Plan) -> None:
         raise _Skip(f"{run.check}: skipped, the target keeps its own storage (inputs are written into the root)")
     sizes = series.sizes(plan)
     best: Dict[int, float] = {}
-    clock, clock_name = _clock(run.target)
-    if not _rounds(run, series, sizes, range(plan.repeats), best, clock):
+    clock_name = _clock_name(run.target)
+    if not _rounds(run, series, sizes, range(plan.repeats), best):
         return
     median, ratios = median_ratio([best[size] for size in sizes])
     rounds = plan.repeats
     if median is not None and median > GROWTH_RATIO:  # confirmed by as many rounds again before it is said
-        if not _rounds(run, series, sizes, range(plan.repeats, 2 * plan.repeats), best, clock):
+        if not _rounds(run, series, sizes, range(plan.repeats, 2 * plan.repeats), best):
             return
         median, ratios = median_ratio([best[size] for size in sizes])
         rounds *= 2
@@ -756,7 +657,7 @@ def _run_check(
     canary = f"CANARY-stress-{secrets.token_hex(8)}"
     case = make_case_dir(workdir / f"stress-{check}-{secrets.token_hex(4)}", canary)
     try:
-        before = _outside(case)
+        before = outside_snapshot(case)
         target = open_target(case.root)
         try:
             run = _Run(check, case, target, canary, report)
@@ -767,12 +668,12 @@ def _run_check(
                 report.notes.append(str(skip))
         finally:
             target.close()
-        changed = _changed(before, _outside(case))
+        changed = _changed(before, outside_snapshot(case))
         if changed:
             shown = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
             report.add(SAFETY, check, f"the tree outside the root changed: {shown}")
     finally:
-        shutil.rmtree(case.path, ignore_errors=True)
+        remove_case_dir(case.path)
 
 
 def stress_report(

@@ -64,6 +64,16 @@ TOOL_MEMORY = protocol.TOOL_MEMORY
 """The memory tool: what a target runs when no other tool is named."""
 
 
+class CallTime:
+    """The CPU time the thread that ran one call spent on it (`seconds`; None until the call returns, and for
+    good when it was abandoned). A new one for every call, so that a reader can tell its call's from another's."""
+
+    __slots__ = ("seconds",)
+
+    def __init__(self) -> None:
+        self.seconds: Optional[float] = None
+
+
 class Target:
     """Base class: one implementation, reached one way. Subclasses implement `execute` and `reset`."""
 
@@ -76,6 +86,14 @@ class Target:
     tools: Tuple[str, ...] = (TOOL_MEMORY,)
     """The tools this target runs over one root (the protocol's `tools`): the memory tool unless it says more
     or other ones (OpenClaw's `memory_get` and `memory_search`)."""
+    last_call: Optional[CallTime] = None
+    """The thread time of the last call, for a target that runs calls in this process (conformance/usage.py)."""
+
+    @property
+    def pid(self) -> Optional[int]:
+        """The process that runs the implementation when it is another one (an adapter's, while it runs); None
+        when the implementation runs in this process."""
+        return None
 
     def execute(self, input: Any, tool: str = TOOL_MEMORY) -> StepResult:
         """Run `input` as the tool `tool` would be called with it by a model (the protocol's `execute`)."""

@@ -25,6 +25,7 @@ import pathlib
 import queue
 import sys
 import threading
+import time
 import traceback
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
@@ -41,6 +42,7 @@ from .target_base import (
     OPTION_NAMES,
     STORAGE_KINDS,
     TOOL_MEMORY,
+    CallTime,
     Options,
     StepResult,
     Target,
@@ -206,6 +208,7 @@ class InProcessTarget(Target):
         if job is None:
             detail = f"{self.spec} does not run the tool {shown(tool, NAME_CHARS)}"
             return StepResult("", True, crashed=True, detail=detail)
+        job = self._clocked(job)
         if self._timeout is None:
             return job()
         if self._worker is None:
@@ -225,6 +228,19 @@ class InProcessTarget(Target):
         if tool in self.tools and run_tool is not None:
             return lambda: call_tool(run_tool, tool, input)
         return None
+
+    def _clocked(self, job: Callable[[], StepResult]) -> Callable[[], StepResult]:
+        """`job`, timing itself into a new `last_call` on whichever thread runs it."""
+        clock = self.last_call = CallTime()
+
+        def run() -> StepResult:
+            started = time.thread_time()
+            try:
+                return job()
+            finally:
+                clock.seconds = time.thread_time() - started
+
+        return run
 
     def _release(self) -> None:
         """Close the handler being replaced, unless a call on it was abandoned (it may still be running)."""

@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 import sys
 import time
@@ -35,7 +34,7 @@ from .cost import MEMORY_EVERY
 from .finding import Finding, FindingError
 from .harness import HARNESSES, Harness, Options
 from .layout import scratch_dir
-from .suite import terminal, visible
+from .suite import hosttree, terminal, visible
 
 SUBCOMMANDS = ("run", "replay", "to-case", "robust")
 RUN_SLACK = 5.0
@@ -230,7 +229,7 @@ def cmd_run(ns: argparse.Namespace) -> int:
         try:
             harness = HARNESSES[ns.harness](options, work)
         except BaseException:
-            shutil.rmtree(work, ignore_errors=True)
+            hosttree.remove(str(work))
             raise
         harness.seen |= known
         budget = getattr(getattr(harness, "settings", None), "budget", None)
@@ -246,7 +245,7 @@ def cmd_run(ns: argparse.Namespace) -> int:
         try:
             harness.close()
         finally:
-            shutil.rmtree(work, ignore_errors=True)
+            hosttree.remove(str(work))
         seconds = time.monotonic() - started
         rate = harness.runs / seconds if seconds > 0 else 0.0
         _emit(

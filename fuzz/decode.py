@@ -17,6 +17,8 @@ from .byte_reader import ByteReader
 MAX_COMMANDS = 8
 """Forms per input; a growth form may expand into many commands (at most grow.MAX_EXPANDED in all)."""
 COMMANDS = ("view", "create", "create", "str_replace", "insert", "delete", "rename", "view")
+"""The draw: every command of tool.NAMES (tests/fuzz/test_pieces.py checks), views and creates twice (views see
+what the others did, creates give them names). The order is part of what given bytes decode to."""
 
 Command = Any  # a tool input: almost always a dict, sometimes deliberately not
 

@@ -27,10 +27,6 @@ class Stats:
     seconds: float
     corpus: int
 
-    @property
-    def per_second(self) -> float:
-        return self.runs / self.seconds if self.seconds > 0 else 0.0
-
 
 def fuzz(
     harness: Harness,

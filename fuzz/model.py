@@ -16,6 +16,8 @@ import base64
 import enum
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
+from refmem import tool
+
 from .layout import Fixture
 
 Parts = Tuple[str, ...]
@@ -83,16 +85,13 @@ def count_overlapping(haystack: str, needle: str) -> int:
 
 Parser = Callable[[str], Any]
 
-REQUIRED: Dict[str, Tuple[str, ...]] = {
-    "view": ("path",),
-    "create": ("path", "file_text"),
-    "str_replace": ("path", "old_str", "new_str"),
-    "insert": ("path", "insert_line", "insert_text"),
-    "delete": ("path",),
-    "rename": ("old_path", "new_path"),
-}
+REQUIRED: Dict[str, Tuple[str, ...]] = {command.name: command.required for command in tool.COMMANDS}
 """Each command's required parameters, in the order the documentation lists them (the property suite draws
 commands from the same table: conformance/properties)."""
+INTEGERS = frozenset(
+    parameter.name for command in tool.COMMANDS for parameter in command.parameters if parameter.kind == tool.INTEGER
+)
+"""The parameters whose value is an integer (insert_line); every other required one is text."""
 
 
 class Model:
@@ -129,7 +128,7 @@ class Model:
                 if name == "str_replace" and param == "new_str":
                     raise _Unknown()  # the notes do not say whether new_str may be left out
                 return False
-            if param == "insert_line":
+            if param in INTEGERS:
                 if not isinstance(value, int) or isinstance(value, bool):
                     return False
             elif not isinstance(value, str) or not _valid_text(value):

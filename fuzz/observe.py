@@ -1,55 +1,31 @@
-"""Read the root's tree from disk in the model's terms (never following a link)."""
+"""Read the root's tree from disk in the model's terms, through the harness's one tree reader (hosttree: bounded,
+from folder descriptors, never following a link). The handler's own names (`.refmem...`, at any level) are left
+out; a link, a special file, a file with more than one link, or one that cannot be read or decoded is OPAQUE."""
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
-from typing import Tuple
 
 from .model import DIR, OPAQUE, Node, Tree, file_node
+from .suite import hosttree
 
 HANDLER_PREFIX = ".refmem"
-MAX_READ = 2 << 20
 
 
 def read_tree(root: Path) -> Tree:
     tree: Tree = {(): DIR}
-    _walk(str(root), (), tree)
+    found = hosttree.read(str(root), skip=lambda relative: relative.rpartition("/")[2].startswith(HANDLER_PREFIX))
+    for relative, entry in found.tree.items():
+        tree[tuple(relative.split("/"))] = _node(entry)
     return tree
 
 
-def _walk(directory: str, parts: Tuple[str, ...], tree: Tree) -> None:
-    try:
-        names = sorted(os.listdir(directory))
-    except OSError:
-        return
-    for name in names:
-        if name.startswith(HANDLER_PREFIX):
-            continue
-        full = os.path.join(directory, name)
-        key = parts + (name,)
-        try:
-            info = os.lstat(full)
-        except OSError:
-            continue
-        if stat.S_ISDIR(info.st_mode):
-            tree[key] = DIR
-            _walk(full, key, tree)
-        elif stat.S_ISREG(info.st_mode) and info.st_nlink == 1:
-            tree[key] = _read_file(full)
-        else:
-            tree[key] = OPAQUE
-
-
-def _read_file(full: str) -> Node:
-    try:
-        fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
+def _node(entry: hosttree.Node) -> Node:
+    if entry.kind == hosttree.DIR:
+        return DIR
+    if entry.kind != hosttree.FILE or entry.nlink != 1 or entry.data is None:
         return OPAQUE
-    with os.fdopen(fd, "rb") as handle:
-        data = handle.read(MAX_READ)
     try:
-        return file_node(data.decode("utf-8"))
+        return file_node(entry.data.decode("utf-8"))
     except UnicodeDecodeError:
         return OPAQUE

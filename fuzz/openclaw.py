@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import pathlib
-import shutil
 import sys
 import time
 from typing import Any, Callable, Dict, List, Optional
@@ -49,7 +48,7 @@ from .minimise import Fields
 from .oracles import Violation, check_result
 from .replay import replay
 from .session import Report, run_sequence
-from .suite import openclaw_runner
+from .suite import hosttree, openclaw_runner
 
 TOOLS = openclaw_runner.TOOLS
 TargetError = reach.TargetError
@@ -283,7 +282,7 @@ def _fuzz(args: argparse.Namespace) -> int:
         finally:
             harness.close()
     finally:
-        shutil.rmtree(work, ignore_errors=True)
+        hosttree.remove(str(work))
     rate = harness.calls / stats.seconds if stats.seconds else 0.0
     print(f"{harness.calls} calls ({stats.runs} inputs) in {stats.seconds:.0f} s ({rate:.0f}/s), "
           f"{len(harness.findings)} findings")

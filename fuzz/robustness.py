@@ -35,8 +35,6 @@ import json
 import os
 import pathlib
 import random
-import shutil
-import stat
 import sys
 import tempfile
 import time
@@ -44,6 +42,7 @@ from types import ModuleType
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from .byte_reader import ByteReader
+from .suite import hosttree
 
 
 class Broken(AssertionError):
@@ -90,7 +89,7 @@ class Scratch:
 
     def fresh(self) -> pathlib.Path:
         """An empty memory directory (what an earlier input wrote is gone)."""
-        shutil.rmtree(self.memories, ignore_errors=True)
+        hosttree.remove(str(self.memories))
         self.memories.mkdir()
         return self.memories
 
@@ -115,7 +114,7 @@ class Scratch:
         ]
 
     def close(self) -> None:
-        shutil.rmtree(self.base, ignore_errors=True)
+        hosttree.remove(str(self.base))
 
 
 _SCRATCH: List[Scratch] = []
@@ -463,18 +462,10 @@ def _prune_tree(reader: ByteReader, top: pathlib.Path, outside: pathlib.Path) ->
             (records / ("f" * 64)).symlink_to(outside / "secret.txt")
 
 
-def _snapshot(top: pathlib.Path) -> Dict[str, Tuple[str, bytes, float]]:
-    found: Dict[str, Tuple[str, bytes, float]] = {}
-    for folder, dirs, files in os.walk(top):
-        for name in dirs + files:
-            path = os.path.join(folder, name)
-            info = os.lstat(path)
-            mode = info.st_mode
-            kinds = {stat.S_IFLNK: "link", stat.S_IFDIR: "dir", stat.S_IFREG: "file"}
-            kind = kinds.get(stat.S_IFMT(mode), "special")
-            data = pathlib.Path(path).read_bytes() if kind == "file" else b""
-            found[os.path.relpath(path, top)] = (kind, data, info.st_mtime)
-    return found
+def _snapshot(top: pathlib.Path) -> Dict[str, Tuple[hosttree.Node, int]]:
+    """Every entry below `top` (hosttree: bounded, no link followed) with its modification time, which a prune
+    must not change either."""
+    return {path: (node, node.mtime_ns) for path, node in hosttree.read(str(top)).tree.items()}
 
 
 def prune_one_input(data: bytes) -> None:
@@ -507,28 +498,23 @@ def check_prune(top: pathlib.Path, outside: pathlib.Path, older_than: float, dry
     gone = set(before) - set(after)
     if dry_run:
         _check(not gone, "a dry run removed something", sorted(gone))
-    removed_dirs = {name for name in gone if before[name][0] == "dir"}
+    removed_dirs = {name for name in gone if before[name][0].kind == hosttree.DIR}
     for name in gone:
-        if any(name.startswith(folder + os.sep) for folder in removed_dirs):
+        if any(name.startswith(folder + "/") for folder in removed_dirs):
             continue  # went with a folder the prune emptied
-        if name.startswith(".refmem" + os.sep) or os.path.basename(name).startswith(".refmem-tmp-"):
+        if name.startswith(".refmem/") or name.rpartition("/")[2].startswith(".refmem-tmp-"):
             continue  # bookkeeping: stale records and old temp files are the prune's to clear
-        kind, _, mtime = before[name]
-        _check(kind in ("file", "dir"), f"prune removed a {kind}", name)
-        if kind == "file":
-            _check(mtime < _NOW - older_than, "prune removed a file newer than the cut-off", name)
+        node, mtime_ns = before[name]
+        kind = {hosttree.LINK: "link", hosttree.OTHER: "special file"}.get(node.kind, node.kind)
+        _check(node.kind in (hosttree.FILE, hosttree.DIR), f"prune removed a {kind}", name)
+        if node.kind == hosttree.FILE:
+            _check(mtime_ns / 1e9 < _NOW - older_than, "prune removed a file newer than the cut-off", name)
 
 
 def _remove_tree(base: pathlib.Path) -> None:
-    """Remove a scratch tree of any depth (shutil.rmtree recurses)."""
-    from refmem import kernel, tree
-
-    with contextlib.suppress(Exception):
-        root = kernel.RootDir(base.parent, create=False)
-        try:
-            tree.remove(root.top, base.name, os.lstat(base))
-        finally:
-            root.close()
+    """Remove a scratch tree of any depth with the harness's own remover (hosttree: iterative, no link
+    followed), never with the code under test."""
+    hosttree.remove(str(base))
 
 
 HARNESSES: Dict[str, Callable[[bytes], None]] = {

@@ -12,7 +12,7 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from conformance import hosttree, layout, targets, terminal, visible
+    from conformance import hosttree, layout, targets, terminal, usage, visible
     from conformance.openclaw import runner as openclaw_runner
 else:
     NAME = __package__[: -len("fuzz")] + "conformance"
@@ -22,5 +22,6 @@ else:
     openclaw_runner = importlib.import_module(NAME + ".openclaw.runner")
     visible = importlib.import_module(NAME + ".visible")
     terminal = importlib.import_module(NAME + ".terminal")
+    usage = importlib.import_module(NAME + ".usage")
 
-__all__ = ["hosttree", "layout", "openclaw_runner", "targets", "terminal", "visible"]
+__all__ = ["hosttree", "layout", "openclaw_runner", "targets", "terminal", "usage", "visible"]

@@ -20,6 +20,8 @@ import unicodedata
 import urllib.parse
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
+from refmem import tool
+
 from . import reach
 from .finding import Finding
 from .layout import HOSTILE_FIXTURES, Fixture, Layout, scratch_dir_base
@@ -39,7 +41,7 @@ DESCRIPTION_CHARS = 200
 PATH_KEYS = ("path", "old_path", "new_path")
 ROOT = "/memories"
 
-COMMAND_FEATURES = ("view", "create", "str_replace", "insert", "delete", "rename")
+COMMAND_FEATURES = tool.NAMES
 FIXTURE_FEATURES = {"symlink": "symlink", "fifo": "special-files", "hardlink": "hardlink"}
 DECISION_BY_COMMAND = {
     "view": "D-VIEW-LIST",

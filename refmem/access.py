@@ -364,26 +364,3 @@ class AccessTracker:
     def _read(self, folder: Dir, name: str) -> Optional[Record]:
         read = read_record(folder, name)
         return None if read is None else _parse_record(name, *read)
-
-
-# --- one-shot conveniences (a handler keeps a tracker instead) --------------------------------------------------
-
-
-def record_access(root: RootLike, path: VirtualLike, now: Optional[float] = None) -> bool:
-    """One-shot `AccessTracker(root).touch(path)`; a handler should keep a tracker instead."""
-    with AccessTracker(root) as tracker:
-        return tracker.touch(path, now)
-
-
-def forget_access(root: RootLike, path: VirtualLike, is_dir: Optional[bool] = None) -> bool:
-    with AccessTracker(root) as tracker:
-        return tracker.forget(path, is_dir)
-
-
-def move_access(
-    root: RootLike, old: VirtualLike, new: VirtualLike, is_dir: Optional[bool] = None, now: Optional[float] = None
-) -> bool:
-    with AccessTracker(root) as tracker:
-        return tracker.move(old, new, is_dir, now)
-
-

@@ -10,9 +10,6 @@ from .access import (
     DEFAULT_RESOLUTION,
     AccessTracker,
     Record,
-    forget_access,
-    move_access,
-    record_access,
     record_name,
     virtual_path,
 )
@@ -25,11 +22,8 @@ __all__ = [
     "AccessTracker",
     "PruneReport",
     "Record",
-    "forget_access",
-    "move_access",
     "parse_duration",
     "prune",
-    "record_access",
     "record_name",
     "virtual_path",
 ]

@@ -16,7 +16,7 @@ import os
 from collections import abc
 from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
-from . import problems, text, view
+from . import problems, text, tool, view
 from .limits import DEFAULT_LIMITS, Limits
 from .messages import (
     IO_REASONS,
@@ -41,10 +41,9 @@ PARSE_CACHE_SIZE = 4096  # parsed paths remembered per handler (each at most max
 ADDRESSABLE_CACHE_SIZE = 16384  # names found on disk whose addressability a handler remembers
 VIEW_CACHE_BYTES = 4 * 1024 * 1024  # remembered views per handler, file bytes and results together
 
-# Parameter kinds: how to name the expected type in the message, and the check values must pass.
-STR, INT, RANGE = KIND_STRING, KIND_INTEGER, KIND_RANGE
-OPTIONAL, REQUIRED = False, True
-Parameter = Tuple[str, str, bool]  # (name, kind, required), checked in order
+# Parameter kinds (tool.py's): how to name the expected type in the message, and the check values must pass.
+KIND_NAMES: Dict[str, str] = {tool.STRING: KIND_STRING, tool.INTEGER: KIND_INTEGER, tool.RANGE: KIND_RANGE}
+Parameter = Tuple[str, str, bool, bool]  # (name, kind, required, bounded by max_file_bytes), checked in order
 
 
 def _is_int(value: object) -> bool:
@@ -56,8 +55,7 @@ def _is_range(value: object) -> bool:
 
 
 _is_str: Callable[[object], bool] = str.__instancecheck__
-KIND_CHECKS: Dict[str, Callable[[object], bool]] = {STR: _is_str, INT: _is_int, RANGE: _is_range}
-TEXT_PARAMETERS = frozenset({"file_text", "old_str", "new_str", "insert_text"})  # bounded by max_file_bytes
+KIND_CHECKS: Dict[str, Callable[[object], bool]] = {tool.STRING: _is_str, tool.INTEGER: _is_int, tool.RANGE: _is_range}
 
 # What the walk met, for any command: the message that says so.
 PROBLEM_MESSAGES: Dict[type, str] = {
@@ -189,17 +187,17 @@ class MemoryHandler:
         return spec.run(self, command)
 
     def _check_parameters(self, name: str, parameters: Tuple[Parameter, ...], command: Mapping[str, Any]) -> None:
-        for parameter, kind, required in parameters:
+        for parameter, kind, required, bounded in parameters:
             value = command.get(parameter)
             if value is None:
                 if required:
                     raise Refusal(render("param_missing", name=parameter, command=name))
                 continue
             if not KIND_CHECKS[kind](value):
-                if kind == RANGE:
+                if kind == tool.RANGE:
                     raise Refusal(render("view_range_shape"))
-                raise Refusal(render("param_type", name=parameter, kind=kind, command=name))
-            if kind == STR:
+                raise Refusal(render("param_type", name=parameter, kind=KIND_NAMES[kind], command=name))
+            if kind == tool.STRING:
                 if value.isascii():  # the common case: valid, one byte a character
                     size = len(value)
                 else:
@@ -207,7 +205,7 @@ class MemoryHandler:
                         size = len(value.encode("utf-8"))
                     except UnicodeEncodeError:
                         raise Refusal(render("param_not_unicode", name=parameter)) from None
-                if parameter in TEXT_PARAMETERS and size > self.limits.max_file_bytes:
+                if bounded and size > self.limits.max_file_bytes:
                     raise Refusal(render("param_too_big", name=parameter, n=size, max=self.limits.max_file_bytes))
 
     # -- shared steps --
@@ -503,28 +501,25 @@ def _replace_unique(
     return edit.text, Result(head + ("\n" + snippet.body if snippet.body else ""), False)
 
 
-COMMANDS: Dict[str, Command] = {
-    "view": Command((("path", STR, REQUIRED), ("view_range", RANGE, OPTIONAL)), False, "read", MemoryHandler._view),
-    "create": Command((("path", STR, REQUIRED), ("file_text", STR, REQUIRED)), True, "create", MemoryHandler._create),
-    "str_replace": Command(
-        (("path", STR, REQUIRED), ("old_str", STR, REQUIRED), ("new_str", STR, REQUIRED)),
-        True,
-        "write",
-        MemoryHandler._str_replace,
-    ),
-    "insert": Command(
-        (("path", STR, REQUIRED), ("insert_line", INT, REQUIRED), ("insert_text", STR, REQUIRED)),
-        True,
-        "write",
-        MemoryHandler._insert,
-    ),
-    "delete": Command((("path", STR, REQUIRED),), True, "delete", MemoryHandler._delete),
-    "rename": Command(
-        (("old_path", STR, REQUIRED), ("new_path", STR, REQUIRED)), True, "rename", MemoryHandler._rename
-    ),
+_VERBS_AND_RUNS: Dict[str, Tuple[str, Callable[[MemoryHandler, Mapping[str, Any]], Result]]] = {
+    "view": ("read", MemoryHandler._view),
+    "create": ("create", MemoryHandler._create),
+    "str_replace": ("write", MemoryHandler._str_replace),
+    "insert": ("write", MemoryHandler._insert),
+    "delete": ("delete", MemoryHandler._delete),
+    "rename": ("rename", MemoryHandler._rename),
 }
-PARAMETERS: Dict[str, Tuple[Parameter, ...]] = {name: spec.parameters for name, spec in COMMANDS.items()}
-MUTATING = frozenset(name for name, spec in COMMANDS.items() if spec.mutating)
+"""What the handler adds to each command of tool.COMMANDS: the verb of its D-IO message and its function."""
+
+
+def _parameters(command: tool.Command) -> Tuple[Parameter, ...]:
+    return tuple((p.name, p.kind, p.required, p.role.is_text) for p in command.parameters)
+
+
+COMMANDS: Dict[str, Command] = {
+    command.name: Command(_parameters(command), command.mutating, *_VERBS_AND_RUNS[command.name])
+    for command in tool.COMMANDS
+}
 
 
 def _open_store(

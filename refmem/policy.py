@@ -25,7 +25,7 @@ import binascii
 import bisect
 import json
 import re
-from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Protocol, Sequence, Tuple
+from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 
 class Finding(NamedTuple):
@@ -34,13 +34,6 @@ class Finding(NamedTuple):
     kind: str
     start: int
     end: int
-
-
-class Detector(Protocol):
-    """Anything that maps a text to the secrets found in it."""
-
-    def __call__(self, text: str) -> List[Finding]:  # pragma: no cover - protocol
-        ...
 
 
 KIND_DESCRIPTIONS: Dict[str, str] = {

@@ -27,7 +27,7 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import pytest
 
-from refmem import MemoryHandler, Result, kernel
+from refmem import MemoryHandler, Result, kernel, tool
 
 CANARY = "CANARY-5e1f0c secret bytes from outside"
 INTERNAL = "Error: The command could not be completed because of an internal error."
@@ -162,7 +162,22 @@ CASES = [
         "dir",
     ),
 ]
-COMMANDS = ["view", "create", "str_replace", "insert", "delete", "rename_old", "rename_new"]
+SLOTS = {
+    {"old_path": "rename_old", "new_path": "rename_new"}.get(parameter, command): (command, parameter)
+    for command, parameter in tool.PATH_SLOTS
+}
+"""Every path a command takes, by the name the table below gives it."""
+COMMANDS = list(SLOTS)
+VALID = {
+    "file_text": "created\n",
+    "old_str": "inside",
+    "new_str": "EDITED",
+    "insert_line": 0,
+    "insert_text": "INSERTED",
+    "old_path": "/memories/src.txt",
+    "new_path": "/memories/moved/away",
+}
+"""A valid value for each parameter that does not carry the path under test."""
 
 
 def canonical(raw: str) -> str:
@@ -219,19 +234,8 @@ def expected(kind: str, command: str, raw: str) -> Optional[str]:
 
 
 def tool_input(command: str, raw: str) -> Dict[str, Any]:
-    if command == "view":
-        return {"command": "view", "path": raw}
-    if command == "create":
-        return {"command": "create", "path": raw, "file_text": "created\n"}
-    if command == "str_replace":
-        return {"command": "str_replace", "path": raw, "old_str": "inside", "new_str": "EDITED"}
-    if command == "insert":
-        return {"command": "insert", "path": raw, "insert_line": 0, "insert_text": "INSERTED"}
-    if command == "delete":
-        return {"command": "delete", "path": raw}
-    if command == "rename_old":
-        return {"command": "rename", "old_path": raw, "new_path": "/memories/moved/away"}
-    return {"command": "rename", "old_path": "/memories/src.txt", "new_path": raw}
+    name, parameter = SLOTS[command]
+    return tool.input_for(name, {**VALID, parameter: raw})
 
 
 def run_guarded(handler: MemoryHandler, params: Dict[str, Any]) -> Result:

@@ -16,11 +16,8 @@ from refmem import prune as prune_module
 from refmem.expiry import (
     AccessTracker,
     PruneReport,
-    forget_access,
-    move_access,
     parse_duration,
     prune,
-    record_access,
     record_name,
     virtual_path,
 )
@@ -225,12 +222,15 @@ def test_unicode_paths(tmp_path: Path) -> None:
             assert tracker.last_access(path) == pytest.approx(NOW)
 
 
-def test_module_level_helpers_take_the_root_path_as_str_or_pathlike(tmp_path: Path) -> None:
-    assert record_access(str(tmp_path), "/memories/a.md", now=NOW - 10)
-    assert record_access(tmp_path, ("b.md",), now=NOW - 20)
+def test_the_tracker_takes_the_root_path_as_str_or_pathlike(tmp_path: Path) -> None:
+    with AccessTracker(str(tmp_path)) as tracker:
+        assert tracker.touch("/memories/a.md", now=NOW - 10)
+    with AccessTracker(tmp_path) as tracker:
+        assert tracker.touch(("b.md",), now=NOW - 20)
     assert AccessTracker(str(tmp_path)).last_access("/memories/b.md") == pytest.approx(NOW - 20)
-    assert move_access(tmp_path, "/memories/a.md", "/memories/c.md", is_dir=False, now=NOW)
-    assert forget_access(tmp_path, "/memories/b.md", is_dir=False)
+    with AccessTracker(tmp_path) as tracker:
+        assert tracker.move("/memories/a.md", "/memories/c.md", is_dir=False, now=NOW)
+        assert tracker.forget("/memories/b.md", is_dir=False)
     paths = sorted(r.path for r in AccessTracker(tmp_path).records())
     assert paths == ["/memories/c.md"]
 
@@ -369,7 +369,8 @@ def test_prune_uses_the_later_of_record_and_mtime(tmp_path: Path) -> None:
 def test_dry_run_changes_nothing(tmp_path: Path) -> None:
     write(tmp_path, "a/old.md", age_days=40)
     write(tmp_path, "b.md", age_days=40)
-    record_access(tmp_path, "/memories/gone.md", now=NOW - 50 * DAY)
+    with AccessTracker(tmp_path) as tracker:
+        tracker.touch("/memories/gone.md", now=NOW - 50 * DAY)
     before = tree(tmp_path)
     records_before = sorted(os.listdir(access_dir(tmp_path)))
     report = prune(tmp_path, 30 * DAY, dry_run=True, now=NOW)

@@ -12,18 +12,18 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import tempfile
 from typing import Dict
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
-
 from refmem_fuzz.model import Model, Outcome, render_tree
+
 from refmem import MemoryHandler
 from refmem.messages import render
 from refmem.paths import parse_path
+from refmem_conformance import hosttree
 
 PATHS = [
     "/memories/a.txt",
@@ -55,7 +55,7 @@ class HandlerVersusModel(RuleBasedStateMachine):
         self.model = Model([], functools.partial(parse_path, limits=self.handler.limits))
 
     def teardown(self) -> None:
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        hosttree.remove(self.tmp)
 
     def run(self, params: dict) -> None:
         expected = self.model.apply(params)
@@ -101,17 +101,13 @@ class HandlerVersusModel(RuleBasedStateMachine):
         if not hasattr(self, "model"):
             return
         on_disk: Dict[str, str] = {}
-        for folder, subdirs, names in os.walk(self.root):
-            rel = os.path.relpath(folder, self.root)
-            prefix = "" if rel == "." else rel.replace(os.sep, "/") + "/"
-            if not prefix:
-                subdirs[:] = [s for s in subdirs if s != ".refmem"]
-            for name in subdirs:
-                on_disk[prefix + name] = "<dir>"
-            for name in names:
-                assert not name.startswith(".refmem"), "a temp file was left behind"
-                with open(os.path.join(folder, name), "rb") as handle:
-                    on_disk[prefix + name] = handle.read().decode("utf-8")
+        for relative, node in hosttree.read(self.root, skip=lambda relative: relative == ".refmem").tree.items():
+            assert not relative.rpartition("/")[2].startswith(".refmem"), "a temp file was left behind"
+            if node.kind == hosttree.DIR:
+                on_disk[relative] = "<dir>"
+            else:
+                assert node.kind == hosttree.FILE and node.data is not None, (relative, node)
+                on_disk[relative] = node.data.decode("utf-8")
         if not self.model.lost:
             assert on_disk == render_tree(self.model.tree)
 

@@ -135,7 +135,7 @@ def statement(command: Any, tree: model.Tree) -> Optional[str]:
     name = command["command"]
     for parameter in model.REQUIRED[name]:
         value = command.get(parameter)
-        if not (_is_int(value) if parameter == "insert_line" else _is_str(value)):
+        if not (_is_int(value) if parameter in model.INTEGERS else _is_str(value)):
             return None
     judge = _STATEMENTS[name]
     return judge(command, tree)

@@ -15,6 +15,8 @@ import re
 import urllib.parse
 from typing import Any, Dict, List, Optional, Tuple
 
+from refmem import tool
+
 from .. import documentation
 
 PAYLOADS_FILE = pathlib.Path(__file__).resolve().parent / "payloads.json"
@@ -28,15 +30,18 @@ RENAME_TARGET_NAME = "moved.txt"
 WRITTEN_TEXT = "pwned\n"
 
 # (command, argument): the argument that carries the payload; the other arguments are valid.
-SLOTS: Tuple[Tuple[str, str], ...] = (
-    ("view", "path"),
-    ("create", "path"),
-    ("str_replace", "path"),
-    ("insert", "path"),
-    ("delete", "path"),
-    ("rename", "old_path"),
-    ("rename", "new_path"),
-)
+SLOTS: Tuple[Tuple[str, str], ...] = tool.PATH_SLOTS
+
+# A valid value for each parameter that does not carry the payload (view's optional view_range is left out).
+VALID_VALUES: Dict[str, Any] = {
+    "old_path": VALID_PATH,
+    "new_path": RENAME_TARGET,
+    "file_text": WRITTEN_TEXT,
+    "old_str": "valid",
+    "new_str": "pwned",
+    "insert_line": 0,
+    "insert_text": WRITTEN_TEXT,
+}
 
 # For payloads that may legitimately be accepted as ordinary names, only the slots where acceptance and
 # refusal both end in an error (the name does not exist) can state `is_error`; create and rename's
@@ -69,21 +74,9 @@ def expand(template: str) -> str:
 
 def tool_input(command: str, argument: str, payload: str) -> Dict[str, Any]:
     """The command's input with `payload` in `argument` and valid values everywhere else."""
-    if command == "view":
-        return {"command": "view", "path": payload}
-    if command == "create":
-        return {"command": "create", "path": payload, "file_text": WRITTEN_TEXT}
-    if command == "str_replace":
-        return {"command": "str_replace", "path": payload, "old_str": "valid", "new_str": "pwned"}
-    if command == "insert":
-        return {"command": "insert", "path": payload, "insert_line": 0, "insert_text": WRITTEN_TEXT}
-    if command == "delete":
-        return {"command": "delete", "path": payload}
-    if command == "rename" and argument == "old_path":
-        return {"command": "rename", "old_path": payload, "new_path": RENAME_TARGET}
-    if command == "rename" and argument == "new_path":
-        return {"command": "rename", "old_path": VALID_PATH, "new_path": payload}
-    raise PayloadError(f"no slot {command} {argument}")
+    if (command, argument) not in SLOTS:
+        raise PayloadError(f"no slot {command} {argument}")
+    return tool.input_for(command, {**VALID_VALUES, argument: payload})
 
 
 def _describe(payload: str, limit: int = 60) -> str:

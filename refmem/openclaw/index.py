@@ -421,11 +421,6 @@ class Index:
         with self._transaction():
             self.conn.execute("DELETE FROM embedding_cache WHERE hash NOT IN (SELECT hash FROM chunks)")
 
-    def clear_embeddings(self) -> None:
-        with self.lock, self._transaction():
-            self.conn.execute("UPDATE chunks SET embedding = NULL")
-            self.generation += 1
-
     # -- searching --
 
     def body(self, expression: Optional[str], query: str, limit: int) -> List[Tuple[Hit, float]]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
 
-COMMANDS = ("view", "create", "str_replace", "insert", "delete", "rename")
+from refmem.tool import NAMES as COMMANDS
 
 
 class Result(NamedTuple):

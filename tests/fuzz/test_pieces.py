@@ -7,6 +7,8 @@ import random
 
 import pytest
 
+from refmem import tool
+from refmem_fuzz import decode as decode_module
 from refmem_fuzz.decode import decode
 from refmem_fuzz.grow import MAX_EXPANDED
 from refmem_fuzz.layout import HOSTILE_FIXTURES, Layout
@@ -21,6 +23,10 @@ def test_decoder_is_deterministic_and_bounded() -> None:
         first, second = decode(data), decode(data)
         assert first == second
         assert 1 <= len(first) <= MAX_EXPANDED
+
+
+def test_the_decoder_draws_every_command_of_the_tool_and_no_other() -> None:
+    assert set(decode_module.COMMANDS) == set(tool.NAMES)
 
 
 def test_short_inputs_decode_to_a_plain_view() -> None:
