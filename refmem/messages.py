@@ -235,6 +235,7 @@ STORE_SCHEMA_NEWER = (
 STORE_NOT_A_DATABASE = "the memory database is not a database refmem can read, or it is damaged"
 STORE_CANNOT_OPEN = "the memory database cannot be opened: {reason}"
 STORE_NO_WAL = "the memory database cannot use write-ahead logging on this filesystem"
+STORE_SPEC = "a store is given as sqlite:///PATH (an absolute path) or sqlite:PATH (a relative one)"
 
 # Why a duration given to `refmem prune --older-than` was refused.
 DURATION_FORMAT = "invalid duration {text!r}: use a number and a unit (s, m, h, d, w), e.g. 30d or 1w2d"
