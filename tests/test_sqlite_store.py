@@ -374,3 +374,40 @@ def test_killed_writers_leave_the_database_whole(tmp_path: Path) -> None:
         ok(after, {"command": "rename", "old_path": "/memories/" + top, "new_path": "/memories/final"})
     finally:
         after.store.close()
+
+
+# --- a folder's move and delete: one statement over the subtree ------------------------------------
+
+
+def _statements(store: SqliteStore, handler: MemoryHandler, command: Dict[str, object]) -> int:
+    said: List[str] = []
+    store._db.set_trace_callback(said.append)
+    try:
+        ok(handler, command)
+    finally:
+        store._db.set_trace_callback(None)
+    return len(said)
+
+
+@pytest.mark.parametrize("command", ["rename", "delete"])
+def test_a_folder_move_or_delete_runs_as_many_statements_whatever_its_size(tmp_path: Path, command: str) -> None:
+    counts = []
+    for files in (40, 80):
+        store = SqliteStore(tmp_path / f"{command}-{files}.db")
+        handler = MemoryHandler(store)
+        try:
+            for number in range(files):
+                path = f"/memories/big/s{number % 4}/f{number}.md"
+                ok(handler, {"command": "create", "path": path, "file_text": "x"})
+            if command == "rename":
+                counts.append(_statements(store, handler, {"command": "rename", "old_path": "/memories/big",
+                                                           "new_path": "/memories/moved/big"}))
+                assert f"/memories/moved/big/s3/f{files - 1}.md" in ok(
+                    handler, {"command": "view", "path": "/memories/moved/big/s3"}
+                )
+            else:
+                counts.append(_statements(store, handler, {"command": "delete", "path": "/memories/big"}))
+                assert "big" not in ok(handler, {"command": "view", "path": "/memories"})
+        finally:
+            store.close()
+    assert counts[0] == counts[1] and counts[0] < 30
