@@ -15,6 +15,9 @@ What it promises (SECURITY.md, docs/spec-notes.md D-STORE-SQL-*):
   written.
 * Engine errors become the problems the handler words (`problems.OsFailure` codes); no message of SQLite's,
   no host path, ever reaches a result.
+
+A store is one connection, used by one thread at a time (a lock inside serialises threads that share it). Open
+stores after a fork, never before: a connection must not cross into a child process.
 """
 
 from __future__ import annotations
@@ -91,7 +94,6 @@ class SqliteStore(SqlStore):
     """Memories in one SQLite database file (`storage.Store`; see the module docstring)."""
 
     queries = QUERIES
-    storage = "own"
 
     def __init__(
         self,
