@@ -411,3 +411,21 @@ def test_a_folder_move_or_delete_runs_as_many_statements_whatever_its_size(tmp_p
         finally:
             store.close()
     assert counts[0] == counts[1] and counts[0] < 30
+
+
+# --- the SQL core is the same text for every engine ------------------------------------------------
+
+
+def test_every_statement_is_rendered_for_each_dialect_and_names_the_tenant() -> None:
+    from refmem.stores.schema import POSTGRES, SQLITE, Queries
+
+    sqlite, postgres = Queries(SQLITE), Queries(POSTGRES)
+    names = [name for name, value in vars(sqlite).items() if isinstance(value, str)]
+    assert len(names) > 20
+    for name in names:
+        one, other = getattr(sqlite, name), getattr(postgres, name)
+        assert one.count("?") == other.count("%s") and "%s" not in one and "?" not in other, name
+        if "refmem_nodes" in one or "refmem_changes" in one or "refmem_tenants" in one:
+            assert "tenant" in one, name  # no statement on memories without its tenant
+    assert 'COLLATE "C"' in " ".join(postgres.ddl) and "BYTEA" in " ".join(postgres.ddl)
+    assert postgres.version.endswith(" FOR UPDATE") and not sqlite.version.endswith("UPDATE")

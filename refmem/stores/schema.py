@@ -49,6 +49,20 @@ SQLITE = Dialect(
     for_update="",
 )
 
+POSTGRES = Dialect(
+    name="postgresql",
+    placeholder="%s",
+    text='TEXT COLLATE "C"',  # byte order of UTF-8 is code point order: listings and key ranges as on SQLite
+    blob="BYTEA",
+    real="DOUBLE PRECISION",
+    integer="BIGINT",
+    byte_length="octet_length({})",
+    begin_write="BEGIN ISOLATION LEVEL READ COMMITTED",
+    for_update=" FOR UPDATE",
+)
+"""The PostgreSQL store's dialect (the store itself is to come): the same schema and statements, rendered for
+psycopg. A writer's transaction is serialised per tenant by the row lock its journal update takes."""
+
 
 class Table(NamedTuple):
     name: str
