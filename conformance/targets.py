@@ -1,6 +1,6 @@
 """One way to reach an implementation of the memory tool, shared by the conformance runner and the fuzzer.
 
-    target = open_target("refmem" | "python:MODULE:CALLABLE" | "cmd:COMMAND LINE", root)
+    target = open_target("refmem" | "refmem+sqlite" | "python:MODULE:CALLABLE" | "cmd:COMMAND LINE", root)
     step = target.execute({"command": "view", "path": "/memories"})   # -> StepResult
     target = open_target(spec, root, tools=("memory_get", "memory_search"))   # other tools (OpenClaw's)
     step = target.execute({"path": "MEMORY.md"}, tool="memory_get")           # step.result: the tool's object
@@ -345,6 +345,15 @@ def _reference_target(
     return InProcessTarget(spec, factory, root, info, timeout, converters, signalling.convention(None, error_prefix))
 
 
+def _reference_sqlite_target(
+    spec: str, root: pathlib.Path, timeout: Optional[float], error_prefix: ErrorPrefix, tools: Tools
+) -> Target:
+    """The memory handler over the SQLite store (conformance/reference_sqlite_target.py): its own storage."""
+    module, factory = _import_callable(spec, f"{__package__}.reference_sqlite_target", "make")
+    info = implementation_info("refmem", "python", module.version())
+    return InProcessTarget(spec, factory, root, info, timeout, OPTION_VALUES, signalling.convention(None, error_prefix))
+
+
 def _command_target(
     spec: str, root: pathlib.Path, timeout: Optional[float], error_prefix: ErrorPrefix, tools: Tools
 ) -> Target:
@@ -353,6 +362,7 @@ def _command_target(
 
 _KINDS: Dict[str, Callable[[str, pathlib.Path, Optional[float], ErrorPrefix, Tools], Target]] = {
     "refmem": _reference_target,
+    "refmem+sqlite": _reference_sqlite_target,
     "python:": _python_target,
     "cmd:": _command_target,
 }
@@ -392,4 +402,4 @@ def open_target(
                 runs = shown(", ".join(target.tools), MESSAGE_CHARS)
                 raise TargetError(f"{spec}: does not run {', '.join(missing)}; it runs {runs}")
             return target
-    raise TargetError(f"unknown target {spec!r}: use refmem, python:MODULE:CALLABLE or cmd:COMMAND LINE")
+    raise TargetError(f"unknown target {spec!r}: use refmem, refmem+sqlite, python:MODULE:CALLABLE or cmd:COMMAND LINE")

@@ -19,6 +19,7 @@ from typing import List, Optional, TextIO, Union
 from . import __version__
 from .protocol import MAX_LINE_BYTES
 from .protocol import VERSION as PROTOCOL_VERSION
+from .stores.location import ENVIRONMENT as _STORE_VARIABLE
 
 STDIN_INPUT = "-"
 """The `exec` input argument that means "read the tool input from standard input"."""
@@ -35,6 +36,7 @@ DESCRIPTION = "The reference handler of the memory_20250818 tool, from a shell o
 EPILOG = """examples:
   refmem exec --root ./memories '{"command": "view", "path": "/memories"}'
   refmem exec --root ./memories - < input.json
+  refmem exec --store sqlite:///var/lib/app/memory.db --tenant alice - < input.json
   refmem-conformance --target "cmd:refmem serve"
   refmem prune --root ./memories --older-than 30d --dry-run
 
@@ -45,6 +47,7 @@ def _exec(args: argparse.Namespace) -> int:
     """Exit 0 or 1 as the result says; 2, with one line on stderr and no traceback, when the command
     could not be run at all (the input is not JSON or nests too deeply, the root is unusable)."""
     from .handler import MemoryHandler
+    from .storage import TenantError
 
     raw: Union[str, bytes] = args.input
     if raw == STDIN_INPUT:
@@ -60,16 +63,59 @@ def _exec(args: argparse.Namespace) -> int:
         return _fail("the input nests arrays or objects too deeply to read")
     except ValueError:  # UnicodeDecodeError included: bytes on stdin that are not UTF-8
         return _fail("the input is not valid JSON")
+    location = args.store if args.store is not None else None if args.root is not None else _store_from_environment()
+    if location is not None:
+        return _exec_on_store(location, args, tool_input)
+    if args.root is None:
+        return _fail(f"give --root DIRECTORY or --store sqlite:///PATH (or set {_STORE_VARIABLE})")
     try:
-        handler = MemoryHandler(args.root, read_only=args.read_only)
+        handler = MemoryHandler(args.root, read_only=args.read_only, tenant=args.tenant)
+    except TenantError as error:
+        return _fail(f"cannot use the tenant: {error}")
     except Exception as error:  # noqa: BLE001 - any refusal of the root is reported, not raised
         return _fail(f"cannot use {args.root!r:.200} as the memory directory: {_root_problem(error)}")
+    return _run_one(handler, tool_input)
+
+
+def _run_one(handler: object, tool_input: object) -> int:
     try:
-        result = handler.execute(tool_input)
+        result = handler.execute(tool_input)  # type: ignore[attr-defined]
     except Exception as error:  # noqa: BLE001 - the handler promises never to raise; say so if it does
         return _fail(f"the handler failed on this input ({type(error).__name__}); please report it")
     _write_text(sys.stdout, result.output + "\n")
     return 1 if result.is_error else 0
+
+
+def _store_from_environment() -> Optional[str]:
+    from .stores.location import from_environment
+
+    return from_environment()
+
+
+def _exec_on_store(location: str, args: argparse.Namespace, tool_input: object) -> int:
+    """`exec` over a database store: the location is never printed (it may be a secret), only why it failed."""
+    from .handler import MemoryHandler
+    from .storage import TenantError
+    from .stores import StoreError
+    from .stores.location import open_location
+
+    try:
+        store = open_location(location)
+    except StoreError as error:
+        return _fail(f"cannot use the store: {error}")
+    try:
+        handler = MemoryHandler(store, read_only=args.read_only, tenant=args.tenant)  # type: ignore[arg-type]
+    except TenantError as error:
+        store.close()  # type: ignore[attr-defined]
+        return _fail(f"cannot use the tenant: {error}")
+    except StoreError as error:
+        store.close()  # type: ignore[attr-defined]
+        return _fail(f"cannot use the store: {error}")
+    try:
+        return _run_one(handler, tool_input)
+    finally:
+        handler.close()
+        store.close()  # type: ignore[attr-defined]
 
 
 def _read_stdin(limit: int) -> Union[str, bytes]:
@@ -110,7 +156,7 @@ def _write_text(stream: TextIO, text: str) -> None:
 def _serve(args: argparse.Namespace) -> int:
     from .serve import main as serve_main
 
-    return serve_main()
+    return serve_main(database=args.store == "sqlite")
 
 
 def _prune(args: argparse.Namespace) -> int:
@@ -178,7 +224,15 @@ def build_parser() -> argparse.ArgumentParser:
     run = commands.add_parser(
         "exec", help="run one tool input given as JSON", description=_EXEC_DESCRIPTION, formatter_class=raw
     )
-    run.add_argument("--root", required=True, help=_ROOT_HELP)
+    where = run.add_mutually_exclusive_group()
+    where.add_argument("--root", help=_ROOT_HELP)
+    where.add_argument(
+        "--store",
+        metavar="LOCATION",
+        help=f"a database store instead of a directory: sqlite:///ABSOLUTE/PATH.db or sqlite:RELATIVE.db (made if "
+        f"missing); also read from {_STORE_VARIABLE} when neither option is given, and never printed",
+    )
+    run.add_argument("--tenant", help="whose memories: a tenant name (lower-case letters, digits, - and _)")
     run.add_argument("--read-only", action="store_true", help="refuse every command that would change something")
     run.add_argument(
         "input",
@@ -192,6 +246,13 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"answer the conformance adapter protocol (version {PROTOCOL_VERSION}) on stdin and stdout",
         description=_SERVE_DESCRIPTION,
         formatter_class=raw,
+    )
+    serve.add_argument(
+        "--store",
+        choices=["directory", "sqlite"],
+        default="directory",
+        help="directory (default): the memories are the files under each reset's root; sqlite: an SQLite database "
+        "made in each reset's root (the memory tool only, storage 'own')",
     )
     serve.set_defaults(func=_serve)
 

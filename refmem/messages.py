@@ -223,6 +223,20 @@ TENANT_FORM = (
 TENANT_RESERVED = "a tenant name must not be a Windows device name (con, prn, aux, nul, com0-com9, lpt0-lpt9)"
 TENANT_NESTED = "a tenant's store has no tenants of its own"
 
+# Why a database store could not be opened (refmem.stores.StoreError): told to the application, never naming a host
+# path, a host or a password.
+STORE_NETWORK_FS = (
+    "the SQLite store refuses a database on a network filesystem ({kind}): SQLite's locking is not reliable there, "
+    "and writers on two hosts would corrupt it; use a local disk, or the PostgreSQL store"
+)
+STORE_SCHEMA_NEWER = (
+    "the memory database's schema is version {found}, newer than this refmem reads (version {known}): upgrade refmem"
+)
+STORE_NOT_A_DATABASE = "the memory database is not a database refmem can read, or it is damaged"
+STORE_CANNOT_OPEN = "the memory database cannot be opened: {reason}"
+STORE_NO_WAL = "the memory database cannot use write-ahead logging on this filesystem"
+STORE_SPEC = "a store is given as sqlite:///PATH (an absolute path) or sqlite:PATH (a relative one)"
+
 # Why a duration given to `refmem prune --older-than` was refused.
 DURATION_FORMAT = "invalid duration {text!r}: use a number and a unit (s, m, h, d, w), e.g. 30d or 1w2d"
 DURATION_NOT_POSITIVE = "invalid duration {text!r}: it must be longer than zero"
@@ -241,6 +255,7 @@ IO_REASONS: Dict[str, str] = {
     "protected": "the file is read-only",  # D-MODE
     "protected_inside": "a file inside it is read-only",  # D-MODE
     "bookkeeping": "the memory directory's own bookkeeping files are not usable",  # D-BOOKKEEPING
+    "busy": "the memory store is busy with other writers; try again",  # D-STORE-SQL-BUSY
     "os": "operating system error",
 }
 

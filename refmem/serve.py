@@ -32,6 +32,8 @@ from . import protocol as p
 HOMEPAGE = "https://github.com/refmem/refmem"
 PROTOCOL_VERSION = p.VERSION
 OPTIONS = p.OPTION_NAMES
+DATABASE_NAME = "memory.db"
+"""With `serve --store sqlite`: the database file made in each reset's root."""
 """Every handler option a `reset` may carry; all are listed in the `start` reply."""
 
 _READ_CHUNK = 1 << 20  # bytes read at a time while dropping the rest of an overlong line
@@ -56,6 +58,8 @@ class Session:
         self.options: Dict[str, Any] = {}  # the handler options of the last reset, for the OpenClaw tools too
         self.workspace: Optional[Any] = None  # refmem.openclaw's tools over the same root, made on first use
         self.stopped = False
+        self.database = False  # `serve --store sqlite`: each reset's root holds a database (DATABASE_NAME)
+        self.store: Optional[Any] = None  # that database's store, closed with the handler
 
 
 _Session = Session  # the earlier name
@@ -86,11 +90,13 @@ def _start(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
         p.READY: True,
         p.VERSION_FIELD: PROTOCOL_VERSION,
         p.IMPLEMENTATION: {"name": "refmem", "language": "python", "version": _version(), "homepage": HOMEPAGE},
-        p.STORAGE: p.STORAGE_FILESYSTEM,
+        # over a database the memories are not files under the root: the runner creates and reads them with commands
+        p.STORAGE: p.STORAGE_OWN if session.database else p.STORAGE_FILESYSTEM,
         p.OPTIONS: list(OPTIONS),
-        p.TOOLS: list(p.TOOL_NAMES),
-        # several servers on one root share it (the store's write lock is a file lock, across processes);
-        # a tenant's memories are a folder of the store's own (D-STORE-TENANT-FS)
+        p.TOOLS: [p.TOOL_MEMORY] if session.database else list(p.TOOL_NAMES),
+        # several servers on one root share it (the store's write lock is a file lock across processes; over
+        # SQLite, one database file in the root); a tenant's memories are the store's own namespace
+        # (D-STORE-TENANT-FS)
         **({p.SHARE: True} if request.get(p.SHARE) is True else {}),
         p.TENANTS: True,
     }
@@ -139,9 +145,10 @@ def _drop_handler(session: Session) -> None:
     """Close the current handler and workspace (their descriptors and locks) and forget them."""
     handler, session.handler = session.handler, None
     workspace, session.workspace = session.workspace, None
+    store, session.store = session.store, None
     session.root = None
     session.options = {}
-    for held in (handler, workspace):
+    for held in (handler, workspace, store):
         close = getattr(held, "close", None)
         if close is not None:
             with contextlib.suppress(Exception):  # one that fails to close is dropped all the same
@@ -167,9 +174,14 @@ def _reset(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
         except TenantError as exc:
             raise _Refusal(p.BAD_REQUEST, f"tenant: {exc}"[:200]) from None
     try:
-        session.handler = refmem.MemoryHandler(pathlib.Path(root), tenant=tenant, **kwargs)
+        if session.database:
+            from .stores.sqlite import SqliteStore
+
+            session.store = SqliteStore(os.path.join(root, DATABASE_NAME))
+        session.handler = refmem.MemoryHandler(session.store or pathlib.Path(root), tenant=tenant, **kwargs)
     except Exception as exc:  # noqa: BLE001 - reported, never fatal
         session.handler = None
+        _drop_handler(session)
         raise _Refusal(p.RESET_FAILED, f"the handler could not be built: {type(exc).__name__}") from exc
     session.root = root
     session.options = kwargs
@@ -211,8 +223,9 @@ def _workspace_options(options: Dict[str, Any]) -> Dict[str, Any]:
 def _execute_openclaw(session: Session, tool: Any, tool_input: Any) -> Dict[str, Any]:
     """`memory_get` or `memory_search` over the root of the last reset (the same files, the same walk),
     under the same options as the memory tool."""
-    if tool not in p.TOOL_NAMES:
-        raise _Refusal(p.UNKNOWN_TOOL, f"this server runs the tools {', '.join(p.TOOL_NAMES)}")
+    if tool not in p.TOOL_NAMES or session.database:
+        runs = [p.TOOL_MEMORY] if session.database else p.TOOL_NAMES
+        raise _Refusal(p.UNKNOWN_TOOL, f"this server runs the tools {', '.join(runs)}")
     from refmem.openclaw import OpenClawMemory
     from refmem.openclaw.tools import reply
 
@@ -314,10 +327,12 @@ def read_lines(stream: IO[Any], limit: int = p.MAX_LINE_BYTES) -> Iterator[Optio
         yield None
 
 
-def serve(stdin: IO[Any], stdout: IO[str], max_line_bytes: int = p.MAX_LINE_BYTES) -> int:
+def serve(stdin: IO[Any], stdout: IO[str], max_line_bytes: int = p.MAX_LINE_BYTES, database: bool = False) -> int:
     """Answer requests from `stdin` (binary, or text for tests) on `stdout` until `stop` or the end of
-    input; returns the exit status."""
+    input; returns the exit status. With `database`, each reset's root holds an SQLite database
+    (`DATABASE_NAME`) instead of the memories as files, and only the memory tool runs."""
     session = Session()
+    session.database = database
     for line in read_lines(stdin, max_line_bytes):
         if line is None:
             too_long = p.LineError("too_long", max_line_bytes)
@@ -332,9 +347,9 @@ def serve(stdin: IO[Any], stdout: IO[str], max_line_bytes: int = p.MAX_LINE_BYTE
     return 0
 
 
-def main() -> int:
+def main(database: bool = False) -> int:
     try:
-        return serve(sys.stdin.buffer, sys.stdout)
+        return serve(sys.stdin.buffer, sys.stdout, database=database)
     except BrokenPipeError:
         # The runner stopped reading; nothing is left to answer. Python's own flush at exit would
         # fail again and print a traceback, so standard output is pointed at nothing first.

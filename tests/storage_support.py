@@ -3,7 +3,7 @@
 `KINDS` lists a factory per store: `open(where)` opens a store over the backing location `where`; two
 stores opened over one location hold the same memories (as two processes would). A store that can be
 shared between processes says so (`processes`), and the contract then also checks it across a fork.
-The SQLite and PostgreSQL stores are added here.
+The SQLite store (one database file at `where`) is here; a PostgreSQL store is added the same way.
 
 `DictStore` keeps memories in a Python dict shared by the stores opened over one location in this
 process. It exists to prove that the handler needs nothing but the interface: the handler's tests run
@@ -24,6 +24,7 @@ from refmem.paths import VirtualPath
 from refmem.problems import DIR, FILE
 from refmem.storage import Changes, Entry, Listed, Store, TenantError, tenant_name
 from refmem.store import Root
+from refmem.stores.sqlite import SqliteStore
 
 Parts = Tuple[str, ...]
 JOURNAL_KEPT = 64  # lines a DictStore keeps: older generations get None (rescan), as a trimmed journal does
@@ -276,4 +277,5 @@ KINDS = [
     StoreKind("filesystem", lambda where: Root(where), True),
     StoreKind("filesystem-portable", lambda where: Root(where, portable=True), True),
     StoreKind("dict", lambda where: DictStore(str(where)), False),
+    StoreKind("sqlite", lambda where: SqliteStore(where), True),
 ]

@@ -60,13 +60,19 @@ def test_exec_reports_an_unusable_root_without_a_traceback(tmp_path: Path) -> No
         assert "Traceback" not in done.stderr
 
 
-def test_exec_argument_errors_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_exec_argument_errors_in_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     view = json.dumps({"command": "view", "path": "/memories"})
+    monkeypatch.delenv("REFMEM_STORE", raising=False)
+    assert main(["exec", view]) == 2  # neither --root nor --store (nor REFMEM_STORE)
+    assert capsys.readouterr().err == "refmem: give --root DIRECTORY or --store sqlite:///PATH (or set REFMEM_STORE)\n"
     assert main(["exec", "--root", str(tmp_path) + "/a\x00b", view]) == 2
     assert "cannot use" in capsys.readouterr().err
     assert main(["exec", "--root", str(tmp_path), "\udcff"]) == 2  # undecodable argv bytes
     assert capsys.readouterr().err == "refmem: the input is not valid JSON\n"
-    for argv in (["exec", view], ["exec", "--root", str(tmp_path)], ["exec", "--root"], ["exec", "--bogus", "x"]):
+    for argv in (["exec", "--root", str(tmp_path)], ["exec", "--root"], ["exec", "--bogus", "x"],
+                 ["exec", "--root", str(tmp_path), "--store", "sqlite:m.db", view]):
         with pytest.raises(SystemExit) as exited:
             main(argv)
         assert exited.value.code == 2

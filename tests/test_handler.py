@@ -1,7 +1,7 @@
 """The handler over the storage interface: what no conformance case can say, since a case sees one store.
 
 * The handler needs nothing but the interface: the same commands over the filesystem store and over
-  `storage_support.DictStore` give the same results, byte for byte.
+  `storage_support.DictStore` and over the SQLite store give the same results, byte for byte.
 * Whatever a store raises, `execute` returns a result (D-INTERNAL for the unforeseen), never raises.
 * Who owns a store: a handler closes what it opened (a path, a tenant's store), never what it was given.
 * Tenants through the handler, and access records asked of the store only when the handler may write.
@@ -22,6 +22,7 @@ from refmem.messages import render
 from refmem.paths import VirtualPath
 from refmem.storage import Changes, Store, TenantError
 from refmem.store import Root
+from refmem.stores.sqlite import SqliteStore
 
 INTERNAL = render("internal_error")
 BIG = ("line of a large file\n" * 60_000).encode()  # over a megabyte: the view streams it
@@ -96,20 +97,25 @@ def script() -> List[Dict[str, Any]]:
 def test_every_store_gives_the_same_results(tmp_path: Path, options: Dict[str, Any]) -> None:
     on_disk = MemoryHandler(tmp_path / "disk", **options)
     in_dict = MemoryHandler(DictStore(str(tmp_path / "dict")), **options)
+    database = SqliteStore(tmp_path / "memory.db")
+    in_sqlite = MemoryHandler(database, **options)
     try:
-        for handler in (on_disk, in_dict):  # a file too large to read whole, put there before the model came
+        for handler in (on_disk, in_dict, in_sqlite):  # a file too large to read whole, put there before the model came
             with handler.store.locked():
                 handler.store.write_new(VirtualPath(("big.md",)), BIG)
         differing = []
         for tool_input in script() + [{"command": "view", "path": "/memories/big.md", "view_range": [59_990, -1]}]:
-            expected, got = on_disk.execute(tool_input), in_dict.execute(tool_input)
-            if expected != got:
-                differing.append((tool_input, expected, got))
+            expected = on_disk.execute(tool_input)
+            for other in (in_dict, in_sqlite):
+                got = other.execute(tool_input)
+                if expected != got:
+                    differing.append((tool_input, expected, got))
         assert differing == []
         assert on_disk.execute({"command": "view", "path": "/memories"}).output.count("\n") > 2
     finally:
         on_disk.close()
         in_dict.close()
+        database.close()
 
 
 # --- a store that fails in unforeseen ways --------------------------------------------------------

@@ -1,0 +1,67 @@
+"""The `refmem+sqlite` target: the embedded reference handler over the SQLite store (`refmem.stores.sqlite`).
+
+The same handler, options and results as the `refmem` target, with the memories in one database file made in
+the case's root. The target keeps its own storage (`storage = "own"`): a case's `setup.files` are created through
+the handler, its `final` state is read back with views, and a case that needs on-disk fixtures (links, FIFOs,
+hard links, modes, raw bytes planted on the host) is skipped with the runner's reason, because none of those can
+stand in a database (docs/spec-notes.md, D-STORE-SQL-FIXTURES).
+"""
+
+from __future__ import annotations
+
+import pathlib
+from typing import Any, Mapping, Optional, Sequence
+
+from .reference_target import make as make_reference
+from .reference_target import version
+
+__all__ = ["DATABASE_NAME", "SqliteReference", "make", "version"]
+
+DATABASE_NAME = "memory.db"
+"""The database file, in the case's root (with SQLite's -wal and -shm files beside it while it is open)."""
+
+
+class SqliteReference:
+    """The reference handler over its own SQLite store; `close` closes both."""
+
+    storage = "own"
+
+    def __init__(self, handler: Any, store: Any) -> None:
+        self.handler = handler
+        self.store = store
+
+    def execute(self, tool_input: Any) -> Any:
+        return self.handler.execute(tool_input)
+
+    def close(self) -> None:
+        try:
+            self.handler.close()
+        finally:
+            self.store.close()
+
+
+def make(
+    root: pathlib.Path,
+    *,
+    read_only: bool = False,
+    allow: Optional[Sequence[str]] = None,
+    limits: Optional[Mapping[str, int]] = None,
+    content_policy: Optional[str] = None,
+) -> SqliteReference:
+    """A `refmem.MemoryHandler` over `refmem.stores.sqlite.SqliteStore(root / DATABASE_NAME)`, configured as the
+    `refmem` target configures it."""
+    from refmem.stores.sqlite import SqliteStore
+
+    pathlib.Path(root).mkdir(parents=True, exist_ok=True)
+    store = SqliteStore(pathlib.Path(root) / DATABASE_NAME)
+    try:
+        handler = make_reference(
+            store, read_only=read_only, allow=allow, limits=limits, content_policy=content_policy  # type: ignore[arg-type]
+        )
+    except BaseException:
+        store.close()
+        raise
+    return SqliteReference(handler, store)
+
+
+make.storage = "own"  # type: ignore[attr-defined]  # what InProcessTarget reads from a factory

@@ -1,0 +1,17 @@
+"""The database stores: the same memories, rules and results as the filesystem store, kept in SQL.
+
+`refmem.stores.schema` holds the schema (as data) and every query, for any SQL engine through a small
+`Dialect`; `refmem.stores.core.SqlStore` is the store's logic over them (`storage.Store`), the same for every
+engine; `refmem.stores.sqlite` is the embedded engine (standard library). A PostgreSQL store adds its own
+dialect and connection and keeps the rest.
+
+`StoreError` is what opening a database store raises when it cannot serve (a network filesystem, a newer
+schema, a file that is not a database): its text is for the application's operator and names no host path,
+host or password.
+"""
+
+from __future__ import annotations
+
+
+class StoreError(Exception):
+    """A database store cannot be opened; the message says why, naming no host path, host or password."""

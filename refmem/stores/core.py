@@ -1,0 +1,453 @@
+"""The SQL stores' logic, the same for every engine: `SqlStore` implements `storage.Store` over the queries
+of `schema.Queries`, leaving to its engine's subclass only the connection, the transactions and what the
+engine's errors mean.
+
+Every command is one transaction: `locked()` is a writing transaction (SQLite's `BEGIN IMMEDIATE`), and
+each mutation inside it is a savepoint of its own, so a mutation that fails changes nothing and leaves the
+transaction usable. Reads outside `locked()` run in a read transaction of their own, so a listing sees one
+state of the memories. The change journal and the access records are tables: a change and its journal
+line commit together or not at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
+
+from .. import problems
+from ..messages import TENANT_NESTED
+from ..paths import VirtualPath
+from ..problems import DIR, FILE, Exists, Missing, NotRegular, OsFailure, ParentNotDir, TooBig
+from ..storage import Changes, Entry, Listed, ReadFile, Store, TenantError
+from .schema import DEFAULT_TENANT, Queries, subtree
+
+JOURNAL_KEPT = 4096
+"""Generations of change journal kept per tenant; an older generation asked about means rescan."""
+JOURNAL_TRIM_EVERY = 256
+"""The journal is trimmed once every this many generations (one indexed delete)."""
+CHANGES_MAX = 1024
+"""More paths changed than this since a generation means rescan (D-STORE-CHANGES)."""
+USE_GRANULARITY = 60.0
+"""Seconds within which a view's use is not written again (D-STORE-SQL-USES): a view writes at most once a minute
+per file, so reads do not queue behind writers."""
+READ_CHUNK = 1 << 20
+
+
+class BlobFile:
+    """A file read whole from its row (`storage.ReadFile`): the bytes as they were when it was opened."""
+
+    __slots__ = ("_data", "_at", "used")
+
+    def __init__(self, data: bytes, used: Optional[float]) -> None:
+        self._data = data
+        self._at = 0
+        self.used = used
+
+    @property
+    def size(self) -> int:
+        return len(self._data)
+
+    def read_all(self) -> bytes:
+        rest = self._data[self._at :] if self._at else self._data
+        self._at = len(self._data)
+        return rest
+
+    def chunks(self) -> Iterator[bytes]:
+        while self._at < len(self._data):
+            chunk = self._data[self._at : self._at + READ_CHUNK]
+            self._at += len(chunk)
+            yield chunk
+
+    def close(self) -> None:
+        self._data = b""
+        self._at = 0
+
+    def __enter__(self) -> BlobFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class SqlEdit:
+    """A file read for a read-modify-write; `replace` writes only if its row still holds the version read."""
+
+    __slots__ = ("data", "_store", "_path", "_version")
+
+    def __init__(self, store: SqlStore, path: VirtualPath, data: bytes, version: int) -> None:
+        self.data = data
+        self._store = store
+        self._path = path
+        self._version = version
+
+    def replace(self, new_data: bytes) -> None:
+        store = self._store
+        with store._mutation():
+            row = store._one(store.queries.version, (store.tenant_key, _key(self._path)))
+            if row is None or row[0] != self._version:
+                raise OsFailure("changed")
+            generation = store._note((self._path.canonical,))
+            store._run(store.queries.rewrite, (new_data, len(new_data), generation, store.tenant_key, _key(self._path)))
+
+
+def _key(path: VirtualPath) -> str:
+    return "/".join(path.parts)
+
+
+class SqlStore:
+    """`storage.Store` over SQL (see the module docstring); an engine's subclass supplies the connection.
+
+    Subclasses implement `_execute` (run one statement, return a DB-API cursor), `_begin_write`,
+    `_begin_read`, `_commit`, `_rollback`, `_failure` (the FsProblem an engine error stands for),
+    `_reopen` (a store over the same database for another tenant) and `close`.
+    """
+
+    queries: Queries
+
+    def __init__(self, tenant: Optional[str]) -> None:
+        self.tenant = tenant
+        self.tenant_key = DEFAULT_TENANT if tenant is None else tenant
+        self._guard = threading.RLock()  # one connection: one thread at a time uses it
+        self._depth = 0  # nesting of locked() on this store's transaction
+        self._reading = False
+        self._savepoints = 0
+
+    # -- the engine's part ---------------------------------------------------------------------------
+
+    def _execute(self, sql: str, params: Sequence[Any]) -> Any:
+        raise NotImplementedError
+
+    def _begin_write(self) -> None:
+        raise NotImplementedError
+
+    def _begin_read(self) -> None:
+        raise NotImplementedError
+
+    def _commit(self) -> None:
+        raise NotImplementedError
+
+    def _rollback(self) -> None:
+        raise NotImplementedError
+
+    def _failure(self, error: Exception) -> Optional[problems.FsProblem]:
+        """The problem an exception of the engine stands for; None when it is not the engine's."""
+        raise NotImplementedError
+
+    def _reopen(self, tenant: str) -> SqlStore:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    # -- statements ----------------------------------------------------------------------------------
+
+    def _run(self, sql: str, params: Sequence[Any]) -> Any:
+        try:
+            return self._execute(sql, params)
+        except problems.FsProblem:
+            raise
+        except Exception as error:
+            problem = self._failure(error)
+            if problem is None:
+                raise
+            raise problem from None
+
+    def _one(self, sql: str, params: Sequence[Any]) -> Optional[Tuple[Any, ...]]:
+        cursor = self._run(sql, params)
+        try:
+            row = cursor.fetchone()
+        finally:
+            cursor.close()
+        return None if row is None else tuple(row)
+
+    def _all(self, sql: str, params: Sequence[Any]) -> List[Tuple[Any, ...]]:
+        cursor = self._run(sql, params)
+        try:
+            return [tuple(row) for row in cursor.fetchall()]
+        finally:
+            cursor.close()
+
+    # -- transactions --------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """One writing transaction: committed when the block ends, rolled back when it raises."""
+        with self._guard:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            self._begin_write()
+            self._depth = 1
+            try:
+                yield
+            except BaseException:
+                self._depth = 0
+                with contextlib.suppress(Exception):
+                    self._rollback()
+                raise
+            self._depth = 0
+            try:
+                self._commit()
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    self._rollback()
+                raise
+
+    @contextlib.contextmanager
+    def _mutation(self) -> Iterator[None]:
+        """A mutation: inside the writing transaction (taken here when the caller has not), as a savepoint,
+        so that a failed one changes nothing whatever else the transaction holds."""
+        with self.locked():
+            self._savepoints += 1
+            name = f"refmem_{self._savepoints}"
+            self._run(f"SAVEPOINT {name}", ())
+            try:
+                yield
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    self._execute(f"ROLLBACK TO SAVEPOINT {name}", ())
+                    self._execute(f"RELEASE SAVEPOINT {name}", ())
+                raise
+            finally:
+                self._savepoints -= 1
+            self._run(f"RELEASE SAVEPOINT {name}", ())
+
+    @contextlib.contextmanager
+    def _read(self) -> Iterator[None]:
+        """A consistent read: inside the caller's transaction, or a read transaction of its own."""
+        with self._guard:
+            if self._depth or self._reading:
+                yield
+                return
+            self._begin_read()
+            self._reading = True
+            try:
+                yield
+            finally:
+                self._reading = False
+                with contextlib.suppress(Exception):
+                    self._rollback()  # a read changes nothing: ending it without a commit costs nothing
+
+    # -- queries -------------------------------------------------------------------------------------
+
+    def entry(self, path: VirtualPath) -> Optional[Entry]:
+        if path.is_root:
+            return Entry(DIR, 0)
+        with self._read():
+            row = self._one(self.queries.kind, (self.tenant_key, _key(path)))
+        if row is None or (path.trailing_slash and row[0] != DIR):
+            return None
+        return Entry(row[0], row[1] if row[0] == FILE else 0)
+
+    def open_regular(self, path: VirtualPath, refuse_hard_links: bool = True) -> BlobFile:
+        if not path.parts:
+            raise NotRegular(DIR)
+        with self._read():
+            row = self._one(self.queries.read, (self.tenant_key, _key(path)))
+        if row is None or (path.trailing_slash and row[0] != DIR):
+            raise Missing()
+        if row[0] != FILE:
+            raise NotRegular(row[0])
+        return BlobFile(bytes(row[1]), row[2])
+
+    def list_tree(
+        self, path: VirtualPath, depth: int, cap: int, addressable: Callable[[str], bool]
+    ) -> Tuple[List[Listed], bool]:
+        """As the filesystem store lists: each folder's entries by name, at most what the cap leaves room for,
+        its folders entered depth first; hidden, `node_modules` and unaddressable names never shown or entered."""
+        found: List[Listed] = []
+        truncated = False
+
+        def visit(folder: str, prefix: Tuple[str, ...], level: int) -> None:
+            nonlocal truncated
+            room = cap - len(found)
+            batch: List[Tuple[str, str, int]] = []
+            cursor = self._run(self.queries.children, (self.tenant_key, folder))
+            try:
+                for name, kind, size in cursor:
+                    if name.startswith(".") or name == "node_modules" or not addressable(name):
+                        continue
+                    if len(batch) == room:
+                        truncated = True
+                        break
+                    batch.append((name, kind, size if kind == FILE else 0))
+            finally:
+                cursor.close()
+            for name, kind, size in batch:
+                if len(found) >= cap:
+                    truncated = True
+                    return
+                found.append(Listed(prefix + (name,), kind, size))
+                if kind == DIR and level < depth:
+                    visit(f"{folder}/{name}" if folder else name, prefix + (name,), level + 1)
+
+        with self._read():
+            if path.parts:
+                row = self._one(self.queries.kind, (self.tenant_key, _key(path)))
+                if row is None or row[0] != DIR:
+                    raise Missing()
+            visit(_key(path), (), 1)
+        return found, truncated
+
+    def extent(self, path: VirtualPath, max_depth: int) -> Tuple[int, int]:
+        key = _key(path)
+        low, high = subtree(key)
+        base_depth = len(path.parts)
+        with self._read():
+            row = self._one(self.queries.extent, (self.tenant_key, low, high, base_depth + max_depth + 1))
+        if row is None or row[0] is None:
+            return 0, 0
+        return int(row[0]) - base_depth, int(row[1]) - len(key.encode("utf-8"))
+
+    # -- mutations -----------------------------------------------------------------------------------
+
+    def _note(self, paths: Tuple[str, ...]) -> int:
+        """Start a new generation recording `paths` in the change journal; the generation (the version of what the
+        mutation writes). Every `JOURNAL_TRIM_EVERY` generations, lines older than `JOURNAL_KEPT` go."""
+        q, tenant = self.queries, self.tenant_key
+        self._run(q.next_generation, (tenant,))
+        row = self._one(q.generation, (tenant,))
+        if row is None:
+            raise OsFailure("bookkeeping")
+        generation = int(row[0])
+        for path in dict.fromkeys(paths):
+            self._run(q.journal, (tenant, generation, path))
+        if generation % JOURNAL_TRIM_EVERY == 0 and generation > JOURNAL_KEPT:
+            oldest = generation - JOURNAL_KEPT
+            self._run(q.trim_journal, (tenant, oldest))
+            self._run(q.trim_floor, (oldest, tenant, oldest))
+        return generation
+
+    def _make_parents(self, parts: Tuple[str, ...], generation: int, now: float) -> None:
+        """The folders holding `parts`, made where missing; ParentNotDir(depth) at the first file on the way."""
+        q, tenant = self.queries, self.tenant_key
+        missing_from = None
+        for depth in range(1, len(parts)):
+            key = "/".join(parts[:depth])
+            row = self._one(q.kind, (tenant, key))
+            if row is None:
+                missing_from = depth
+                break
+            if row[0] != DIR:
+                raise ParentNotDir(depth)
+        if missing_from is None:
+            return
+        for depth in range(missing_from, len(parts)):
+            key = "/".join(parts[:depth])
+            parent = "/".join(parts[: depth - 1])
+            self._run(q.insert, (tenant, key, parent, parts[depth - 1], depth, DIR, 0, None, generation, now))
+
+    def write_new(self, path: VirtualPath, data: bytes) -> None:
+        if path.is_root:
+            raise Exists()
+        q, tenant, key = self.queries, self.tenant_key, _key(path)
+        with self._mutation():
+            now = time.time()
+            generation = self._note((path.canonical,))
+            self._make_parents(path.parts, generation, now)
+            if self._one(q.kind, (tenant, key)) is not None:
+                raise Exists()
+            parent = _key(path.parent)
+            row = (tenant, key, parent, path.name, len(path.parts), FILE, len(data), data, generation, now)
+            self._run(q.insert, row)
+
+    @contextlib.contextmanager
+    def open_edit(self, path: VirtualPath, limit: int) -> Iterator[SqlEdit]:
+        if not path.parts:
+            raise NotRegular(DIR)
+        with self._read():
+            row = self._one(self.queries.read_for_edit, (self.tenant_key, _key(path)))
+        if row is None or (path.trailing_slash and row[0] != DIR):
+            raise Missing()
+        kind, size, data, version = row
+        if kind != FILE:
+            raise NotRegular(kind)
+        if size > limit:
+            raise TooBig(size)
+        yield SqlEdit(self, path, bytes(data), version)
+
+    def delete(self, path: VirtualPath) -> None:
+        if path.is_root:
+            raise OsFailure("denied")
+        q, tenant, key = self.queries, self.tenant_key, _key(path)
+        with self._mutation():
+            row = self._one(q.kind, (tenant, key))
+            if row is None or (path.trailing_slash and row[0] != DIR):
+                raise Missing()
+            self._note((path.canonical,))
+            self._run(q.delete_one, (tenant, key))
+            if row[0] == DIR:
+                self._run(q.delete_below, (tenant,) + subtree(key))
+
+    def rename(self, old: VirtualPath, new: VirtualPath) -> None:
+        if old.is_root or new.is_root:
+            raise OsFailure("denied")
+        q, tenant = self.queries, self.tenant_key
+        old_key, new_key = _key(old), _key(new)
+        with self._mutation():
+            row = self._one(q.kind, (tenant, old_key))
+            if row is None:
+                raise Missing()
+            now = time.time()
+            generation = self._note((old.canonical, new.canonical))
+            self._make_parents(new.parts, generation, now)  # below a file (itself, for one): ParentNotDir
+            if new.is_within(old):
+                raise OsFailure("os")  # a folder into itself: the handler refuses it before (D-RENAME-INTO-SELF)
+            if self._one(q.kind, (tenant, new_key)) is not None:
+                raise Exists()
+            self._run(q.move_one, (new_key, _key(new.parent), new.name, len(new.parts), now, tenant, old_key))
+            if row[0] == DIR:
+                cut = len(old_key) + 1  # substr from the "/" after the old prefix
+                shift = len(new.parts) - len(old.parts)
+                self._run(q.move_below, (new_key, cut, new_key, cut, shift, tenant) + subtree(old_key))
+
+    # -- the journal and the access records ----------------------------------------------------------
+
+    def changes_since(self, generation: int) -> Changes:
+        q, tenant = self.queries, self.tenant_key
+        with self._read():
+            row = self._one(q.generation, (tenant,))
+            if row is None:
+                return Changes(generation, None)
+            now, floor = int(row[0]), int(row[1])
+            if generation == now:
+                return Changes(now, ())
+            if generation < floor or generation > now:
+                return Changes(now, None)
+            paths = [found[0] for found in self._all(q.changed, (tenant, generation, CHANGES_MAX + 1))]
+        if len(paths) > CHANGES_MAX:
+            return Changes(now, None)
+        return Changes(now, tuple(sorted(paths)))
+
+    def record_use(self, path: VirtualPath, opened: ReadFile) -> None:
+        """A view's use, unless one was recorded (or the file written) within `USE_GRANULARITY` seconds."""
+        now = time.time()
+        used = getattr(opened, "used", None)
+        if isinstance(used, (int, float)) and 0 <= now - used < USE_GRANULARITY:
+            return
+        with contextlib.suppress(Exception):  # bookkeeping never fails a command
+            with self.locked():
+                self._run(self.queries.use, (now, self.tenant_key, _key(path), FILE))
+
+    def last_access(self, path: VirtualPath) -> Optional[float]:
+        with self._read():
+            row = self._one(self.queries.used, (self.tenant_key, _key(path)))
+        return None if row is None or row[0] is None else float(row[0])
+
+    def for_tenant(self, tenant: str) -> SqlStore:
+        if self.tenant is not None:
+            raise TenantError(TENANT_NESTED)
+        from ..storage import tenant_name
+
+        return self._reopen(tenant_name(tenant))
+
+
+def _as_store(store: SqlStore) -> Store:
+    """Nothing at run time: mypy checks here that `SqlStore` implements `storage.Store`."""
+    return store

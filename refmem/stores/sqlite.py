@@ -1,0 +1,226 @@
+"""The SQLite store: every memory of every tenant in one database file (standard library `sqlite3` only).
+
+    store = SqliteStore("/var/lib/app/memory.db")          # made if missing
+    handler = MemoryHandler(store, tenant="alice")          # or SqliteStore(path, tenant="alice")
+
+What it promises (SECURITY.md, docs/spec-notes.md D-STORE-SQL-*):
+* One transaction per command: `locked()` is `BEGIN IMMEDIATE`, so writers queue on SQLite's write lock
+  (many processes on one host: each opens its own connection) and a read-modify-write reads the very row
+  it writes. Readers never wait for writers (write-ahead log). A writer that finds the database busy waits
+  `BUSY_SECONDS`, then tries again up to `BUSY_RETRIES` times, then answers with the D-STORE-SQL-BUSY reason.
+* A process killed mid-command leaves the database as it was before the command or after it: SQLite's
+  journal makes the transaction atomic, and `synchronous=FULL` makes a committed one durable.
+* A database on a network filesystem is refused (mounts.py): SQLite's locks do not work across hosts.
+* The schema is versioned (`refmem_schema`): a newer database than this refmem reads is refused, never
+  written.
+* Engine errors become the problems the handler words (`problems.OsFailure` codes); no message of SQLite's,
+  no host path, ever reaches a result.
+
+A store is one connection, used by one thread at a time (a lock inside serialises threads that share it). Open
+stores after a fork, never before: a connection must not cross into a child process.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from typing import Any, Dict, Optional, Sequence, Union
+
+from .. import problems
+from ..messages import (
+    IO_REASONS,
+    STORE_CANNOT_OPEN,
+    STORE_NETWORK_FS,
+    STORE_NO_WAL,
+    STORE_NOT_A_DATABASE,
+    STORE_SCHEMA_NEWER,
+)
+from ..storage import tenant_name
+from . import StoreError, mounts
+from .core import SqlStore
+from .schema import SCHEMA_VERSION, SQLITE, Queries
+
+BUSY_SECONDS = 5.0
+"""How long one attempt waits for another writer's transaction (SQLite's busy handler)."""
+BUSY_RETRIES = 4
+"""Attempts after the first before a busy database is reported: a bound, so no command waits forever."""
+QUERIES = Queries(SQLITE)
+
+# SQLite's primary result codes (sqlite3.h), and the IO reason each stands for.
+_REASON_BY_CODE: Dict[int, str] = {
+    3: "denied",  # SQLITE_PERM
+    5: "busy",  # SQLITE_BUSY
+    6: "busy",  # SQLITE_LOCKED
+    7: "os",  # SQLITE_NOMEM
+    8: "read_only_fs",  # SQLITE_READONLY
+    10: "io",  # SQLITE_IOERR
+    11: "io",  # SQLITE_CORRUPT
+    13: "no_space",  # SQLITE_FULL
+    14: "os",  # SQLITE_CANTOPEN
+    23: "denied",  # SQLITE_AUTH
+    26: "io",  # SQLITE_NOTADB
+}
+# Before Python 3.11 an error has no code: its text (SQLite's fixed English) tells.
+_REASON_BY_TEXT = (
+    ("database is locked", "busy"),
+    ("database table is locked", "busy"),
+    ("disk i/o error", "io"),
+    ("database or disk is full", "no_space"),
+    ("readonly database", "read_only_fs"),
+    ("malformed", "io"),
+    ("not a database", "io"),
+    ("unable to open", "os"),
+)
+
+
+def reason_of(error: sqlite3.Error) -> str:
+    """The IO reason (messages.IO_REASONS key) an sqlite3 error stands for, by its code, else its text."""
+    code = getattr(error, "sqlite_errorcode", None)
+    if isinstance(code, int) and (code & 0xFF) in _REASON_BY_CODE:
+        return _REASON_BY_CODE[code & 0xFF]
+    said = str(error).lower()
+    for words, reason in _REASON_BY_TEXT:
+        if words in said:
+            return reason
+    return "os"
+
+
+def _busy(error: sqlite3.Error) -> bool:
+    return isinstance(error, sqlite3.OperationalError) and reason_of(error) == "busy"
+
+
+class SqliteStore(SqlStore):
+    """Memories in one SQLite database file (`storage.Store`; see the module docstring)."""
+
+    queries = QUERIES
+
+    def __init__(
+        self,
+        path: Union[str, os.PathLike[str]],
+        *,
+        tenant: Optional[str] = None,
+        busy_seconds: float = BUSY_SECONDS,
+        busy_retries: int = BUSY_RETRIES,
+        allow_network_filesystem: bool = False,
+    ) -> None:
+        """Open (making it if missing) the database at `path`. Raises StoreError, whose text names no host path,
+        when it lies on a network filesystem, is not a database, or has a newer schema than this refmem's."""
+        super().__init__(None if tenant is None else tenant_name(tenant))
+        self.path = os.fspath(path)
+        self.busy_seconds = busy_seconds
+        self.busy_retries = busy_retries
+        self._allow_network = allow_network_filesystem
+        if not allow_network_filesystem:
+            kind = mounts.network_type_of(os.path.dirname(os.path.abspath(self.path)) or ".")
+            if kind is not None:
+                raise StoreError(STORE_NETWORK_FS.format(kind=kind))
+        try:
+            self._db = sqlite3.connect(
+                self.path, timeout=busy_seconds, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as error:
+            raise StoreError(STORE_CANNOT_OPEN.format(reason=IO_REASONS[reason_of(error)])) from None
+        try:
+            self._prepare()
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _prepare(self) -> None:
+        """Pragmas, then the schema: made where missing, refused when newer than this refmem's."""
+        try:
+            mode = self._retrying(lambda: self._db.execute("PRAGMA journal_mode=WAL").fetchone())
+            if mode is None or str(mode[0]).lower() != "wal":
+                raise StoreError(STORE_NO_WAL)
+            for pragma in ("synchronous=FULL", "trusted_schema=OFF", "foreign_keys=OFF"):
+                self._db.execute(f"PRAGMA {pragma}")
+            self._begin_write()
+            try:
+                found = self._schema_version()
+                if found is not None and found > SCHEMA_VERSION:
+                    raise StoreError(STORE_SCHEMA_NEWER.format(found=found, known=SCHEMA_VERSION))
+                for statement in QUERIES.ddl:
+                    self._db.execute(statement)
+                if found is None:
+                    self._db.execute(QUERIES.set_schema_version, (SCHEMA_VERSION,))
+                self._db.execute(QUERIES.add_tenant, (self.tenant_key,))
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        except sqlite3.DatabaseError as error:
+            if reason_of(error) == "io":
+                raise StoreError(STORE_NOT_A_DATABASE) from None
+            raise StoreError(STORE_CANNOT_OPEN.format(reason=IO_REASONS[reason_of(error)])) from None
+        except problems.OsFailure as failure:
+            raise StoreError(STORE_CANNOT_OPEN.format(reason=IO_REASONS.get(failure.code, IO_REASONS["os"]))) from None
+
+    def _schema_version(self) -> Optional[int]:
+        present = self._db.execute(
+            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'refmem_schema'"
+        ).fetchone()
+        if not present or not present[0]:
+            return None
+        row = self._db.execute(QUERIES.schema_version).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    # -- the engine's part of SqlStore ---------------------------------------------------------------
+
+    def _execute(self, sql: str, params: Sequence[Any]) -> Any:
+        return self._db.execute(sql, tuple(params))
+
+    def _retrying(self, attempt: Any) -> Any:
+        """`attempt()`, tried again while the database is busy, at most `busy_retries` more times."""
+        for tries in range(self.busy_retries + 1):
+            try:
+                return attempt()
+            except sqlite3.OperationalError as error:
+                if not _busy(error):
+                    raise
+                if tries == self.busy_retries:
+                    raise problems.OsFailure("busy") from None
+                time.sleep(min(0.05 * 2**tries, 1.0))
+        raise problems.OsFailure("busy")  # not reached: the loop returns or raises
+
+    def _begin_write(self) -> None:
+        try:
+            self._retrying(lambda: self._db.execute(SQLITE.begin_write))
+        except sqlite3.Error as error:
+            raise problems.OsFailure(reason_of(error)) from None
+
+    def _begin_read(self) -> None:
+        try:
+            self._retrying(lambda: self._db.execute("BEGIN"))
+        except sqlite3.Error as error:
+            raise problems.OsFailure(reason_of(error)) from None
+
+    def _commit(self) -> None:
+        try:
+            self._retrying(lambda: self._db.execute("COMMIT"))
+        except sqlite3.Error as error:
+            raise problems.OsFailure(reason_of(error)) from None
+
+    def _rollback(self) -> None:
+        if self._db.in_transaction:
+            self._db.execute("ROLLBACK")
+
+    def _failure(self, error: Exception) -> Optional[problems.FsProblem]:
+        if isinstance(error, sqlite3.Error):
+            return problems.OsFailure(reason_of(error))
+        return None
+
+    def _reopen(self, tenant: str) -> SqliteStore:
+        return SqliteStore(
+            self.path,
+            tenant=tenant,
+            busy_seconds=self.busy_seconds,
+            busy_retries=self.busy_retries,
+            allow_network_filesystem=self._allow_network,
+        )
+
+    def close(self) -> None:
+        db = getattr(self, "_db", None)
+        if db is not None:
+            self._db = None  # type: ignore[assignment]
+            db.close()
