@@ -47,16 +47,22 @@ def make(
     allow: Optional[Sequence[str]] = None,
     limits: Optional[Mapping[str, int]] = None,
     content_policy: Optional[str] = None,
+    tenant: Optional[str] = None,
 ) -> SqliteReference:
     """A `refmem.MemoryHandler` over `refmem.stores.sqlite.SqliteStore(root / DATABASE_NAME)`, configured as the
-    `refmem` target configures it."""
+    `refmem` target configures it (for `tenant`'s memories when named: rows of their own, D-STORE-TENANT)."""
     from refmem.stores.sqlite import SqliteStore
 
     pathlib.Path(root).mkdir(parents=True, exist_ok=True)
     store = SqliteStore(pathlib.Path(root) / DATABASE_NAME)
     try:
         handler = make_reference(
-            store, read_only=read_only, allow=allow, limits=limits, content_policy=content_policy  # type: ignore[arg-type]
+            store,  # type: ignore[arg-type]
+            read_only=read_only,
+            allow=allow,
+            limits=limits,
+            content_policy=content_policy,
+            tenant=tenant,
         )
     except BaseException:
         store.close()
@@ -65,3 +71,6 @@ def make(
 
 
 make.storage = "own"  # type: ignore[attr-defined]  # what InProcessTarget reads from a factory
+# Handlers made on one root in several processes open the same database file: they share what they store (the
+# deployment tier's sessions), each command one transaction.
+make.shared = True  # type: ignore[attr-defined]

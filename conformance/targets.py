@@ -351,7 +351,8 @@ def _reference_sqlite_target(
     """The memory handler over the SQLite store (conformance/reference_sqlite_target.py): its own storage."""
     module, factory = _import_callable(spec, f"{__package__}.reference_sqlite_target", "make")
     info = implementation_info("refmem", "python", module.version())
-    return InProcessTarget(spec, factory, root, info, timeout, OPTION_VALUES, signalling.convention(None, error_prefix))
+    converters = dict(OPTION_VALUES, **{TENANT: str})
+    return InProcessTarget(spec, factory, root, info, timeout, converters, signalling.convention(None, error_prefix))
 
 
 def _command_target(

@@ -44,8 +44,10 @@ def _flagged(report: deployment.DeploymentReport) -> Set[Tuple[str, str]]:
     return {(finding["class"], finding["check"]) for finding in report.findings}
 
 
-def test_the_reference_passes_every_check(workdir: pathlib.Path) -> None:
-    report = deployment.deployment_report("refmem", workdir)
+@pytest.mark.parametrize("reference", ["refmem", "refmem+sqlite"])
+def test_the_reference_passes_every_check(workdir: pathlib.Path, reference: str) -> None:
+    """On every store it has: the directory tree (a file lock) and the SQLite database (a transaction)."""
+    report = deployment.deployment_report(reference, workdir)
     lines = deployment.summary_lines(report.as_dict())
     assert report.findings == [], lines
     assert report.notes == [], lines
