@@ -638,6 +638,18 @@ class _LateTally:
     uncut_seconds: float = 0.0
 
 
+def _measure(run: _Run, caller: _ThreadedSession, command: Dict[str, Any], wait: float) -> float:
+    """How long the edit runs on its thread, uncut (the session's own figure: a round trip of the protocol
+    would put every cut after a fast implementation's write)."""
+    reply = caller.request({P.CMD: P.CMD_EXECUTE, P.INPUT: command, late_calls.ABANDON_AFTER: wait}, wait + 5)
+    seconds = None if reply is None else reply.get(late_calls.SECONDS)
+    if reply is None or reply.get(P.IS_ERROR) is not False or not isinstance(seconds, (int, float)):
+        shown = "no answer" if reply is None else str(reply.get(P.OUTPUT, ""))[:120]
+        raise _Skip(f"{run.check}: the edit the check leaves running failed uncut: {shown}")
+    run.screen(command, StepResult(str(reply.get(P.OUTPUT, "")), False))
+    return float(seconds)
+
+
 def _abandoned_threads(run: _Run, plan: Plan) -> None:
     if run.sessions.spec.startswith("cmd:"):
         raise _Skip(f"{run.check}: skipped, a `cmd:` adapter's calls run in its own process, which the runner can "
@@ -648,17 +660,14 @@ def _abandoned_threads(run: _Run, plan: Plan) -> None:
     tally = _LateTally()
     measure = f"{folder}/measure.txt"
     run.create(checker, measure, "notes\nANCHOR\n")
-    started = time.monotonic()
-    measured = run.run(caller, _late_edit(measure, _late_block(nonce, 99, plan.late_lines)))
-    tally.uncut_seconds = round(time.monotonic() - started, 4)
-    if measured.is_error or run.failed:
-        raise _Skip(f"{run.check}: the edit the check leaves running failed uncut: {measured.output[:120]}")
     wait = run.sessions.timeout
+    uncut = _measure(run, caller, _late_edit(measure, _late_block(nonce, 99, plan.late_lines)), wait)
+    tally.uncut_seconds = round(uncut, 5)
     for trial in range(plan.late_trials):
         path, token = f"{folder}/notes-{trial}.txt", f"new{nonce}-{trial}"
         block = _late_block(nonce, trial, plan.late_lines)
         run.create(checker, path, "notes\nANCHOR\n")
-        cut = max(tally.uncut_seconds * (trial + 1) / (4 * plan.late_trials), 0.0005)  # early: its write is to come
+        cut = max(uncut * (trial + 1) / (4 * plan.late_trials), 0.00002)  # early: its write is still to come
         command = _late_edit(path, block)
         first = caller.request({P.CMD: P.CMD_EXECUTE, P.INPUT: command, late_calls.ABANDON_AFTER: cut}, wait)
         if first is None:

@@ -16,7 +16,9 @@ process's main thread, with no timeout of their own: the runner holds the timeou
 One call may instead be run the way the SDK's tool runner runs it: an execute with `abandon_after` (seconds,
 a field only this server reads) runs on a worker thread, and when it has not finished by then the reply is
 `abandoned: true` while the thread goes on; a later `late` request (`wait`: seconds, bounded) waits for it and
-answers `finished` with its output. The deployment tier's abandoned-threads check (deployment.py) uses this.
+answers `finished` with its output. A call that finished in time answers `seconds`, how long it ran on its
+thread (where the runner should stop waiting next time, without the protocol's round trip). The deployment
+tier's abandoned-threads check (deployment.py) uses this.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import shutil
 import sys
 import tempfile
 import threading
+import time
 import traceback
 from typing import Any, Dict, List, Optional
 
@@ -41,6 +44,7 @@ ABANDONED = "abandoned"
 CMD_LATE = "late"
 """Wait (at most `wait` seconds, at most LATE_WAIT_MAX) for the call left running; reply `finished` and its output."""
 WAIT = "wait"
+SECONDS = "seconds"
 FINISHED = "finished"
 LATE_WAIT_MAX = 120.0
 
@@ -50,14 +54,17 @@ class _Late:
 
     def __init__(self, target: Target, request: Dict[str, Any]) -> None:
         self.result: Optional[StepResult] = None
+        self.seconds = 0.0
         self.thread = threading.Thread(target=self._run, args=(target, request), name="abandoned-call", daemon=True)
         self.thread.start()
 
     def _run(self, target: Target, request: Dict[str, Any]) -> None:
+        started = time.monotonic()
         try:
             self.result = target.execute(request.get(P.INPUT), request.get(P.TOOL, P.TOOL_MEMORY))
         except Exception:  # noqa: BLE001 - a worker thread's exception would vanish; it is the call's answer
             self.result = StepResult("", True, raised=True, detail=traceback.format_exc()[-1000:])
+        self.seconds = time.monotonic() - started
 
     def wait(self, seconds: float) -> bool:
         self.thread.join(seconds)
@@ -142,7 +149,7 @@ class _Server:
             return P.error_reply(P.BAD_REQUEST, "a call left running has not finished (send late first)")
         late = _Late(self.target, request)
         if late.wait(abandon_after) and late.result is not None:
-            return dict(_result_reply(late.result), **{ABANDONED: False})
+            return dict(_result_reply(late.result), **{ABANDONED: False, SECONDS: late.seconds})
         self.late = late  # the runner stops waiting, as the SDK's tool runner does; the thread goes on
         return {P.OUTPUT: "", P.IS_ERROR: True, ABANDONED: True}
 

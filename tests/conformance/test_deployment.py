@@ -166,6 +166,7 @@ def test_the_session_server_leaves_a_slow_call_running_and_reports_its_late_fini
     quick = server.answer({"cmd": "execute", "seq": 4, "input": {"command": "view", "path": "/memories"},
                            "abandon_after": 30})
     assert quick is not None and quick["abandoned"] is False and quick["is_error"] is False, quick
+    assert isinstance(quick["seconds"], float)  # how long it ran on its thread: where the next cut goes
 
 
 def test_an_unknown_check_is_refused(workdir: pathlib.Path) -> None:
