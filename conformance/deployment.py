@@ -21,6 +21,11 @@ Checks (every finding is a safety finding: lost data or a leak):
   abandoned-calls         an edit of a large file is cut off by the runner's timeout part way (the session's
                           process is killed, as the runner kills a hung adapter); flagged when the file is then
                           neither the old text nor the new, or the store shows anything else.
+  abandoned-threads       `python:` targets: the SDK's way of abandoning a call. A large edit runs on a worker
+                          thread of its session's process; the runner stops waiting at its timeout while the
+                          thread goes on; another session then edits the same file, and the late call finishes
+                          after. Flagged when the late finish overwrote the newer edit (or any acknowledged
+                          line), left part of its own edit, or wrote lines no command wrote.
   (any check)             the case canary, a host path or a traceback in an output; a session that hangs or
                           crashes (outside the calls cut off on purpose).
 
@@ -44,6 +49,7 @@ import concurrent.futures
 import dataclasses
 import os
 import pathlib
+import queue
 import re
 import secrets
 import shlex
@@ -51,15 +57,18 @@ import shutil
 import sys
 import time
 from collections import Counter
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Type
 
-from .adapter_client import AdapterTarget
+from refmem import protocol as P
+
+from . import session_adapter as late_calls
+from .adapter_client import AdapterTarget, ProtocolViolation
 from .layout import CaseDir, make_case_dir
 from .signalling import ErrorPrefix
 from .target_base import DEFAULT_STEP_TIMEOUT, StepResult, TargetError
 from .tiers import DEPLOYMENT_CLASS
 
-CHECKS = ("lost-updates", "readers-during-writers", "tenants", "abandoned-calls")
+CHECKS = ("lost-updates", "readers-during-writers", "tenants", "abandoned-calls", "abandoned-threads")
 
 OPS = ("str_replace", "insert", "create", "rename")
 """The writing commands of the lost-updates rounds, in the order a round's two groups of sessions take them."""
@@ -79,6 +88,9 @@ class Plan:
     cut_trials: int = 6
     big_lines: int = 2000
     """Abandoned calls: the edited file's lines of 40 characters (80 KB)."""
+    late_trials: int = 3
+    late_lines: int = 1600
+    """Abandoned threads: the late edit adds this many lines of 40 characters (64 KB) to a small file."""
 
 
 DEFAULT = Plan()
@@ -138,8 +150,10 @@ class Sessions:
         self.command, self.env = session_command(spec, error_prefix)
         self.opened: List[AdapterTarget] = []
 
-    def open(self, root: pathlib.Path, tenant: Optional[str] = None) -> AdapterTarget:
-        session = AdapterTarget(self.spec, self.command, root, self.timeout, share=True, env=self.env)
+    def open(
+        self, root: pathlib.Path, tenant: Optional[str] = None, kind: Type[AdapterTarget] = AdapterTarget
+    ) -> AdapterTarget:
+        session = kind(self.spec, self.command, root, self.timeout, share=True, env=self.env)
         self.opened.append(session)
         if not session.shares:
             why = session.share_reason or "its start reply has no `share: true` (PROTOCOL.md, several sessions)"
@@ -171,8 +185,10 @@ class _Run:
         self.failed = False
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="deployment")
 
-    def open(self, count: int = 1, tenant: Optional[str] = None) -> List[AdapterTarget]:
-        return [self.sessions.open(self.case.root, tenant) for _ in range(count)]
+    def open(
+        self, count: int = 1, tenant: Optional[str] = None, kind: Type[AdapterTarget] = AdapterTarget
+    ) -> List[AdapterTarget]:
+        return [self.sessions.open(self.case.root, tenant, kind) for _ in range(count)]
 
     def run(self, session: AdapterTarget, command: Dict[str, Any], timeout: Optional[float] = None) -> StepResult:
         result = session.execute(command, timeout=timeout)
@@ -572,6 +588,132 @@ def _abandoned(run: _Run, plan: Plan) -> None:
         run.report.add(run.check, f"after calls were cut off the store shows what no command made: {shown_extra}")
 
 
+# --- abandoned threads ------------------------------------------------------------------------------
+
+
+class _ThreadedSession(AdapterTarget):
+    """A session of `session_adapter.py`, which can run a call the way the SDK's tool runner does."""
+
+    def request(self, message: Dict[str, Any], timeout: float) -> Optional[Dict[str, Any]]:
+        """The reply to `message`, or None when the session did not answer in time or broke the protocol (it is
+        then killed, as any session that hangs)."""
+        child = self._child
+        if child is None:
+            return None
+        try:
+            return self._request(child, message, timeout)
+        except (queue.Empty, OSError, EOFError, ProtocolViolation):
+            self._discard()
+            return None
+
+
+def _late_block(nonce: str, trial: int, lines: int) -> List[str]:
+    return [f"late{nonce}-{trial}-{number:05d} " + "w" * 24 for number in range(lines)]
+
+
+def _late_edit(path: str, block: Sequence[str]) -> Dict[str, Any]:
+    return {"command": "str_replace", "path": path, "old_str": "ANCHOR", "new_str": "\n".join(["ANCHOR", *block])}
+
+
+def _in_order(lines: Sequence[str], block: Sequence[str]) -> bool:
+    """The block's lines stand together, in order, once."""
+    if not block or block[0] not in lines:
+        return False
+    start = list(lines).index(block[0])
+    return list(lines[start : start + len(block)]) == list(block)
+
+
+@dataclasses.dataclass
+class _LateTally:
+    trials: int = 0
+    abandoned: int = 0
+    finished_late: int = 0
+    newer_lost: int = 0
+    late_applied: int = 0
+    late_lost: int = 0
+    """Late calls that said they edited the file, whose edit is not there: nobody was told of that success (the
+    runner had stopped waiting), so it is counted, not flagged."""
+    half_applied: int = 0
+    strange: int = 0
+    uncut_seconds: float = 0.0
+
+
+def _measure(run: _Run, caller: _ThreadedSession, command: Dict[str, Any], wait: float) -> float:
+    """How long the edit runs on its thread, uncut (the session's own figure: a round trip of the protocol
+    would put every cut after a fast implementation's write)."""
+    reply = caller.request({P.CMD: P.CMD_EXECUTE, P.INPUT: command, late_calls.ABANDON_AFTER: wait}, wait + 5)
+    seconds = None if reply is None else reply.get(late_calls.SECONDS)
+    if reply is None or reply.get(P.IS_ERROR) is not False or not isinstance(seconds, (int, float)):
+        shown = "no answer" if reply is None else str(reply.get(P.OUTPUT, ""))[:120]
+        raise _Skip(f"{run.check}: the edit the check leaves running failed uncut: {shown}")
+    run.screen(command, StepResult(str(reply.get(P.OUTPUT, "")), False))
+    return float(seconds)
+
+
+def _abandoned_threads(run: _Run, plan: Plan) -> None:
+    if run.sessions.spec.startswith("cmd:"):
+        raise _Skip(f"{run.check}: skipped, a `cmd:` adapter's calls run in its own process, which the runner can "
+                    "only kill (abandoned-calls does); threads left running are a `python:` target's")
+    caller, newer, checker = run.open(3, kind=_ThreadedSession)
+    assert isinstance(caller, _ThreadedSession)
+    nonce, folder = secrets.token_hex(3), "/memories/late"
+    tally = _LateTally()
+    measure = f"{folder}/measure.txt"
+    run.create(checker, measure, "notes\nANCHOR\n")
+    wait = run.sessions.timeout
+    uncut = _measure(run, caller, _late_edit(measure, _late_block(nonce, 99, plan.late_lines)), wait)
+    tally.uncut_seconds = round(uncut, 5)
+    for trial in range(plan.late_trials):
+        path, token = f"{folder}/notes-{trial}.txt", f"new{nonce}-{trial}"
+        block = _late_block(nonce, trial, plan.late_lines)
+        run.create(checker, path, "notes\nANCHOR\n")
+        cut = max(uncut * (trial + 1) / (4 * plan.late_trials), 0.00002)  # early: its write is still to come
+        command = _late_edit(path, block)
+        first = caller.request({P.CMD: P.CMD_EXECUTE, P.INPUT: command, late_calls.ABANDON_AFTER: cut}, wait)
+        if first is None:
+            run.report.add(run.check, f"a call run on a worker thread got no answer within {wait:g}s (a hang)")
+            return
+        tally.trials += 1
+        abandoned = first.get(late_calls.ABANDONED) is True
+        tally.abandoned += abandoned
+        newer_result = run.run(newer, {"command": "str_replace", "path": path, "old_str": "ANCHOR",
+                                       "new_str": f"ANCHOR\n{token}"})
+        late: Optional[Dict[str, Any]] = first
+        if abandoned:
+            late = caller.request({P.CMD: late_calls.CMD_LATE, late_calls.WAIT: wait}, wait + 5)
+            if late is None or late.get(late_calls.FINISHED) is not True:
+                run.report.add(run.check, f"a call left running had not finished {wait:g}s later (a hang)")
+                return
+            tally.finished_late += 1
+        assert late is not None
+        run.screen(command, StepResult(str(late.get(P.OUTPUT, "")), late.get(P.IS_ERROR) is True))
+        late_ok = late.get(P.IS_ERROR) is False
+        lines = read_file(run, checker, path, plan.late_lines + 4) or []
+        seen = Counter(lines)
+        if seen[token] != (0 if newer_result.is_error else 1) or seen["notes"] != 1 or seen["ANCHOR"] != 1:
+            tally.newer_lost += 1
+        present = sum(1 for line in block if seen[line])
+        if present == len(block) and _in_order(lines, block) and all(seen[line] == 1 for line in block):
+            tally.late_applied += 1
+        elif present:
+            tally.half_applied += 1
+        elif late_ok:
+            tally.late_lost += 1
+        known = set(block) | {token, "notes", "ANCHOR"}
+        tally.strange += any(line not in known for line in seen)
+        if run.failed:
+            return
+    run.report.figures[run.check] = dataclasses.asdict(tally)
+    if tally.newer_lost:
+        run.report.add(run.check, f"in {tally.newer_lost} of {tally.trials} trials a call finishing after the runner "
+                                  "stopped waiting for it overwrote a newer edit of another session")
+    if tally.half_applied:
+        run.report.add(run.check, f"in {tally.half_applied} of {tally.trials} trials a call left running left part "
+                                  "of its edit")
+    if tally.strange:
+        run.report.add(run.check, f"in {tally.strange} of {tally.trials} trials the file held lines no command wrote")
+
+
 # --- running -----------------------------------------------------------------------------------------
 
 _CHECK_FUNCTIONS: Dict[str, Callable[[_Run, Plan], None]] = {
@@ -579,6 +721,7 @@ _CHECK_FUNCTIONS: Dict[str, Callable[[_Run, Plan], None]] = {
     "readers-during-writers": _readers,
     "tenants": _tenants,
     "abandoned-calls": _abandoned,
+    "abandoned-threads": _abandoned_threads,
 }
 
 

@@ -12,6 +12,13 @@ The start reply says what the target declares: its storage, `share` when the han
 processes build on one root share it (a target that stores in the root always does; one with its own
 storage says so with `shared = True`), and `tenants` when its factory takes `tenant=`. Calls run on the
 process's main thread, with no timeout of their own: the runner holds the timeout.
+
+One call may instead be run the way the SDK's tool runner runs it: an execute with `abandon_after` (seconds,
+a field only this server reads) runs on a worker thread, and when it has not finished by then the reply is
+`abandoned: true` while the thread goes on; a later `late` request (`wait`: seconds, bounded) waits for it and
+answers `finished` with its output. A call that finished in time answers `seconds`, how long it ran on its
+thread (where the runner should stop waiting next time, without the protocol's round trip). The deployment
+tier's abandoned-threads check (deployment.py) uses this.
 """
 
 from __future__ import annotations
@@ -21,12 +28,61 @@ import pathlib
 import shutil
 import sys
 import tempfile
+import threading
+import time
 import traceback
 from typing import Any, Dict, List, Optional
 
 from refmem import protocol as P
 
+from .target_base import StepResult
 from .targets import TENANT, Target, TargetError, open_target
+
+ABANDON_AFTER = "abandon_after"
+"""An execute field of this server alone: run the call on a worker thread and stop waiting after so many seconds."""
+ABANDONED = "abandoned"
+CMD_LATE = "late"
+"""Wait (at most `wait` seconds, at most LATE_WAIT_MAX) for the call left running; reply `finished` and its output."""
+WAIT = "wait"
+SECONDS = "seconds"
+FINISHED = "finished"
+LATE_WAIT_MAX = 120.0
+
+
+class _Late:
+    """A call left running on its worker thread after the runner stopped waiting for it."""
+
+    def __init__(self, target: Target, request: Dict[str, Any]) -> None:
+        self.result: Optional[StepResult] = None
+        self.seconds = 0.0
+        self.thread = threading.Thread(target=self._run, args=(target, request), name="abandoned-call", daemon=True)
+        self.thread.start()
+
+    def _run(self, target: Target, request: Dict[str, Any]) -> None:
+        started = time.monotonic()
+        try:
+            self.result = target.execute(request.get(P.INPUT), request.get(P.TOOL, P.TOOL_MEMORY))
+        except Exception:  # noqa: BLE001 - a worker thread's exception would vanish; it is the call's answer
+            self.result = StepResult("", True, raised=True, detail=traceback.format_exc()[-1000:])
+        self.seconds = time.monotonic() - started
+
+    def wait(self, seconds: float) -> bool:
+        self.thread.join(seconds)
+        return not self.thread.is_alive()
+
+
+def _seconds(value: Any, most: float) -> Optional[float]:
+    """A request's positive number of seconds, at most `most`, or None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        return None
+    return min(float(value), most)
+
+
+def _result_reply(result: StepResult) -> Dict[str, Any]:
+    reply: Dict[str, Any] = {P.OUTPUT: result.output, P.IS_ERROR: result.is_error}
+    if result.misbehaved:
+        reply[P.RAISED] = result.detail or "the implementation misbehaved"
+    return reply
 
 
 class _Server:
@@ -36,6 +92,7 @@ class _Server:
         self.spec = spec
         self.error_prefix = error_prefix or None
         self.target: Optional[Target] = None
+        self.late: Optional[_Late] = None
 
     def open(self, root: pathlib.Path) -> Target:
         return open_target(self.spec, root, None, error_prefix=self.error_prefix)
@@ -85,11 +142,25 @@ class _Server:
     def execute(self, request: Dict[str, Any]) -> Dict[str, Any]:
         if self.target is None:
             return P.error_reply(P.NO_ROOT, "send reset before execute")
-        result = self.target.execute(request.get(P.INPUT), request.get(P.TOOL, P.TOOL_MEMORY))
-        reply: Dict[str, Any] = {P.OUTPUT: result.output, P.IS_ERROR: result.is_error}
-        if result.misbehaved:
-            reply[P.RAISED] = result.detail or "the implementation misbehaved"
-        return reply
+        abandon_after = _seconds(request.get(ABANDON_AFTER), LATE_WAIT_MAX)
+        if abandon_after is None:
+            return _result_reply(self.target.execute(request.get(P.INPUT), request.get(P.TOOL, P.TOOL_MEMORY)))
+        if self.late is not None and not self.late.wait(0):
+            return P.error_reply(P.BAD_REQUEST, "a call left running has not finished (send late first)")
+        late = _Late(self.target, request)
+        if late.wait(abandon_after) and late.result is not None:
+            return dict(_result_reply(late.result), **{ABANDONED: False, SECONDS: late.seconds})
+        self.late = late  # the runner stops waiting, as the SDK's tool runner does; the thread goes on
+        return {P.OUTPUT: "", P.IS_ERROR: True, ABANDONED: True}
+
+    def finish_late(self, request: Dict[str, Any]) -> Dict[str, Any]:
+        late = self.late
+        if late is None:
+            return {FINISHED: True, P.OUTPUT: "", P.IS_ERROR: False, ABANDONED: False}
+        if not late.wait(_seconds(request.get(WAIT), LATE_WAIT_MAX) or LATE_WAIT_MAX) or late.result is None:
+            return {FINISHED: False, P.OUTPUT: "", P.IS_ERROR: True}
+        self.late = None
+        return dict(_result_reply(late.result), **{FINISHED: True})
 
     def answer(self, request: Any) -> Optional[Dict[str, Any]]:
         if not isinstance(request, dict):
@@ -100,7 +171,8 @@ class _Server:
         try:
             if name == P.CMD_START:
                 return self.start(request)
-            reply = {P.CMD_RESET: self.reset, P.CMD_EXECUTE: self.execute}[str(name)](request)
+            handlers = {P.CMD_RESET: self.reset, P.CMD_EXECUTE: self.execute, CMD_LATE: self.finish_late}
+            reply = handlers[str(name)](request)
         except KeyError:
             return P.error_reply(P.UNKNOWN_CMD, "unknown cmd", seq if P.valid_seq(seq) else None)
         except TargetError as exc:

@@ -5,7 +5,13 @@
 - `make_tenant_mixup`: takes `tenant=` and ignores it: every tenant is served the same memories;
 - `make_half_apply`: str_replace and insert hold a lock across processes (so no edit is lost and no reader sees
   a part) but write the file in place, 32 KB at a time with a pause between: a call cut off part way leaves
-  a file that is neither the old text nor the new.
+  a file that is neither the old text nor the new;
+- `make_lease_lock`: str_replace and insert hold a lock across processes with a lease: a writer waits for the
+  lock at most LEASE seconds, then takes it over (the holder is presumed dead, as a store with lock timeouts
+  does). Each writes its whole file by a rename after a pause in proportion to its size (a slow store). Small
+  edits never outlive the lease, so none is lost and every file is whole even when its process is killed; a
+  large edit left running on an abandoned thread outlives it, a newer edit goes ahead, and the late finish
+  writes the text it read before, without the newer edit.
 
 Everything else goes to `refmem.MemoryHandler` on the same root, which passes every check: a finding is the
 planted mistake's. Plain paths only (`/memories/` and lower-case names) take the planted road; anything else,
@@ -30,6 +36,10 @@ RMW_PAUSE = 0.01
 CHUNK = 32 * 1024
 CHUNK_PAUSE = 0.15
 """Seconds the half-applying backend pauses between two chunks of one write."""
+LEASE = 0.2
+"""Seconds a writer of the lease-locked backend waits for the lock before it takes it over."""
+WRITE_RATE = 100_000
+"""Bytes a second the lease-locked backend writes (a 64 KB edit outlives the lease; one of a few KB does not)."""
 
 
 def _edited(text: str, command: Dict[str, Any]) -> Optional[str]:
@@ -118,6 +128,43 @@ class HalfApply(_Planted):
             return f"The file {command['path']} has been edited."
 
         return self._locked(fcntl.LOCK_EX, work)  # type: ignore[no-any-return]
+
+
+class LeaseLock(_Planted):
+    def _write_edit(self, file: Path, command: Dict[str, Any]) -> Optional[str]:
+        with open(self.root / ".planted-lease", "a") as lock:
+            held = _take(lock, LEASE)
+            try:
+                new = _edited(file.read_text("utf-8"), command)
+                if new is None:
+                    return None
+                data = new.encode("utf-8")
+                handle, temporary = tempfile.mkstemp(dir=file.parent, prefix=".planted-")
+                with os.fdopen(handle, "wb") as out:
+                    out.write(data)
+                time.sleep(len(data) / WRITE_RATE)  # a slow store; the lease may run out meanwhile
+                os.replace(temporary, file)
+                return f"The file {command['path']} has been edited."
+            finally:
+                if held:
+                    fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _take(lock: Any, lease: float) -> bool:
+    """Take the lock, waiting at most `lease` seconds; then go ahead without it (False)."""
+    deadline = time.monotonic() + lease
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.002)
+
+
+def make_lease_lock(root: Path, tenant: Optional[str] = None) -> LeaseLock:
+    return LeaseLock(root, tenant)
 
 
 def make_unlocked(root: Path, tenant: Optional[str] = None) -> Unlocked:
