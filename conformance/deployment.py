@@ -53,7 +53,6 @@ import queue
 import re
 import secrets
 import shlex
-import shutil
 import sys
 import time
 from collections import Counter
@@ -61,6 +60,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 from refmem import protocol as P
 
+from . import hosttree
 from . import session_adapter as late_calls
 from .adapter_client import AdapterTarget, ProtocolViolation
 from .layout import CaseDir, make_case_dir
@@ -760,7 +760,7 @@ def deployment_report(
         finally:
             run.close()
             sessions.close()
-            shutil.rmtree(case.path, ignore_errors=True)
+            hosttree.remove(str(case.path))  # bounded, never through a link the sessions left
     return report
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import pathlib
-import shutil
 import sys
 import tempfile
 import threading
@@ -35,6 +34,7 @@ from typing import Any, Dict, List, Optional
 
 from refmem import protocol as P
 
+from . import hosttree
 from .target_base import StepResult
 from .targets import TENANT, Target, TargetError, open_target
 
@@ -115,7 +115,7 @@ class _Server:
             finally:
                 target.close()
         finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+            hosttree.remove(str(scratch))
         if request.get(P.SHARE) is True:
             reply[P.SHARE] = shared
             if not shared:
