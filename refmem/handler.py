@@ -119,7 +119,7 @@ class MemoryHandler:
         walk (see SECURITY.md); `track_access` keeps last-access records for `refmem prune`;
         `view_cache_bytes` bounds remembered views.
         """
-        self._limits = limits if isinstance(limits, Limits) else Limits(**dict(limits))
+        self._limits = Limits.from_mapping(limits)
         self.read_only = read_only
         self.allow = tuple(allow) if allow is not None else None
         self.content_policy = _content_policy(content_policy)
