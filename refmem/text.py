@@ -454,17 +454,17 @@ def line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
 
-class Edit(NamedTuple):
+class Replacement(NamedTuple):
     text: str
     first_line: int  # first changed line, 1-based
     last_line: int  # last line of the inserted text, 1-based
 
 
-def replace_once(text: str, offset: int, old: str, new: str) -> Edit:
+def replace_once(text: str, offset: int, old: str, new: str) -> Replacement:
     result = text[:offset] + new + text[offset + len(old) :]
     first = line_of(text, offset)
     # A final \n in new_str ends its last line; it does not reach into the next one.
-    return Edit(result, first, first + new.count("\n") - (1 if new.endswith("\n") else 0))
+    return Replacement(result, first, first + new.count("\n") - (1 if new.endswith("\n") else 0))
 
 
 def insert_lines(text: str, after_line: int, insert_text: str) -> str:
