@@ -34,7 +34,7 @@ def make(
 
     kwargs: Dict[str, Any] = {"read_only": read_only, "allow": allow, "tenant": tenant}
     if limits:
-        kwargs["limits"] = Limits(**dict(limits))
+        kwargs["limits"] = Limits.from_mapping(limits)
     if content_policy is not None:
         kwargs["content_policy"] = ContentPolicy(content_policy)
     return MemoryHandler(root, **kwargs)

@@ -12,7 +12,7 @@ from .suite import hosttree
 HANDLER_PREFIX = ".refmem"
 
 
-def read_tree(root: Path) -> Tree:
+def read_model_tree(root: Path) -> Tree:
     tree: Tree = {(): DIR}
     found = hosttree.read(str(root), skip=lambda relative: relative.rpartition("/")[2].startswith(HANDLER_PREFIX))
     for relative, entry in found.tree.items():

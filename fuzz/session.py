@@ -20,7 +20,7 @@ from . import cost, oracles
 from .layout import Layout
 from .meter import Meter
 from .model import Model, Outcome, Tree
-from .observe import read_tree
+from .observe import read_model_tree
 from .oracles import Violation
 
 ORACLE_PRIORITY = ("escape", "leak", "hang", "crash", "exception", "cost", "parser", "diverge")
@@ -146,7 +146,7 @@ def run_sequence(commands: List[Any], target: Any, layout: Layout, settings: Set
             break  # the target is gone until the next reset
     report.violations.extend(oracles.check_outside(layout))
     if getattr(target, "storage", "filesystem") == "filesystem" and not report.cut:
-        report.tree_after = read_tree(layout.root)
+        report.tree_after = read_model_tree(layout.root)
         if model is not None and not diverged and not model.lost:
             violation = oracles.check_tree(model.tree, report.tree_after)
             if violation is not None:

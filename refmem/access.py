@@ -299,7 +299,7 @@ class AccessTracker:
                 old_path, new_path = virtual_path(old), virtual_path(new)
                 folder = self._folder()
                 when = time.time() if now is None else float(now)
-                entries: List[moves.Entry] = [(_ns(when), new_path), (None, old_path)]
+                entries: List[moves.MoveRecord] = [(_ns(when), new_path), (None, old_path)]
                 carried = [old_path] if folder.lstat(record_name(old_path)) is not None else []
                 if is_dir is not False:
                     for record in self.records(prefix=old_path + "/"):

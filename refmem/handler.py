@@ -68,7 +68,7 @@ PROBLEM_MESSAGES: Dict[type, str] = {
 ContentPolicy = Callable[[str], Tuple[str, List[str]]]
 
 
-class Refusal(Exception):
+class EarlyResult(Exception):
     """A finished result raised from deep inside a command, so commands stay straight-line."""
 
     def __init__(self, result: Result) -> None:
@@ -119,7 +119,7 @@ class MemoryHandler:
         walk (see SECURITY.md); `track_access` keeps last-access records for `refmem prune`;
         `view_cache_bytes` bounds remembered views.
         """
-        self._limits = limits if isinstance(limits, Limits) else Limits(**dict(limits))
+        self._limits = Limits.from_mapping(limits)
         self.read_only = read_only
         self.allow = tuple(allow) if allow is not None else None
         self.content_policy = _content_policy(content_policy)
@@ -151,8 +151,8 @@ class MemoryHandler:
         """
         try:
             return self._execute(command)
-        except Refusal as refusal:
-            return refusal.result
+        except EarlyResult as early:
+            return early.result
         except Exception:  # noqa: BLE001 - the promise is a result, never a traceback
             return render("internal_error")
 
@@ -191,12 +191,12 @@ class MemoryHandler:
             value = command.get(parameter)
             if value is None:
                 if required:
-                    raise Refusal(render("param_missing", name=parameter, command=name))
+                    raise EarlyResult(render("param_missing", name=parameter, command=name))
                 continue
             if not KIND_CHECKS[kind](value):
                 if kind == tool.RANGE:
-                    raise Refusal(render("view_range_shape"))
-                raise Refusal(render("param_type", name=parameter, kind=KIND_NAMES[kind], command=name))
+                    raise EarlyResult(render("view_range_shape"))
+                raise EarlyResult(render("param_type", name=parameter, kind=KIND_NAMES[kind], command=name))
             if kind == tool.STRING:
                 if value.isascii():  # the common case: valid, one byte a character
                     size = len(value)
@@ -204,9 +204,9 @@ class MemoryHandler:
                     try:
                         size = len(value.encode("utf-8"))
                     except UnicodeEncodeError:
-                        raise Refusal(render("param_not_unicode", name=parameter)) from None
+                        raise EarlyResult(render("param_not_unicode", name=parameter)) from None
                 if bounded and size > self.limits.max_file_bytes:
-                    raise Refusal(render("param_too_big", name=parameter, n=size, max=self.limits.max_file_bytes))
+                    raise EarlyResult(render("param_too_big", name=parameter, n=size, max=self.limits.max_file_bytes))
 
     # -- shared steps --
 
@@ -214,7 +214,7 @@ class MemoryHandler:
         try:
             return self._parse(raw)
         except PathError as error:
-            raise Refusal(
+            raise EarlyResult(
                 render("path_invalid", path=escape(raw, self.limits.max_echo_chars), rule=error.rule)
             ) from None
 
@@ -229,7 +229,7 @@ class MemoryHandler:
 
     def _require_allowed(self, path: VirtualPath) -> None:
         if not self._allowed(path):
-            raise Refusal(render("not_allowed", path=path.canonical))
+            raise EarlyResult(render("not_allowed", path=path.canonical))
 
     def _require_allowed_file(self, path: VirtualPath) -> None:
         """D-ALLOW, for delete and rename: under an allow-list only allowed files are touched; a
@@ -240,7 +240,7 @@ class MemoryHandler:
         self._require_allowed(path)
         entry = self.store.entry(path)
         if path.is_root or (entry is not None and entry.kind == DIR):
-            raise Refusal(render("not_allowed", path=path.canonical))
+            raise EarlyResult(render("not_allowed", path=path.canonical))
 
     def _problem(self, problem: FsProblem, command: str, path: VirtualPath) -> Result:
         """The messages every command shares for what the walk can meet."""
@@ -257,13 +257,13 @@ class MemoryHandler:
             return value
         cleaned, refused = self.content_policy(value)
         if refused:
-            raise Refusal(render("content_refused", what=_human_list(refused)))
+            raise EarlyResult(render("content_refused", what=_human_list(refused)))
         return cleaned
 
     def _encode_checked(self, path: VirtualPath, content: str) -> bytes:
         data = content.encode("utf-8")
         if len(data) > self.limits.max_file_bytes:
-            raise Refusal(render("file_too_big", path=path.canonical, n=len(data), max=self.limits.max_file_bytes))
+            raise EarlyResult(render("file_too_big", path=path.canonical, n=len(data), max=self.limits.max_file_bytes))
         return data
 
     # -- view --
@@ -409,7 +409,7 @@ class MemoryHandler:
         def change(content: str, crlf: bool) -> Tuple[str, Result]:
             n_lines = len(text.split_lines(content))
             if not 0 <= line <= n_lines:
-                raise Refusal(render("insert_bad_line", insert_line=line, n_lines=n_lines))
+                raise EarlyResult(render("insert_bad_line", insert_line=line, n_lines=n_lines))
             lines_text = insert_text.replace("\r\n", "\n") if crlf else insert_text
             return text.insert_lines(content, line, lines_text), render("insert_ok", path=path.canonical)
 
@@ -472,7 +472,7 @@ class MemoryHandler:
         room_bytes = limits.max_path_bytes - len(new.canonical.rstrip("/").encode("utf-8"))
         depth, longest = self.store.extent(old, room_depth)
         if depth > room_depth or longest > room_bytes:
-            raise Refusal(
+            raise EarlyResult(
                 render("rename_too_deep", max_depth=limits.max_depth, max_bytes=limits.max_path_bytes, **names)
             )
 
@@ -480,7 +480,7 @@ class MemoryHandler:
 def _replace_unique(
     path: VirtualPath, content: str, old_raw: str, new_raw: str, crlf: bool, limits: Limits
 ) -> Tuple[str, Result]:
-    """str_replace: the new text and the result, or a Refusal (in a CRLF file `\r\n` in the
+    """str_replace: the new text and the result, or an EarlyResult (in a CRLF file `\r\n` in the
     parameters stands for the `\n` of `content`, D-STR-CRLF).
 
     Linear in the file whatever `old_str` is (text.locate), with a bounded list of line numbers
@@ -490,9 +490,10 @@ def _replace_unique(
     found = text.locate(content, old, limits.max_listed_lines)
     echoed = clip(old_raw, limits.max_echo_chars)
     if found.first == -1:
-        raise Refusal(render("str_replace_not_found", old_str=echoed, path=path.canonical))
+        raise EarlyResult(render("str_replace_not_found", old_str=echoed, path=path.canonical))
     if not found.unique:
-        raise Refusal(render("str_replace_multiple", old_str=echoed, line_numbers=line_list(found.lines, found.more)))
+        lines = line_list(found.lines, found.more)
+        raise EarlyResult(render("str_replace_multiple", old_str=echoed, line_numbers=lines))
     edit = text.replace_once(content, found.first, old, new)
     snippet = text.fit_numbered(
         text.snippet_lines(edit.text, edit.first_line, edit.last_line), limits.max_view_chars, True

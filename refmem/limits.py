@@ -7,15 +7,62 @@ application without hunting through the code for constants.
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar, Dict, Mapping, Tuple, Type, TypeVar, Union, cast
+
+from .messages import LIMIT_CEILING, LIMIT_FLOOR_WORDS, LIMIT_POSITIVE, LIMIT_TYPE
+
+B = TypeVar("B", bound="Bounds")
 
 
 @dataclasses.dataclass(frozen=True)
-class Limits:
+class Bounds:
+    """The shape of a table of bounds (`Limits`, `refmem.openclaw.OpenClawLimits`): a frozen dataclass of
+    integer fields, checked once when it is made, and made as well from a mapping of its fields (the
+    plain-data form a `python:` factory, `refmem serve` and an embedding application's settings pass).
+
+    A table says its bounds as data: `FLOOR`, the least value of every field (the type check's message
+    names it: "positive" or "non-negative"); `POSITIVE`, the fields that must be at least 1 under a
+    floor of 0; `CEILINGS`, the fields with a most, and why. `OWNER` names the table in the messages
+    (refmem/messages.py), whatever a subclass is called.
+    """
+
+    OWNER: ClassVar[str] = "Bounds"
+    FLOOR: ClassVar[int] = 1
+    POSITIVE: ClassVar[Tuple[str, ...]] = ()
+    CEILINGS: ClassVar[Dict[str, Tuple[int, str]]] = {}
+
+    def __post_init__(self) -> None:
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < self.FLOOR:
+                floor = LIMIT_FLOOR_WORDS[self.FLOOR]
+                raise ValueError(LIMIT_TYPE.format(owner=self.OWNER, name=field.name, floor=floor))
+        for name in self.POSITIVE:
+            if getattr(self, name) < 1:
+                raise ValueError(LIMIT_POSITIVE.format(owner=self.OWNER, name=name))
+        for name, (most, why) in self.CEILINGS.items():
+            if getattr(self, name) > most:
+                raise ValueError(LIMIT_CEILING.format(owner=self.OWNER, name=name, most=most, why=why))
+
+    @classmethod
+    def from_mapping(cls: Type[B], values: Union[B, Mapping[str, int]]) -> B:
+        """The table itself, or one made from a mapping of its fields (the others keep their defaults); an
+        unknown field is a TypeError, a bad value a ValueError, as when the table is made directly."""
+        if isinstance(values, cls):
+            return values
+        return cls(**dict(cast(Mapping[str, int], values)))
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits(Bounds):
     """Bounds on what one command may read, write or return.
 
     The defaults suit a memory directory that a model reads into its context window: results stay
     well under typical tool-result budgets, and files stay small enough to view in a few pages.
     """
+
+    OWNER = "Limits"
+    CEILINGS = {"max_name_bytes": (255, "NAME_MAX")}
 
     max_file_bytes: int = 1_048_576
     """Largest file a write (create, str_replace, insert) may produce, in UTF-8 bytes."""
@@ -46,14 +93,6 @@ class Limits:
 
     max_listed_lines: int = 100
     """Most line numbers a "multiple occurrences" error lists before "and N more" (D-STR-LINES)."""
-
-    def __post_init__(self) -> None:
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"Limits.{field.name} must be a positive integer")
-        if self.max_name_bytes > 255:
-            raise ValueError("Limits.max_name_bytes cannot exceed 255 (NAME_MAX)")
 
 
 DEFAULT_LIMITS = Limits()

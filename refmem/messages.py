@@ -237,6 +237,13 @@ STORE_CANNOT_OPEN = "the memory database cannot be opened: {reason}"
 STORE_NO_WAL = "the memory database cannot use write-ahead logging on this filesystem"
 STORE_SPEC = "a store is given as sqlite:///PATH (an absolute path) or sqlite:PATH (a relative one)"
 
+# Why a table of bounds (refmem.limits.Bounds: Limits, OpenClawLimits) was refused when it was made: told to the
+# application. `{floor}` names the least value a field may take.
+LIMIT_TYPE = "{owner}.{name} must be a {floor} integer"
+LIMIT_FLOOR_WORDS = {0: "non-negative", 1: "positive"}
+LIMIT_POSITIVE = "{owner}.{name} must be positive"
+LIMIT_CEILING = "{owner}.{name} cannot exceed {most} ({why})"
+
 # Why a duration given to `refmem prune --older-than` was refused.
 DURATION_FORMAT = "invalid duration {text!r}: use a number and a unit (s, m, h, d, w), e.g. 30d or 1w2d"
 DURATION_NOT_POSITIVE = "invalid duration {text!r}: it must be longer than zero"

@@ -36,16 +36,16 @@ from .paths import ROOT
 COMPACT_BYTES = 64 * 1024  # the log is compacted past this size (or twice its last compacted size)
 READ_LIMIT = 16 * 1024 * 1024  # a log is read this far at most: a planted huge file is not read whole
 _HEADER = re.compile(rb"refmem-moves 1 ([0-9]{1,12})\n")
-Entry = Tuple[Optional[int], str]  # (time in ns, or None to forget; virtual path)
+MoveRecord = Tuple[Optional[int], str]  # (time in ns, or None to forget; virtual path)
 
 
-def encode(entries: Iterable[Entry]) -> bytes:
+def encode(entries: Iterable[MoveRecord]) -> bytes:
     return "".join(f"[{'null' if when is None else when},{json_string(path)}]\n" for when, path in entries).encode(
         "ascii"
     )
 
 
-def _decode(line: bytes) -> Optional[Entry]:
+def _decode(line: bytes) -> Optional[MoveRecord]:
     try:
         value = json.loads(line)
     except (ValueError, RecursionError):
@@ -96,7 +96,7 @@ def size(folder: Dir) -> int:
     return 0 if info is None else info.st_size
 
 
-def append(folder: Dir, entries: List[Entry], create: bool = True) -> None:
+def append(folder: Dir, entries: List[MoveRecord], create: bool = True) -> None:
     """Append `entries` in one write (call under the root's write lock); compact when the log has grown
     past its bound. Without `create`, nothing is written when there is no log (a forget with nothing to
     forget). Anything but a single-link regular file at the log's name is replaced, never written through."""

@@ -5,7 +5,7 @@ declines to store secrets, but an application "may want to implement stricter va
 module is that validation, kept pure (text in, findings out) so it can be tested without a
 filesystem and reused by any backend.
 
-A detector is any callable ``text -> list[Finding]``. The built-in ones look for shapes that are
+A detector is any callable ``text -> list[Detection]``. The built-in ones look for shapes that are
 specific enough to be worth refusing a write over: each has a fixed prefix or a checksum, and
 each is bounded by word boundaries so that a fragment of a longer token (a hex digest, a base64
 blob, a UUID) is not mistaken for one. They are deliberately not "high entropy string" heuristics:
@@ -28,12 +28,15 @@ import re
 from typing import Callable, Dict, Iterable, List, NamedTuple, Optional, Sequence, Tuple
 
 
-class Finding(NamedTuple):
+class Detection(NamedTuple):
     """One suspected secret: its kind and the half-open character span ``text[start:end]``."""
 
     kind: str
     start: int
     end: int
+
+
+Finding = Detection  # the earlier name, kept for detectors written against it
 
 
 KIND_DESCRIPTIONS: Dict[str, str] = {
@@ -63,11 +66,11 @@ _BEFORE = f"(?:(?<![{_WORD_CHARS}])|(?<=-----))"
 _AFTER = f"(?:(?![{_WORD_CHARS}])|(?=-----))"
 
 
-def _regex_detector(kind: str, pattern: str, flags: int = 0) -> Callable[[str], List[Finding]]:
+def _regex_detector(kind: str, pattern: str, flags: int = 0) -> Callable[[str], List[Detection]]:
     compiled = re.compile(pattern, flags)
 
-    def detect(text: str) -> List[Finding]:
-        return [Finding(kind, m.start(), m.end()) for m in compiled.finditer(text)]
+    def detect(text: str) -> List[Detection]:
+        return [Detection(kind, m.start(), m.end()) for m in compiled.finditer(text)]
 
     detect.__name__ = f"detect_{kind}"
     detect.__doc__ = f"Find {KIND_DESCRIPTIONS.get(kind, kind)}: pattern {pattern!r}."
@@ -96,7 +99,7 @@ _PEM_MIN_BODY = 40  # base64 characters; a header quoted alone in prose has none
 _PLACEHOLDER = re.compile(r"\[REDACTED:[A-Za-z0-9_.-]*\]")  # what `redact` writes for a built-in kind
 
 
-def detect_private_key(text: str) -> List[Finding]:
+def detect_private_key(text: str) -> List[Detection]:
     """PEM and OpenSSH/PGP private key blocks (``-----BEGIN ... PRIVATE KEY...-----``).
 
     A block counts when at least 40 base64 characters follow the BEGIN line, with or without the
@@ -111,7 +114,7 @@ def detect_private_key(text: str) -> List[Finding]:
     """
     ends = [(m.start(), m.end()) for m in _PEM_END.finditer(text)]
     end_starts = [start for start, _ in ends]
-    findings: List[Finding] = []
+    findings: List[Detection] = []
     covered = 0
     failed_end = -1  # the END whose stretch already had too few base64 characters
     for begin in _PEM_BEGIN.finditer(text):
@@ -125,7 +128,7 @@ def detect_private_key(text: str) -> List[Finding]:
         else:
             body_stop = stop = _pem_open_body_end(text, begin.end())
         if _base64_count(text, begin.end(), body_stop) >= _PEM_MIN_BODY:
-            findings.append(Finding("private_key", begin.start(), stop))
+            findings.append(Detection("private_key", begin.start(), stop))
             covered = stop
         elif index < len(ends):
             failed_end = index
@@ -197,9 +200,9 @@ _AWS_SECRET = re.compile(
 )
 
 
-def detect_aws_secret_access_key(text: str) -> List[Finding]:
+def detect_aws_secret_access_key(text: str) -> List[Detection]:
     """A 40-character AWS secret access key written after its usual label (``aws_secret_access_key = ...``)."""
-    return [Finding("aws_secret_access_key", m.start(1), m.end(1)) for m in _AWS_SECRET.finditer(text)]
+    return [Detection("aws_secret_access_key", m.start(1), m.end(1)) for m in _AWS_SECRET.finditer(text)]
 
 
 detect_github_token = _regex_detector(
@@ -289,7 +292,7 @@ def _b64url_json_object(segment: str) -> Optional[Dict[str, object]]:
     return value if isinstance(value, dict) else None
 
 
-def detect_jwt(text: str) -> List[Finding]:
+def detect_jwt(text: str) -> List[Detection]:
     """Signed or unsigned JWTs: three dot-separated base64url parts whose first two decode to JSON
     objects and whose header names an algorithm (``alg``). Parts longer than 64 KiB characters or
     nesting deeper than 32 levels are not decoded, so such a token is not a finding."""
@@ -298,7 +301,7 @@ def detect_jwt(text: str) -> List[Finding]:
         header = _b64url_json_object(m.group(1))
         if header is None or "alg" not in header or _b64url_json_object(m.group(2)) is None:
             continue
-        findings.append(Finding("jwt", m.start(), m.end()))
+        findings.append(Detection("jwt", m.start(), m.end()))
     return findings
 
 
@@ -307,11 +310,11 @@ def detect_jwt(text: str) -> List[Finding]:
 _SK_KEY = re.compile(_BEFORE + r"sk-(?:[a-z]{2,10}[0-9]{0,2}-){0,2}([A-Za-z0-9_-]{32,})" + _AFTER)
 
 
-def detect_api_key(text: str) -> List[Finding]:
+def detect_api_key(text: str) -> List[Detection]:
     """``sk-`` secret keys as issued by several model APIs (``sk-...``, ``sk-proj-...``,
     ``sk-ant-api03-...``): at least 32 key characters after the prefix, mixing digits, lower and
     upper case. ``sk-`` in prose, ``sk-learn`` and hyphenated words are not findings."""
-    return [Finding("api_key", m.start(), m.end()) for m in _SK_KEY.finditer(text) if _mixed_alphanumeric(m.group(1))]
+    return [Detection("api_key", m.start(), m.end()) for m in _SK_KEY.finditer(text) if _mixed_alphanumeric(m.group(1))]
 
 
 # --- payment card numbers ---------------------------------------------------------------------
@@ -356,12 +359,12 @@ def card_brand(digits: str) -> Optional[str]:
     return None
 
 
-def detect_card_number(text: str) -> List[Finding]:
+def detect_card_number(text: str) -> List[Detection]:
     """Payment card numbers: 13 to 19 digits, written together or in groups separated by single
     spaces or hyphens (one separator throughout, a first group of 4, no group shorter than 3), with
     a known issuer prefix and length, passing the Luhn check, and not part of a longer number,
     word, decimal or identifier."""
-    findings: List[Finding] = []
+    findings: List[Detection] = []
     for run in _DIGIT_RUN.finditer(text):
         groups = [(m.start() + run.start(), m.end() + run.start()) for m in re.finditer(r"[0-9]+", run.group())]
         first = 0
@@ -382,7 +385,7 @@ def detect_card_number(text: str) -> List[Finding]:
             if hit is None:
                 i += 1
                 continue
-            findings.append(Finding("card_number", groups[i][0], groups[hit][1]))
+            findings.append(Detection("card_number", groups[i][0], groups[hit][1]))
             i = hit + 1
     return findings
 
@@ -441,7 +444,7 @@ def _is_card(digits: str) -> bool:
 
 # --- the policy -------------------------------------------------------------------------------
 
-DEFAULT_DETECTORS: Tuple[Callable[[str], List[Finding]], ...] = (
+DEFAULT_DETECTORS: Tuple[Callable[[str], List[Detection]], ...] = (
     detect_private_key,
     detect_aws_access_key_id,
     detect_aws_secret_access_key,
@@ -494,7 +497,7 @@ class ContentPolicy:
     refuses the write with the ``content_refused`` message. ``action="redact"``: every finding is
     replaced by ``[REDACTED:{kind}]`` and the write proceeds.
 
-    ``detectors`` may be any sequence of callables ``text -> list[Finding]``; pass
+    ``detectors`` may be any sequence of callables ``text -> list[Detection]``; pass
     ``DEFAULT_DETECTORS + (mine,)`` to add one. Overlapping findings are merged into one span that
     keeps the kind of the finding that starts first (earlier detectors win ties). Spans outside the
     text are clipped; empty spans are ignored. A detector that raises propagates its exception.
@@ -505,7 +508,7 @@ class ContentPolicy:
     def __init__(
         self,
         action: str = "reject",
-        detectors: Sequence[Callable[[str], List[Finding]]] = DEFAULT_DETECTORS,
+        detectors: Sequence[Callable[[str], List[Detection]]] = DEFAULT_DETECTORS,
         descriptions: Optional[Dict[str, str]] = None,
     ) -> None:
         if action not in self.ACTIONS:
@@ -514,7 +517,7 @@ class ContentPolicy:
         self.detectors = tuple(detectors)
         self.descriptions = dict(descriptions or {})
 
-    def findings(self, text: str) -> List[Finding]:
+    def findings(self, text: str) -> List[Detection]:
         """All findings, merged so that no two overlap, sorted by position."""
         raw: List[Tuple[int, int, int, str]] = []
         for order, detector in enumerate(self.detectors):
@@ -524,13 +527,13 @@ class ContentPolicy:
                 if end > start:
                     raw.append((start, order, end, str(finding.kind)))
         raw.sort()
-        merged: List[Finding] = []
+        merged: List[Detection] = []
         for start, _, end, kind in raw:
             if merged and start < merged[-1].end:
                 if end > merged[-1].end:
                     merged[-1] = merged[-1]._replace(end=end)
                 continue
-            merged.append(Finding(kind, start, end))
+            merged.append(Detection(kind, start, end))
         return merged
 
     def check(self, text: str) -> PolicyOutcome:
@@ -550,7 +553,7 @@ class ContentPolicy:
         return describe(kinds, self.descriptions)
 
 
-def redact(text: str, findings: Sequence[Finding]) -> str:
+def redact(text: str, findings: Sequence[Detection]) -> str:
     """Replace each (non-overlapping, sorted) finding by ``[REDACTED:{kind}]``."""
     parts = []
     pos = 0

@@ -128,7 +128,7 @@ def _handler_options(options: Any) -> Dict[str, Any]:
         if not isinstance(options["limits"], dict):
             raise _Refusal(p.BAD_REQUEST, "option limits must be an object")
         try:
-            kwargs["limits"] = Limits(**options["limits"])
+            kwargs["limits"] = Limits.from_mapping(options["limits"])
         except (TypeError, ValueError) as exc:
             raise _Refusal(p.BAD_REQUEST, f"option limits: {exc}"[:200]) from None
     if "content_policy" in options:

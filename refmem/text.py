@@ -179,12 +179,24 @@ class ViewWindow:
     are counted, not kept, and a kept line stops growing once it alone exceeds the budget. The whole
     file is still decoded, so a non-UTF-8 byte anywhere is reported (ValueError), and every line is
     counted, so the 999,999-line limit is honest.
+
+    `numbered` says how the page costs a line. Numbered (the memory tool's view), a line costs its text,
+    its number and a newline, and a CRLF file's lines lose their `\r` (D-VIEW-CRLF), so up to 2
+    characters a line are allowed for. Plain (OpenClaw's memory_get excerpt, refmem/openclaw/window.py),
+    a line costs its text and a newline and keeps its `\r`, as OpenClaw shows it. Either way the window
+    keeps every line of the window that fits in the budget, and the first that does not.
     """
 
-    def __init__(self, first: int, last: Optional[int], budget: int) -> None:
+    def __init__(self, first: int, last: Optional[int], budget: int, numbered: bool = True) -> None:
         self._first = first
         self._last = last
         self._budget = budget
+        self._numbered = numbered
+        # What a kept line adds to the page besides its text (its number's prefix and a newline, or the newline),
+        # and the characters it may lose (its \r): the window is full once the page, less the losses, passes
+        # the budget.
+        self._overhead = LINE_NUMBER_WIDTH + 2 if numbered else 1
+        self._slack = 2 if numbered else 0
         self._decoder = codecs.getincrementaldecoder("utf-8")("strict")
         self._line = 1  # number of the line being read
         self._newlines = 0
@@ -250,10 +262,11 @@ class ViewWindow:
         one that fills the budget; returns where the lines taken end. The lines are split from a stretch
         bounded by the budget, and the one that fills it is found by bisection over their running cost,
         so the work is bounded by the page, with no Python work per line."""
-        narrow = 10**LINE_NUMBER_WIDTH - self._line  # lines whose numbers fit the prefix's width
+        # lines whose numbers fit the prefix's width (plain lines have no number: all of them)
+        narrow = 10**LINE_NUMBER_WIDTH - self._line if self._numbered else len(text) + 1
         if narrow <= 0:
             return start  # wider numbers: the line-by-line path numbers them (checked first: no scan per line)
-        measure = self._kept_chars - 2 * len(self._kept)  # full once this passes the budget
+        measure = self._kept_chars - self._slack * len(self._kept)  # full once this passes the budget
         stop = text.find("\n", start + max(0, self._budget - measure))
         if stop == -1:
             stop = text.rfind("\n", start)
@@ -261,8 +274,8 @@ class ViewWindow:
                 return start  # no whole line here: the line-by-line path takes the piece
         lines = text[start:stop].split("\n")
         lines = lines[: narrow if self._last is None else min(narrow, self._last - self._line + 1)]
-        # A kept line adds its numbered length plus a newline, less 2 (a CR may go), to the measure.
-        step = LINE_NUMBER_WIDTH
+        # A kept line adds its text and overhead, less its slack (a CR may go), to the measure.
+        step = self._overhead - self._slack
         used: List[int] = list(map(add, accumulate(map(len, lines)), range(step, step * (len(lines) + 1), step)))
         past = bisect_right(used, self._budget - measure)
         texts = lines
@@ -273,7 +286,7 @@ class ViewWindow:
             self._cut = self._cut or len(texts[-1]) < len(lines[-1])
         count = len(lines)
         self._kept.extend(zip(range(self._line, self._line + count), texts, map(len, lines)))
-        self._kept_chars = measure + used[count - 1] - len(lines[-1]) + len(texts[-1]) + 2 * len(self._kept)
+        self._kept_chars = measure + used[count - 1] - len(lines[-1]) + len(texts[-1]) + self._slack * len(self._kept)
         self._line += count
         return start + used[count - 1] - (step - 1) * count
 
@@ -291,8 +304,8 @@ class ViewWindow:
         if self._keeping():
             text = "".join(self._current)
             self._kept.append((self._line, text, self._current_len))
-            self._kept_chars += len(numbered_line(self._line, text)) + 1
-            if self._kept_chars - 2 * len(self._kept) > self._budget:
+            self._kept_chars += (len(numbered_line(self._line, text)) + 1) if self._numbered else len(text) + 1
+            if self._kept_chars - self._slack * len(self._kept) > self._budget:
                 self._full = True
         self._line += 1
         self._current = []
@@ -306,7 +319,7 @@ class ViewWindow:
         n_lines = self._line - 1
         crlf = self._newlines > 0 and self._crlf_newlines == self._newlines
         kept = self._kept
-        if crlf:
+        if crlf and self._numbered:
             # Every line ended by \n ends in \r here; a line cut short has lost its \r already.
             kept = [
                 (n, t[:-1] if len(t) == length else t, length - 1) if n <= self._newlines else (n, t, length)
@@ -352,9 +365,11 @@ def count_lines(content: str, start: int = 0) -> int:
     return content.count("\n", start) + (0 if content.endswith("\n") else 1)
 
 
-def read_window(chunks: Iterable[bytes], first: int, last: Optional[int], budget: int) -> WindowResult:
+def read_window(
+    chunks: Iterable[bytes], first: int, last: Optional[int], budget: int, numbered: bool = True
+) -> WindowResult:
     """Stream a file through ViewWindow (see its docstring); raises UnicodeDecodeError for non-UTF-8."""
-    window = ViewWindow(first, last, budget)
+    window = ViewWindow(first, last, budget, numbered)
     for chunk in chunks:
         window.feed(chunk)
     return window.finish()
@@ -439,17 +454,17 @@ def line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
 
-class Edit(NamedTuple):
+class Replacement(NamedTuple):
     text: str
     first_line: int  # first changed line, 1-based
     last_line: int  # last line of the inserted text, 1-based
 
 
-def replace_once(text: str, offset: int, old: str, new: str) -> Edit:
+def replace_once(text: str, offset: int, old: str, new: str) -> Replacement:
     result = text[:offset] + new + text[offset + len(old) :]
     first = line_of(text, offset)
     # A final \n in new_str ends its last line; it does not reach into the next one.
-    return Edit(result, first, first + new.count("\n") - (1 if new.endswith("\n") else 0))
+    return Replacement(result, first, first + new.count("\n") - (1 if new.endswith("\n") else 0))
 
 
 def insert_lines(text: str, after_line: int, insert_text: str) -> str:

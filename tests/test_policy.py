@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from refmem import policy
 from refmem.messages import render
 from refmem.handler import MemoryHandler
-from refmem.policy import DEFAULT_DETECTORS, ContentPolicy, Finding, describe, luhn_valid
+from refmem.policy import DEFAULT_DETECTORS, ContentPolicy, Detection, Finding, describe, luhn_valid
 
 RNG = random.Random(20250818)
 ALNUM = string.ascii_letters + string.digits
@@ -263,7 +263,7 @@ def test_custom_detector_and_description() -> None:
     def employee_ids(text: str):
         import re
 
-        return [Finding("employee_id", m.start(), m.end()) for m in re.finditer(r"\bEMP-\d{6}\b", text)]
+        return [Detection("employee_id", m.start(), m.end()) for m in re.finditer(r"\bEMP-\d{6}\b", text)]
 
     p = ContentPolicy("reject", DEFAULT_DETECTORS + (employee_ids,), {"employee_id": "an employee ID"})
     outcome = p.check("Ask EMP-123456 about it")
@@ -276,13 +276,13 @@ def test_custom_detector_and_description() -> None:
 
 def test_overlapping_and_out_of_range_findings_are_merged_and_clipped() -> None:
     def a(text: str):
-        return [Finding("a", 2, 6), Finding("a", -5, 1), Finding("a", 9, 9)]
+        return [Detection("a", 2, 6), Detection("a", -5, 1), Detection("a", 9, 9)]
 
     def b(text: str):
-        return [Finding("b", 4, 8), Finding("b", 8, 100)]
+        return [Detection("b", 4, 8), Detection("b", 8, 100)]
 
     p = ContentPolicy("redact", [a, b])
-    assert p.findings("0123456789") == [Finding("a", 0, 1), Finding("a", 2, 8), Finding("b", 8, 10)]
+    assert p.findings("0123456789") == [Detection("a", 0, 1), Detection("a", 2, 8), Detection("b", 8, 10)]
     assert p.check("0123456789").text == "[REDACTED:a]1[REDACTED:a][REDACTED:b]"
 
 
@@ -592,3 +592,9 @@ def test_handler_refuses_and_redacts_with_the_policy(tmp_path) -> None:
     )
     assert not done.is_error
     assert (tmp_path / "a.md").read_text() == "token: [REDACTED:stripe_key]\n"
+
+
+def test_the_earlier_name_of_a_detection_is_kept_for_detectors_written_against_it() -> None:
+    assert Finding is Detection
+    written_earlier = ContentPolicy("reject", detectors=[lambda text: [Finding("x", 0, 1)]])
+    assert written_earlier.findings("ab") == [Detection("x", 0, 1)]

@@ -10,10 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 
+from ..limits import Bounds
+
 
 @dataclasses.dataclass(frozen=True)
-class OpenClawLimits:
+class OpenClawLimits(Bounds):
     """Windows, budgets, chunking and ranking constants of memory_get and memory_search."""
+
+    OWNER = "OpenClawLimits"
+    FLOOR = 0  # a weight, an overlap or a decay may be 0
+    POSITIVE = ("get_default_lines", "get_max_chars", "chunk_tokens", "snippet_max_chars", "search_max_results")
 
     get_default_lines: int = 120
     """Lines memory_get returns when `lines` is not given (OpenClaw DEFAULT_MEMORY_READ_LINES)."""
@@ -78,15 +84,6 @@ class OpenClawLimits:
 
     max_log_bytes: int = 1_048_576
     """Largest daily log an append may produce, in UTF-8 bytes."""
-
-    def __post_init__(self) -> None:
-        for field in dataclasses.fields(self):
-            value = getattr(self, field.name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"OpenClawLimits.{field.name} must be a non-negative integer")
-        for name in ("get_default_lines", "get_max_chars", "chunk_tokens", "snippet_max_chars", "search_max_results"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"OpenClawLimits.{name} must be positive")
 
     @property
     def min_score(self) -> float:

@@ -9,19 +9,19 @@ at the budget still gets a `nextFrom` past it (D-OPENCLAW-GET-LONGLINE), the not
 whenever the excerpt is truncated (D-OPENCLAW-GET-NOTICE), lengths are counted in code points, not
 UTF-16 units (D-OPENCLAW-GET-TEXT). A CRLF file's lines keep their `\\r`, as OpenClaw shows them.
 
-The file is streamed once (`Excerpter`): lines outside the window are counted, not kept, and a
-kept line stops growing at the budget, so memory stays bounded whatever the file's size; the
-whole file is still decoded, so a non-UTF-8 byte anywhere is reported (UnicodeDecodeError).
-`excerpt_from_text` is the plain definition for a text in memory; a property test holds the two
-together.
+The file is streamed once through the memory tool's own window (`text.ViewWindow`, plain: lines
+cost their text and a newline and keep their `\r`): lines outside the window are counted, not
+kept, and a kept line stops growing at the budget, so memory stays bounded whatever the file's
+size; the whole file is still decoded, so a non-UTF-8 byte anywhere is reported
+(UnicodeDecodeError). `excerpt_from_text` is the plain definition for a text in memory; a property
+test holds the two together.
 """
 
 from __future__ import annotations
 
-import codecs
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
-from ..text import split_lines
+from ..text import read_window, split_lines
 from .messages import NOTICE_SEPARATOR, NOTICES
 
 
@@ -83,92 +83,9 @@ def excerpt_from_text(content: str, start: int, count: int, max_chars: int) -> E
     return fit(start, [(line, len(line)) for line in window], len(window), len(lines), max_chars)
 
 
-class Excerpter:
-    """Stream a file's bytes once, keeping only what the excerpt can show (see the module docstring)."""
-
-    def __init__(self, start: int, count: int, max_chars: int) -> None:
-        self._first = start
-        self._last = start + count - 1
-        self._max = max_chars
-        self._decoder = codecs.getincrementaldecoder("utf-8")("strict")
-        self._line = 1  # number of the line being read
-        self._newlines = 0
-        self._crlf_newlines = 0
-        self._previous = ""
-        self._kept: List[Tuple[str, int]] = []
-        self._kept_cost = -1  # the joined length of the kept lines, \r not counted (a lower bound)
-        self._full = False  # a line beyond the budget is kept: later lines cannot be shown
-        self._current: List[str] = []
-        self._current_kept = 0
-        self._current_len = 0
-
-    def _keeping(self) -> bool:
-        return not self._full and self._first <= self._line <= self._last
-
-    def feed(self, data: bytes, final: bool = False) -> None:
-        text = self._decoder.decode(data, final)
-        if not text:
-            return
-        newlines = text.count("\n")
-        self._newlines += newlines
-        self._crlf_newlines += text.count("\r\n") + (1 if self._previous == "\r" and text[0] == "\n" else 0)
-        self._previous = text[-1]
-        if self._full or self._line > self._last or self._line + newlines < self._first:
-            self._count_only(text, newlines)
-            return
-        start = 0
-        while True:
-            end = text.find("\n", start)
-            if end == -1:
-                self._add(text[start:])
-                return
-            self._add(text[start:end])
-            self._end_line()
-            start = end + 1
-            if self._full or self._line > self._last:
-                self._count_only(text[start:], text.count("\n", start))
-                return
-
-    def _count_only(self, rest: str, newlines: int) -> None:
-        if newlines:
-            self._line += newlines
-            self._current_len = len(rest) - rest.rfind("\n") - 1
-        else:
-            self._current_len += len(rest)
-
-    def _add(self, piece: str) -> None:
-        if self._keeping():
-            room = self._max + 2 - self._current_kept  # the budget, a possible \r, and one more
-            if room > 0 and piece:
-                self._current.append(piece[:room])
-                self._current_kept += min(room, len(piece))
-        self._current_len += len(piece)
-
-    def _end_line(self) -> None:
-        if self._keeping():
-            text = "".join(self._current)
-            self._kept.append((text, self._current_len))
-            self._kept_cost += self._current_len + 1
-            if self._kept_cost > self._max:
-                self._full = True
-        self._line += 1
-        self._current = []
-        self._current_kept = 0
-        self._current_len = 0
-
-    def finish(self) -> Excerpt:
-        self.feed(b"", final=True)
-        if self._current_len:
-            self._end_line()
-        n_lines = self._line - 1
-        kept = self._kept
-        wanted = max(0, min(self._last, n_lines) - self._first + 1)
-        return fit(self._first, kept, wanted, n_lines, self._max)
-
-
 def read_excerpt(chunks: Iterable[bytes], start: int, count: int, max_chars: int) -> Excerpt:
-    """Stream a file through Excerpter; raises UnicodeDecodeError for a file that is not UTF-8."""
-    excerpter = Excerpter(start, count, max_chars)
-    for chunk in chunks:
-        excerpter.feed(chunk)
-    return excerpter.finish()
+    """Stream a file through a plain `text.ViewWindow`; raises UnicodeDecodeError for a file that is not UTF-8."""
+    last = start + count - 1
+    window = read_window(chunks, start, last, max_chars, numbered=False)
+    wanted = max(0, min(last, window.n_lines) - start + 1)
+    return fit(start, [(text, length) for _, text, length in window.lines], wanted, window.n_lines, max_chars)

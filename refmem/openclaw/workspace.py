@@ -17,7 +17,7 @@ import os
 import sqlite3
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..limits import DEFAULT_LIMITS, Limits
 from ..messages import IO_REASONS, escape, is_unsafe_char
@@ -55,7 +55,8 @@ class OpenClawMemory:
     change of name re-embeds every chunk). Without it search is keyword-only, as OpenClaw is
     without an embedding provider. `index="memory"` keeps the index in memory instead of the
     file `.refmem/openclaw-index.sqlite`. `clock` gives the time for the decay of daily logs and
-    the date of `append_daily`.
+    the date of `append_daily`. `limits` and `path_limits` are an `OpenClawLimits` and a `Limits`, or
+    mappings of their fields (the others keeping their defaults).
 
     `allow` and `read_only` are the memory tool's options of the same names (D-OPENCLAW-ALLOW): under
     an allow-list (glob patterns on the path below the workspace, as `MemoryHandler(allow=...)`)
@@ -67,8 +68,8 @@ class OpenClawMemory:
     def __init__(
         self,
         root: Union[str, os.PathLike[str], Root],
-        limits: OpenClawLimits = DEFAULT_OPENCLAW_LIMITS,
-        path_limits: Limits = DEFAULT_LIMITS,
+        limits: Union[OpenClawLimits, Mapping[str, int]] = DEFAULT_OPENCLAW_LIMITS,
+        path_limits: Union[Limits, Mapping[str, int]] = DEFAULT_LIMITS,
         embed: Optional[Embed] = None,
         embed_model: str = "custom",
         index: str = "file",
@@ -82,10 +83,10 @@ class OpenClawMemory:
         self.read_only = read_only
         if self.allow is not None or read_only:
             index = "memory"
+        self.limits = OpenClawLimits.from_mapping(limits)  # before the root is opened: a bad table holds nothing
+        self.path_limits = Limits.from_mapping(path_limits)
         self.root = root if isinstance(root, Root) else Root(root)
-        self.disk = Disk(self.root, path_limits, None if self.allow is None else self.allowed)
-        self.limits = limits
-        self.path_limits = path_limits
+        self.disk = Disk(self.root, self.path_limits, None if self.allow is None else self.allowed)
         self.embed = embed
         self.embed_model = getattr(embed, "model", "") or embed_model
         self.embed_provider = getattr(embed, "provider", "custom") if embed is not None else "none"

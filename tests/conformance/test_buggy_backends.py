@@ -17,7 +17,7 @@ import buggy_backends
 import buggy_backends_plain
 import pytest
 
-from refmem_conformance.hosttree import read as read_tree
+from refmem_conformance.hosttree import read as read_host_tree
 from refmem_conformance.layout import CaseDir, make_case_dir, outside_snapshot
 
 CANARY = "CANARY-buggy-5e1f"
@@ -216,7 +216,7 @@ def test_escapes_also_write_outside(bug: str, convention: str, tmp_path: Path) -
         os.symlink("../outside", case.root / "out")
         backend = getattr(module, f"make_{backend_bug or 'clean'}")(case.root)
         call(backend, {"command": "create", "path": path, "file_text": "pwned\n"})
-        planted = [name for name in read_tree(str(case.path)).tree if name.endswith("planted.txt")]
+        planted = [name for name in read_host_tree(str(case.path)).tree if name.endswith("planted.txt")]
         planted_outside[backend_bug] = any(not name.startswith("memories/") for name in planted)
     assert planted_outside == {bug: True, None: False}
 
@@ -249,6 +249,6 @@ def test_the_clean_backend_does_the_six_commands(convention: str, tmp_path: Path
     assert listing[3][0] == "17B"
     assert outcomes[6].text.splitlines()[1:] == ["     1\tzero", "     2\tone", "     3\t2", "     4\tthree"]
     assert outcomes[8].text.endswith("The path /memories/a does not exist. Please provide a valid path.")
-    tree = read_tree(str(case.root)).tree
+    tree = read_host_tree(str(case.root)).tree
     assert sorted(tree) == ["b", "b/n.txt"]
     assert (tree["b/n.txt"].kind, tree["b/n.txt"].data) == ("file", b"zero\none\n2\nthree\n")

@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from refmem.openclaw import OpenClawLimits, OpenClawMemory, render
 from refmem.openclaw.paths import is_indexed, is_readable
-from refmem.openclaw.window import Excerpter, excerpt_from_text, read_excerpt
+from refmem.openclaw.window import excerpt_from_text, read_excerpt
+from refmem.text import ViewWindow
 
 from .support import CANARY, write
 
@@ -414,10 +415,37 @@ def test_excerpt_respects_its_budget(content: str, start: int, count: int, budge
 
 
 def test_streaming_keeps_only_the_window() -> None:
-    excerpter = Excerpter(1000, 5, 100)
+    window = ViewWindow(1000, 1004, 100, numbered=False)
     block = ("x" * 1000 + "\n").encode() * 1000
     for _ in range(20):
-        excerpter.feed(block)
-    assert sum(len(text) for text, _ in excerpter._kept) <= 5 * 102
-    result = excerpter.finish()
+        window.feed(block)
+    assert sum(len(text) for _, text, _ in window._kept) <= 5 * 102
+    result = read_excerpt([block] * 20, 1000, 5, 100)
     assert result.lines == 1 and result.cut == (1000, 1000, 100) and result.next_from == 1001
+
+
+def test_an_excerpt_streams_through_the_view_window_keeping_its_lines_in_bulk(
+    case: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """memory_get reads a file through the memory tool's own window (one streaming window in refmem), and the
+    lines of its excerpt are kept in bulk: the line-by-line path runs only for a line cut by a chunk's end
+    (before: a window of its own, whose line-by-line path ran once per line shown, 150 times here)."""
+    calls = {"finish": 0, "end_line": 0}
+    finish, end_line = ViewWindow.finish, ViewWindow._end_line
+
+    def counted_finish(window: ViewWindow) -> Any:
+        calls["finish"] += 1
+        return finish(window)
+
+    def counted_end_line(window: ViewWindow) -> None:
+        calls["end_line"] += 1
+        end_line(window)
+
+    monkeypatch.setattr(ViewWindow, "finish", counted_finish)
+    monkeypatch.setattr(ViewWindow, "_end_line", counted_end_line)
+    write(case, "MEMORY.md", ("z" * 79 + "\n") * 30_000)  # 2.4 MB, read in chunks
+    result = workspace(case).memory_get("MEMORY.md", 1, 1_000)
+    # 150 lines of 79 characters joined by newlines: 11,999 of the 12,000 characters
+    assert result["lines"] == 150 and result["nextFrom"] == 151 and result["text"].startswith("z" * 79 + "\n")
+    assert calls["finish"] == 1
+    assert calls["end_line"] <= 1, calls  # the page is in the first chunk: kept at once
