@@ -299,6 +299,11 @@ class PostgresStore(SqlStore):
         with self.locked():
             for table in ("refmem_nodes", "refmem_changes"):
                 self._run(f"DELETE FROM {table} WHERE tenant = %s", (self.tenant_key,))  # noqa: S608  # nosec B608
+            # every generation before this one now answers "rescan": no cache holds on to what was erased
+            self._run(
+                "UPDATE refmem_tenants SET generation = generation + 1, floor = generation + 1 WHERE tenant = %s",
+                (self.tenant_key,),
+            )
 
     def close(self) -> None:
         connection = getattr(self, "_conn", None)
