@@ -10,6 +10,11 @@ applies to it) owning the database `refmem`.
 Where the server's binaries or psycopg are missing, or the cluster does not start, `cluster()` skips the test
 saying exactly why; with REFMEM_REQUIRE_POSTGRES=1 (CI sets it) it fails instead.
 
+Run as a script, it starts a cluster, runs a command with the application's DSN in REFMEM_CONFORMANCE_POSTGRES,
+and stops the cluster (CI's conformance run over the PostgreSQL store):
+
+    python tests/postgres_support.py python -m refmem_conformance --target refmem+postgres --profile hardening
+
 `location_dsn(where)` is a DSN whose search path is a schema of its own for the folder `where`: two stores opened
 over one folder share their memories (as two processes would), stores over different folders share nothing.
 """
@@ -20,6 +25,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any, List, Optional
@@ -144,3 +150,21 @@ def open_store(where: Path, tenant: Optional[str] = None) -> Any:
     from refmem.stores.postgres import PostgresStore
 
     return PostgresStore(cluster().location_dsn(where), tenant=tenant)
+
+
+def main(command: List[str]) -> int:
+    reason = missing()
+    if reason is not None:
+        print(f"no PostgreSQL cluster: {reason}", file=sys.stderr)
+        return 2
+    started = Cluster()
+    try:
+        started.start()
+        environment = dict(os.environ, REFMEM_CONFORMANCE_POSTGRES=started.dsn())
+        return subprocess.run(command, env=environment, check=False).returncode  # noqa: S603  # nosec B603
+    finally:
+        started.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
