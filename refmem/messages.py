@@ -240,7 +240,7 @@ STORE_SPEC = (
     "(a PostgreSQL connection string)"
 )
 STORE_PG_NO_DRIVER = "the PostgreSQL store needs psycopg 3: pip install 'refmem[postgres]'"
-STORE_PG_CANNOT_CONNECT = "the PostgreSQL memory database cannot be reached or refused the login: {reason}"
+STORE_PG_CANNOT_CONNECT = "the PostgreSQL memory database cannot be used: {reason}"
 STORE_PG_NO_SCHEMA = "the PostgreSQL memory database has no refmem schema yet: run `refmem db init`"
 STORE_PG_SCHEMA_OLDER = (
     "the PostgreSQL memory database's schema is version {found}, older than this refmem's (version {known}): "

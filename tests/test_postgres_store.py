@@ -255,4 +255,4 @@ def test_an_unreachable_server_is_refused_naming_no_host_or_password(tmp_path: P
     with pytest.raises(StoreError) as refused:
         PostgresStore(dsn)
     said = str(refused.value)
-    assert "cannot be reached" in said and str(tmp_path) not in said and "hunter2" not in said
+    assert "cannot be used: no server answered" in said and str(tmp_path) not in said and "hunter2" not in said

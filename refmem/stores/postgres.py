@@ -119,7 +119,7 @@ def _connect_reason(error: BaseException) -> str:
         return "the login was refused"
     if state == "3D000":
         return "the database does not exist"
-    return "no server answered at the location given"
+    return "no server answered, or it refused the user, the password or the database name"
 
 
 def connect(dsn: str) -> Any:
