@@ -233,6 +233,42 @@ def test_a_connection_cut_mid_command_changes_nothing_and_is_answered(postgres: 
         store.close()
 
 
+# --- a folder's rename or delete: as many statements for 40 files as for 80 ---------------------------
+
+
+class CountingStore(PostgresStore):
+    statements = 0
+
+    def _execute(self, sql: str, params: Sequence[Any]) -> Any:
+        self.statements += 1
+        return super()._execute(sql, params)
+
+
+@pytest.mark.parametrize("command", ["rename", "delete"])
+def test_a_folder_move_or_delete_runs_as_many_statements_whatever_its_size(postgres: Cluster, command: str) -> None:
+    counts = []
+    for files in (40, 80):
+        store = CountingStore(fresh_dsn(postgres, f"size-{command}-{files}"))
+        handler = MemoryHandler(store)
+        try:
+            for number in range(files):
+                path = f"/memories/big/s{number % 4}/f{number}.md"
+                assert not handler.execute({"command": "create", "path": path, "file_text": "x"}).is_error
+            store.statements = 0
+            if command == "rename":
+                moved = {"command": "rename", "old_path": "/memories/big", "new_path": "/memories/moved/big"}
+                assert not handler.execute(moved).is_error
+            else:
+                assert not handler.execute({"command": "delete", "path": "/memories/big"}).is_error
+            counts.append(store.statements)
+            kept = sum(1 for row in rows(postgres, store._dsn) if row[1].startswith("moved/big/"))
+            assert kept == (files + 4 if command == "rename" else 0)
+            assert not any(row[1].startswith("big") for row in rows(postgres, store._dsn))
+        finally:
+            store.close()
+    assert counts[0] == counts[1] and counts[0] < 30
+
+
 # --- the schema ------------------------------------------------------------------------------------------
 
 
