@@ -233,6 +233,43 @@ def test_a_connection_cut_mid_command_changes_nothing_and_is_answered(postgres: 
         store.close()
 
 
+def test_a_connection_lost_between_commands_is_opened_again(postgres: Cluster) -> None:
+    store = PostgresStore(fresh_dsn(postgres, "idle-cut"))
+    handler = MemoryHandler(store)
+    try:
+        with postgres.admin() as admin:
+            for number in range(3):
+                admin.execute("SELECT pg_terminate_backend(%s, 5000)", (store._conn.info.backend_pid,))
+                create = {"command": "create", "path": f"/memories/n{number}.md", "file_text": "x\n"}
+                assert not handler.execute(create).is_error  # nothing of it had been sent: it runs on a new one
+        assert "n2.md" in handler.execute({"command": "view", "path": "/memories"}).output
+    finally:
+        store.close()
+
+
+class CommitCutStore(PostgresStore):
+    def _commit(self) -> None:
+        if getattr(self, "cut", False):
+            self.cut = False
+            with psycopg.connect(self._dsn.split(" options=")[0].replace("refmem_app", "postgres")) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s, 5000)", (self._conn.info.backend_pid,))
+        super()._commit()
+
+
+def test_a_connection_lost_at_commit_says_the_change_may_have_been_made(postgres: Cluster) -> None:
+    dsn = fresh_dsn(postgres, "commit-cut")
+    store = CommitCutStore(dsn)
+    handler = MemoryHandler(store)
+    try:
+        store.cut = True
+        result = handler.execute({"command": "create", "path": "/memories/c.md", "file_text": "x\n"})
+        assert result.is_error and IO_REASONS["commit_unknown"] in result.output, result
+        assert rows(postgres, dsn) == []  # here the COMMIT never reached the server: nothing was made
+        assert not handler.execute({"command": "create", "path": "/memories/c.md", "file_text": "x\n"}).is_error
+    finally:
+        store.close()
+
+
 # --- a folder's rename or delete: as many statements for 40 files as for 80 ---------------------------
 
 
