@@ -115,7 +115,17 @@ _FAILED: Optional[str] = None
 def _unavailable(reason: str) -> None:
     if os.environ.get(REQUIRE) == "1":
         pytest.fail(f"PostgreSQL is required here ({REQUIRE}=1) but: {reason}")
-    pytest.skip(f"no PostgreSQL server for this test: {reason}")
+    pytest.skip(f"no PostgreSQL server for this test: {reason}", allow_module_level=True)
+
+
+def import_psycopg() -> Any:
+    """psycopg, for a test module's top: the module skips saying why where it is missing (fails where required)."""
+    try:
+        import psycopg
+    except ImportError:
+        _unavailable("psycopg 3 is not installed (pip install 'refmem[postgres]')")
+        raise
+    return psycopg
 
 
 def cluster() -> Cluster:

@@ -10,15 +10,14 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, List
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from postgres_support import Cluster
+from postgres_support import Cluster, import_psycopg
 from test_sqlite_differential import commands
 
 from refmem import Limits, MemoryHandler
 
-pytest.importorskip("psycopg", reason="psycopg 3 is not installed (pip install 'refmem[postgres]')")
+import_psycopg()
 
 from refmem.stores.postgres import PostgresStore  # noqa: E402
 

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import pytest
-from postgres_support import Cluster
+from postgres_support import Cluster, import_psycopg
 
 from refmem import MemoryHandler
 from refmem.messages import IO_REASONS
 from refmem.stores import StoreError
 
-psycopg = pytest.importorskip("psycopg", reason="psycopg 3 is not installed (pip install 'refmem[postgres]')")
+psycopg = import_psycopg()
 
 from refmem.stores.postgres import TENANT_PREFIX, TENANT_SETTING, PostgresStore  # noqa: E402
 
