@@ -239,6 +239,7 @@ class PostgresStore(SqlStore):
             try:
                 if self._conn.broken or self._conn.closed:
                     self._reconnect()
+                self._rollback()  # never run a command inside what an earlier one left open
                 self._conn.execute(begin)
                 self._conn.execute("SELECT set_config(%s, %s, true)", (TENANT_SETTING, TENANT_PREFIX + self.tenant_key))
                 if lock_tenant:
