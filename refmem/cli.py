@@ -194,7 +194,9 @@ def _db(args: argparse.Namespace) -> int:
         if is_postgres(location):
             from .stores.postgres import migrate
 
-            before, after = migrate(location)  # init and migrate alike: from whatever version is there
+            before, after = migrate(location, args.app_role)  # init and migrate alike: from the version there
+        elif args.app_role is not None:
+            return _fail("--app-role is for a PostgreSQL store (an SQLite database has no roles)")
         else:
             from .stores.schema import SCHEMA_VERSION
             from .stores.sqlite import SqliteStore
@@ -320,6 +322,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--store",
         metavar="LOCATION",
         help=f"postgresql://... or sqlite:///PATH.db; also read from {_STORE_VARIABLE}, and never printed",
+    )
+    database.add_argument(
+        "--app-role",
+        metavar="ROLE",
+        help="PostgreSQL: grant this role (the application's, not the tables' owner) reading and writing refmem's "
+        "rows and nothing more",
     )
     database.set_defaults(func=_db)
 

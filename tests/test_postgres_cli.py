@@ -10,6 +10,7 @@ import sys
 from typing import Dict
 from urllib.parse import quote
 
+import pytest
 from postgres_support import APP_ROLE, DATABASE, Cluster
 
 
@@ -55,3 +56,28 @@ def test_an_unreachable_database_is_refused_naming_nothing_of_it(postgres: Clust
         said = done.stdout + done.stderr
         assert done.returncode == 2 and "cannot be used: no server answered, or it refused" in said, said
         assert "hunter2" not in said and str(postgres.socket) not in said and "nowhere" not in said
+
+
+def test_the_application_role_need_not_own_the_tables(postgres: Cluster) -> None:
+    """`db init --app-role`: the tables' owner makes them and grants the application's role their rows only; that
+    role then works as before but cannot turn row-level security off."""
+    import psycopg
+
+    with postgres.admin() as admin:
+        if admin.execute("SELECT 1 FROM pg_roles WHERE rolname = 'refmem_owner'").fetchone() is None:
+            admin.execute("CREATE ROLE refmem_owner LOGIN NOSUPERUSER NOBYPASSRLS")
+        admin.execute("CREATE SCHEMA IF NOT EXISTS s_split AUTHORIZATION refmem_owner")
+    socket = quote(str(postgres.socket), safe="")
+    search = quote("-c search_path=s_split", safe="")
+    owner = f"postgresql://refmem_owner@/{DATABASE}?host={socket}&options={search}"
+    app = f"postgresql://{APP_ROLE}@/{DATABASE}?host={socket}&options={search}"
+    made = run("db", "init", "--store", owner, "--app-role", APP_ROLE, env={})
+    assert (made.returncode, made.stdout) == (0, "schema made: version 1\n"), made.stderr
+    create = '{"command": "create", "path": "/memories/n.md", "file_text": "ALICE\\n"}'
+    assert run("exec", "--store", app, "--tenant", "alice", create, env={}).returncode == 0
+    assert "ALICE" in run("exec", "--store", app, "--tenant", "alice", '{"command": "view", "path": "/memories/n.md"}',
+                          env={}).stdout
+    with psycopg.connect(app, autocommit=True) as connection:
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):  # must be owner of table refmem_nodes
+            connection.execute("ALTER TABLE refmem_nodes NO FORCE ROW LEVEL SECURITY")
+        assert connection.execute("SELECT count(*) FROM refmem_nodes").fetchone() == (0,)  # no tenant set: no rows

@@ -149,11 +149,16 @@ def schema_version(connection: Any) -> Optional[int]:
     return None if found is None or found[0] is None else int(found[0])
 
 
-def migrate(dsn: str) -> Tuple[Optional[int], int]:
+def migrate(dsn: str, app_role: Optional[str] = None) -> Tuple[Optional[int], int]:
     """Bring the database at `dsn` to this refmem's schema (making it where there is none), in one transaction
-    under the schema's advisory lock; (version before, version after). A newer schema: StoreError."""
+    under the schema's advisory lock; (version before, version after). A newer schema: StoreError.
+
+    With `app_role`, that role is granted what the store needs and nothing more (reading and writing the rows of
+    refmem's tables, and using their schema): the deployment where the application's role does not own the
+    tables, so it cannot turn their row-level security off (D-STORE-PG-RLS)."""
     connection = connect(dsn)
     psycopg = _driver()
+    from psycopg import sql
     try:
         with connection.transaction():
             connection.execute("SELECT pg_advisory_xact_lock(%s)", (INIT_LOCK,))
@@ -167,6 +172,14 @@ def migrate(dsn: str) -> Tuple[Optional[int], int]:
                 connection.execute(QUERIES.set_schema_version, (SCHEMA_VERSION,))
             elif found < SCHEMA_VERSION:
                 connection.execute("UPDATE refmem_schema SET version = %s", (SCHEMA_VERSION,))
+            if app_role is not None:
+                role = sql.Identifier(app_role)
+                schema = connection.execute("SELECT current_schema()").fetchone()
+                if schema and schema[0]:
+                    usage = sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(schema[0]), role)
+                    connection.execute(usage)
+                tables = sql.SQL(", ").join(sql.Identifier(table.name) for table in TABLES)
+                connection.execute(sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {} TO {}").format(tables, role))
         return found, SCHEMA_VERSION
     except psycopg.Error as error:
         raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason=IO_REASONS[reason_of(error, connection)])) from None
