@@ -5,8 +5,12 @@ middle of a command, the schema's versions. The storage contract runs over this 
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
+import random
+import signal
+import time
 import traceback
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -268,6 +272,50 @@ def test_a_connection_lost_at_commit_says_the_change_may_have_been_made(postgres
         assert not handler.execute({"command": "create", "path": "/memories/c.md", "file_text": "x\n"}).is_error
     finally:
         store.close()
+
+
+# --- clients killed mid-command ---------------------------------------------------------------------------
+
+KILLS = 30
+FOLDER_FILES = 6
+
+
+def _mover(dsn: str) -> None:
+    """Moves the folder between /memories/a and /memories/b and edits its files, until killed."""
+    store = PostgresStore(dsn)
+    handler = MemoryHandler(store)
+    for turn in itertools.count():
+        here, there = ("/memories/a", "/memories/b") if turn % 2 == 0 else ("/memories/b", "/memories/a")
+        handler.execute({"command": "rename", "old_path": here, "new_path": there})
+        handler.execute({"command": "insert", "path": f"{there}/f{turn % FOLDER_FILES}.md", "insert_line": 0,
+                         "insert_text": "line\n"})
+
+
+def test_a_client_killed_mid_command_leaves_no_folder_half_moved(postgres: Cluster) -> None:
+    dsn = fresh_dsn(postgres, "kills")
+    store = PostgresStore(dsn)
+    handler = MemoryHandler(store)
+    for number in range(FOLDER_FILES):
+        create = {"command": "create", "path": f"/memories/a/f{number}.md", "file_text": "x\n"}
+        assert not handler.execute(create).is_error
+    store.close()
+    chooser = random.Random(18)
+    for _ in range(KILLS):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _mover(dsn)
+            finally:
+                os._exit(1)
+        time.sleep(chooser.uniform(0.05, 0.3))
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        state = rows(postgres, dsn)
+        folders = {row[1].split("/")[0] for row in state}
+        assert len(folders) == 1, folders  # the folder is in one place, never in both, never half of it
+        (folder,) = folders
+        assert sorted(row[1] for row in state) == [folder] + [f"{folder}/f{n}.md" for n in range(FOLDER_FILES)]
+        assert all(row[4] is None or row[4].endswith(b"x\n") for row in state)  # no file torn
 
 
 # --- a folder's rename or delete: as many statements for 40 files as for 80 ---------------------------
