@@ -65,7 +65,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--target",
         default="refmem",
-        help="refmem (default), refmem+sqlite (the reference over the SQLite store), python:MODULE:CALLABLE, or "
+        help="refmem (default), refmem+sqlite (the reference over the SQLite store), refmem+postgres (over the "
+        "PostgreSQL store, its DSN in REFMEM_CONFORMANCE_POSTGRES), python:MODULE:CALLABLE, or "
         "'cmd:COMMAND LINE' (adapter protocol)",
     )
     parser.add_argument("--run", action="append", metavar="GLOB", help="run only cases whose ID matches (repeatable)")

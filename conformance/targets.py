@@ -1,6 +1,6 @@
 """One way to reach an implementation of the memory tool, shared by the conformance runner and the fuzzer.
 
-    target = open_target("refmem" | "refmem+sqlite" | "python:MODULE:CALLABLE" | "cmd:COMMAND LINE", root)
+    target = open_target("refmem" | "refmem+sqlite" | "refmem+postgres" | "python:MODULE:CALLABLE" | "cmd:LINE", root)
     step = target.execute({"command": "view", "path": "/memories"})   # -> StepResult
     target = open_target(spec, root, tools=("memory_get", "memory_search"))   # other tools (OpenClaw's)
     step = target.execute({"path": "MEMORY.md"}, tool="memory_get")           # step.result: the tool's object
@@ -355,6 +355,18 @@ def _reference_sqlite_target(
     return InProcessTarget(spec, factory, root, info, timeout, converters, signalling.convention(None, error_prefix))
 
 
+def _reference_postgres_target(
+    spec: str, root: pathlib.Path, timeout: Optional[float], error_prefix: ErrorPrefix, tools: Tools
+) -> Target:
+    """The memory handler over the PostgreSQL store (conformance/reference_postgres_target.py): its own storage, in
+    the database the environment names."""
+    module, factory = _import_callable(spec, f"{__package__}.reference_postgres_target", "make")
+    if module.dsn() is None:
+        raise TargetError(f"{spec}: set {module.ENVIRONMENT} to the PostgreSQL database's connection string")
+    info = implementation_info("refmem", "python", module.version())
+    return InProcessTarget(spec, factory, root, info, timeout, OPTION_VALUES, signalling.convention(None, error_prefix))
+
+
 def _command_target(
     spec: str, root: pathlib.Path, timeout: Optional[float], error_prefix: ErrorPrefix, tools: Tools
 ) -> Target:
@@ -364,6 +376,7 @@ def _command_target(
 _KINDS: Dict[str, Callable[[str, pathlib.Path, Optional[float], ErrorPrefix, Tools], Target]] = {
     "refmem": _reference_target,
     "refmem+sqlite": _reference_sqlite_target,
+    "refmem+postgres": _reference_postgres_target,
     "python:": _python_target,
     "cmd:": _command_target,
 }
@@ -403,4 +416,7 @@ def open_target(
                 runs = shown(", ".join(target.tools), MESSAGE_CHARS)
                 raise TargetError(f"{spec}: does not run {', '.join(missing)}; it runs {runs}")
             return target
-    raise TargetError(f"unknown target {spec!r}: use refmem, refmem+sqlite, python:MODULE:CALLABLE or cmd:COMMAND LINE")
+    raise TargetError(
+        f"unknown target {spec!r}: use refmem, refmem+sqlite, refmem+postgres, python:MODULE:CALLABLE "
+        "or cmd:COMMAND LINE"
+    )

@@ -1,9 +1,9 @@
-"""Command line: `refmem exec`, `refmem serve`, `refmem prune`.
+"""Command line: `refmem exec`, `refmem serve`, `refmem prune`, `refmem db`.
 
 `exec` runs one tool input (JSON) and prints the result, exiting 1 when it is an error (2 when it
 could not run: bad JSON, an unusable root), so a shell script can drive the reference. `serve` speaks
 the conformance adapter protocol on stdin/stdout, so a program in any language can. `prune` removes
-memories nobody touched for a while.
+memories nobody touched for a while. `db init` and `db migrate` make or upgrade a database store's schema.
 
 The help texts are plain text (no Markdown): they are read in a terminal.
 """
@@ -39,6 +39,7 @@ EPILOG = """examples:
   refmem exec --store sqlite:///var/lib/app/memory.db --tenant alice - < input.json
   refmem-conformance --target "cmd:refmem serve"
   refmem prune --root ./memories --older-than 30d --dry-run
+  REFMEM_STORE=postgresql://app@db.internal/memory refmem db init
 
 'refmem COMMAND --help' says more about each command."""
 
@@ -180,6 +181,39 @@ def _prune(args: argparse.Namespace) -> int:
     return 0
 
 
+def _db(args: argparse.Namespace) -> int:
+    """`db init` / `db migrate`: the database's schema made, or brought to this refmem's version. The location
+    comes from --store or REFMEM_STORE and is never printed."""
+    from .stores import StoreError
+    from .stores.location import is_postgres, sqlite_path
+
+    location = args.store if args.store is not None else _store_from_environment()
+    if location is None:
+        return _fail(f"give --store postgresql://... or sqlite:///PATH (or set {_STORE_VARIABLE})")
+    try:
+        if is_postgres(location):
+            from .stores.postgres import migrate
+
+            before, after = migrate(location, args.app_role)  # init and migrate alike: from the version there
+        elif args.app_role is not None:
+            return _fail("--app-role is for a PostgreSQL store (an SQLite database has no roles)")
+        else:
+            from .stores.schema import SCHEMA_VERSION
+            from .stores.sqlite import SqliteStore
+
+            SqliteStore(sqlite_path(location)).close()  # the SQLite store makes its schema where missing
+            before, after = None, SCHEMA_VERSION
+    except StoreError as error:
+        return _fail(f"cannot use the store: {error}")
+    if before is None:
+        print(f"schema made: version {after}")
+    elif before == after:
+        print(f"schema already at version {after}: nothing to do")
+    else:
+        print(f"schema migrated from version {before} to {after}")
+    return 0
+
+
 def _failure_reason(error: Exception) -> str:
     """The short reason a prune failed: the root is missing, or what the operating system said."""
     from .messages import IO_REASONS
@@ -204,6 +238,10 @@ one reply per request line, protocol version {PROTOCOL_VERSION} (conformance/PRO
 The memory directory comes with each reset request. The conformance runner
 drives it with: refmem-conformance --target 'cmd:refmem serve'"""
 
+_DB_DESCRIPTION = """Make a database store's schema (init) or bring it to this refmem's version (migrate),
+in one transaction; both are safe to run again. For PostgreSQL, run them as the role
+that owns the tables; row-level security is forced on that role too (SECURITY.md)."""
+
 _PRUNE_DESCRIPTION = """Remove the files under /memories that nobody viewed or changed for a while (a
 file's last use is the later of its recorded last view and its modification
 time), then the folders left empty."""
@@ -217,7 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--version", action="version", version=f"refmem {__version__} (adapter protocol {PROTOCOL_VERSION})"
     )
     commands = parser.add_subparsers(
-        dest="action", required=True, metavar="{exec,serve,prune,log,memory-get,memory-search,memory-index}"
+        dest="action", required=True, metavar="{exec,serve,prune,db,log,memory-get,memory-search,memory-index}"
     )
 
     raw = argparse.RawDescriptionHelpFormatter
@@ -230,7 +268,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--store",
         metavar="LOCATION",
         help=f"a database store instead of a directory: sqlite:///ABSOLUTE/PATH.db or sqlite:RELATIVE.db (made if "
-        f"missing); also read from {_STORE_VARIABLE} when neither option is given, and never printed",
+        f"missing), or postgresql://... (after refmem db init); also read from {_STORE_VARIABLE} when neither "
+        "option is given, and never printed",
     )
     run.add_argument("--tenant", help="whose memories: a tenant name (lower-case letters, digits, - and _)")
     run.add_argument("--read-only", action="store_true", help="refuse every command that would change something")
@@ -271,6 +310,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     prune.add_argument("--dry-run", action="store_true", help="list what would go, remove nothing")
     prune.set_defaults(func=_prune)
+
+    database = commands.add_parser(
+        "db",
+        help="make (init) or upgrade (migrate) a database store's schema",
+        description=_DB_DESCRIPTION,
+        formatter_class=raw,
+    )
+    database.add_argument("db_action", choices=["init", "migrate"], metavar="{init,migrate}")
+    database.add_argument(
+        "--store",
+        metavar="LOCATION",
+        help=f"postgresql://... or sqlite:///PATH.db; also read from {_STORE_VARIABLE}, and never printed",
+    )
+    database.add_argument(
+        "--app-role",
+        metavar="ROLE",
+        help="PostgreSQL: grant this role (the application's, not the tables' owner) reading and writing refmem's "
+        "rows and nothing more",
+    )
+    database.set_defaults(func=_db)
 
     from .openclaw_cli import register as register_openclaw  # log, memory-get, memory-search, memory-index
 

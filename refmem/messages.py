@@ -235,7 +235,17 @@ STORE_SCHEMA_NEWER = (
 STORE_NOT_A_DATABASE = "the memory database is not a database refmem can read, or it is damaged"
 STORE_CANNOT_OPEN = "the memory database cannot be opened: {reason}"
 STORE_NO_WAL = "the memory database cannot use write-ahead logging on this filesystem"
-STORE_SPEC = "a store is given as sqlite:///PATH (an absolute path) or sqlite:PATH (a relative one)"
+STORE_SPEC = (
+    "a store is given as sqlite:///PATH (an absolute path), sqlite:PATH (a relative one) or postgresql://... "
+    "(a PostgreSQL connection string)"
+)
+STORE_PG_NO_DRIVER = "the PostgreSQL store needs psycopg 3: pip install 'refmem[postgres]'"
+STORE_PG_CANNOT_CONNECT = "the PostgreSQL memory database cannot be used: {reason}"
+STORE_PG_NO_SCHEMA = "the PostgreSQL memory database has no refmem schema yet: run `refmem db init`"
+STORE_PG_SCHEMA_OLDER = (
+    "the PostgreSQL memory database's schema is version {found}, older than this refmem's (version {known}): "
+    "run `refmem db migrate`"
+)
 
 # Why a table of bounds (refmem.limits.Bounds: Limits, OpenClawLimits) was refused when it was made: told to the
 # application. `{floor}` names the least value a field may take.
@@ -263,6 +273,13 @@ IO_REASONS: Dict[str, str] = {
     "protected_inside": "a file inside it is read-only",  # D-MODE
     "bookkeeping": "the memory directory's own bookkeeping files are not usable",  # D-BOOKKEEPING
     "busy": "the memory store is busy with other writers; try again",  # D-STORE-SQL-BUSY
+    "disconnected": (  # D-STORE-PG-RETRY
+        "the connection to the memory database was lost before the command finished; nothing was changed"
+    ),
+    "commit_unknown": (  # D-STORE-PG-RETRY
+        "the connection to the memory database was lost while the change was being committed; "
+        "view the memory to see whether it was made"
+    ),
     "os": "operating system error",
 }
 

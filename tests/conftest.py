@@ -15,6 +15,7 @@ import os
 from pathlib import Path
 from typing import Iterator
 
+import postgres_support
 import pytest
 from host_guard import Sentinel, devices, differences, snapshot
 from memory_support import Memory
@@ -48,6 +49,7 @@ def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    postgres_support.stop()  # the session's throwaway PostgreSQL cluster, if a test started one
     host = session.config.stash.get(_HOST, None)
     if host is None:
         return
@@ -87,6 +89,13 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: p
         when="teardown",
     )
     terminalreporter.stats.setdefault("error", []).append(report)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> postgres_support.Cluster:
+    """The session's throwaway PostgreSQL cluster (postgres_support): started once, stopped when the session ends;
+    the test skips saying why where none can start (fails under REFMEM_REQUIRE_POSTGRES=1)."""
+    return postgres_support.cluster()
 
 
 @pytest.fixture

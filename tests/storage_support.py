@@ -3,7 +3,8 @@
 `KINDS` lists a factory per store: `open(where)` opens a store over the backing location `where`; two
 stores opened over one location hold the same memories (as two processes would). A store that can be
 shared between processes says so (`processes`), and the contract then also checks it across a fork.
-The SQLite store (one database file at `where`) is here; a PostgreSQL store is added the same way.
+The SQLite store (one database file at `where`) is here, and the PostgreSQL store (a schema of its own for
+`where` in the session's throwaway cluster, postgres_support; skipped saying why where none can start).
 
 `DictStore` keeps memories in a Python dict shared by the stores opened over one location in this
 process. It exists to prove that the handler needs nothing but the interface: the handler's tests run
@@ -18,6 +19,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
+
+import postgres_support
 
 from refmem import problems
 from refmem.paths import VirtualPath
@@ -278,4 +281,6 @@ KINDS = [
     StoreKind("filesystem-portable", lambda where: Root(where, portable=True), True),
     StoreKind("dict", lambda where: DictStore(str(where)), False),
     StoreKind("sqlite", lambda where: SqliteStore(where), True),
+    # A schema of its own per location in the session's throwaway cluster; skips saying why where there is none.
+    StoreKind("postgresql", lambda where: postgres_support.open_store(where), True),
 ]

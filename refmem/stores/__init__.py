@@ -2,8 +2,9 @@
 
 `refmem.stores.schema` holds the schema (as data) and every query, for any SQL engine through a small
 `Dialect`; `refmem.stores.core.SqlStore` is the store's logic over them (`storage.Store`), the same for every
-engine; `refmem.stores.sqlite` is the embedded engine (standard library). A PostgreSQL store adds its own
-dialect and connection and keeps the rest.
+engine; `refmem.stores.sqlite` is the embedded engine (standard library), `refmem.stores.postgres` the server
+(psycopg 3, extra `refmem[postgres]`, imported only when a PostgreSQL store is opened): each adds its dialect and
+connection and keeps the rest.
 
 `StoreError` is what opening a database store raises when it cannot serve (a network filesystem, a newer
 schema, a file that is not a database): its text is for the application's operator and names no host path,

@@ -1,6 +1,7 @@
-"""Where a database store is: `sqlite:///abs/path.db` or `sqlite:relative/path.db`, as `refmem exec --store` and
-the `REFMEM_STORE` environment variable give it. Pure parsing, then the store's own open; a refusal names no
-path (StoreError), since the text may end up in a log the path should not reach."""
+"""Where a database store is: `sqlite:///abs/path.db` or `sqlite:relative/path.db`, or a PostgreSQL URI
+(`postgresql://...` or `postgres://...`, libpq's own syntax, handed to psycopg whole), as `refmem exec --store`,
+`refmem db` and the `REFMEM_STORE` environment variable give it. Pure parsing, then the store's own open; a
+refusal names no path (StoreError), since the text may end up in a log the path should not reach."""
 
 from __future__ import annotations
 
@@ -13,6 +14,12 @@ from . import StoreError
 ENVIRONMENT = "REFMEM_STORE"
 """The environment variable a store location is read from when none is given on the command line."""
 SQLITE_SCHEME = "sqlite:"
+POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_postgres(location: str) -> bool:
+    """Whether `location` names a PostgreSQL database (its URI scheme)."""
+    return location.startswith(POSTGRES_SCHEMES)
 
 
 def sqlite_path(location: str) -> str:
@@ -30,7 +37,12 @@ def sqlite_path(location: str) -> str:
 
 
 def open_location(location: str, tenant: Optional[str] = None) -> object:
-    """The store at `location` (a `storage.Store`), for `tenant`."""
+    """The store at `location` (a `storage.Store`), for `tenant`. A PostgreSQL database must have its schema
+    (`refmem db init`): a command line never makes one by accident."""
+    if is_postgres(location):
+        from .postgres import PostgresStore
+
+        return PostgresStore(location, tenant=tenant, create=False)
     from .sqlite import SqliteStore
 
     return SqliteStore(sqlite_path(location), tenant=tenant)

@@ -60,8 +60,9 @@ POSTGRES = Dialect(
     begin_write="BEGIN ISOLATION LEVEL READ COMMITTED",
     for_update=" FOR UPDATE",
 )
-"""The PostgreSQL store's dialect (the store itself is to come): the same schema and statements, rendered for
-psycopg. A writer's transaction is serialised per tenant by the row lock its journal update takes."""
+"""The PostgreSQL store's dialect (`refmem.stores.postgres`): the same schema and statements, rendered for psycopg.
+A writer's transaction is serialised per tenant by the lock the store takes on its tenant's row when it begins
+(D-STORE-PG-WRITERS); an edit's read also locks the file's row."""
 
 
 class Table(NamedTuple):

@@ -1,0 +1,85 @@
+"""The `refmem+postgres` target: the embedded reference handler over the PostgreSQL store (`refmem.stores.postgres`).
+
+The same handler, options and results as the `refmem` target, with each case's memories in a tenant of its own in
+the database that the environment variable `REFMEM_CONFORMANCE_POSTGRES` names (a libpq connection string or
+URI, never printed; the schema is made on first use). The case's tenant is erased when the case ends. Like
+`refmem+sqlite`, the target keeps its own storage (`storage = "own"`): a case that needs on-disk fixtures is
+skipped with the runner's reason (docs/spec-notes.md, D-STORE-SQL-FIXTURES).
+
+    initdb/pg_ctl a server, then
+    REFMEM_CONFORMANCE_POSTGRES='host=/run/postgresql dbname=refmem' \\
+        python -m refmem_conformance --target refmem+postgres --profile hardening
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import pathlib
+from typing import Any, Mapping, Optional, Sequence
+
+from .reference_target import make as make_reference
+from .reference_target import version
+
+__all__ = ["ENVIRONMENT", "PostgresReference", "make", "version"]
+
+ENVIRONMENT = "REFMEM_CONFORMANCE_POSTGRES"
+"""The environment variable holding the DSN of the database the target keeps its cases' tenants in."""
+_CASES = itertools.count()
+
+
+class PostgresReference:
+    """The reference handler over its own PostgreSQL store (one tenant per case); `close` erases the tenant and
+    closes both."""
+
+    storage = "own"
+
+    def __init__(self, handler: Any, store: Any) -> None:
+        self.handler = handler
+        self.store = store
+
+    def execute(self, tool_input: Any) -> Any:
+        return self.handler.execute(tool_input)
+
+    def close(self) -> None:
+        try:
+            self.handler.close()
+            self.store.erase()
+        finally:
+            self.store.close()
+
+
+def dsn() -> Optional[str]:
+    """The DSN the environment gives, or None."""
+    return os.environ.get(ENVIRONMENT) or None
+
+
+def make(
+    root: pathlib.Path,
+    *,
+    read_only: bool = False,
+    allow: Optional[Sequence[str]] = None,
+    limits: Optional[Mapping[str, int]] = None,
+    content_policy: Optional[str] = None,
+) -> PostgresReference:
+    """A `refmem.MemoryHandler` over `refmem.stores.postgres.PostgresStore` in a tenant of its own for this case,
+    configured as the `refmem` target configures it."""
+    from refmem.stores.postgres import PostgresStore
+
+    location = dsn()
+    if location is None:
+        raise RuntimeError(f"refmem+postgres needs the database's connection string in {ENVIRONMENT}")
+    seed = f"{os.getpid()}:{next(_CASES)}:{root}".encode()
+    store = PostgresStore(location, tenant="case-" + hashlib.sha256(seed).hexdigest()[:24])
+    try:
+        handler = make_reference(
+            store, read_only=read_only, allow=allow, limits=limits, content_policy=content_policy  # type: ignore[arg-type]
+        )
+    except BaseException:
+        store.close()
+        raise
+    return PostgresReference(handler, store)
+
+
+make.storage = "own"  # type: ignore[attr-defined]  # what InProcessTarget reads from a factory

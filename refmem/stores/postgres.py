@@ -1,0 +1,327 @@
+"""The PostgreSQL store: memories of many tenants and many hosts in one PostgreSQL database (extra
+`refmem[postgres]`: psycopg 3). The same SQL core (`core.SqlStore`) and queries (`schema.Queries`) as the SQLite
+store, in PostgreSQL's dialect.
+
+    store = PostgresStore(os.environ["REFMEM_STORE"], tenant="alice")   # postgresql://... (never printed)
+    handler = MemoryHandler(store)
+
+What it promises (SECURITY.md, docs/spec-notes.md D-STORE-PG-*):
+* One transaction per command. A writing transaction first locks its tenant's row (`SELECT ... FOR UPDATE` on
+  `refmem_tenants`), so the writers of one tenant queue as SQLite's do, whatever host they run on, and the
+  writers of different tenants never wait for each other (D-STORE-PG-WRITERS). `str_replace` and `insert` read
+  the file with `SELECT ... FOR UPDATE` and write it in the same transaction: no update is lost. A folder's
+  rename or delete is one transaction of a fixed number of statements over the key range of its subtree.
+* Tenants: every row carries its tenant and every query names it; row-level security is a second wall: each
+  transaction sets `refmem.tenant` (`set_config(..., true)`, local to the transaction) and a policy on every
+  table with tenant rows lets a query see and write only the rows of that tenant, forced on the tables' owner
+  too (D-STORE-PG-RLS). A query that forgot its tenant filter still sees one tenant.
+* A connection found broken when a command starts is opened again and the command run (nothing of it was sent):
+  at most `RECONNECTS` times. Lost in the middle, the command is answered with the `disconnected` reason (the
+  server rolls the transaction back); lost while committing, with `commit_unknown` (D-STORE-PG-RETRY). No
+  message of the server, host, DSN or password reaches a result or a StoreError.
+* A writer waits at most `LOCK_SECONDS` for another writer of its tenant, then is answered `busy`.
+* The schema is versioned (`refmem_schema`) and made by `refmem db init` or the first store opened with
+  `create=True` (under an advisory lock, so many processes may start at once); a newer schema is refused.
+
+A store is one connection, used by one thread at a time. Open stores after a fork, never before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Any, Dict, Optional, Sequence, Tuple
+
+from .. import problems
+from ..messages import (
+    IO_REASONS,
+    STORE_PG_CANNOT_CONNECT,
+    STORE_PG_NO_DRIVER,
+    STORE_PG_NO_SCHEMA,
+    STORE_PG_SCHEMA_OLDER,
+    STORE_SCHEMA_NEWER,
+)
+from ..storage import tenant_name
+from . import StoreError
+from .core import SqlStore
+from .schema import POSTGRES, SCHEMA_VERSION, TABLES, Queries
+
+QUERIES = Queries(POSTGRES)
+RECONNECTS = 2
+"""Times a command that found its connection broken before it began opens a new one and starts again."""
+LOCK_SECONDS = 30
+"""How long a writer waits for its tenant's lock (PostgreSQL's lock_timeout) before it is answered `busy`."""
+CONNECT_SECONDS = 10
+TENANT_SETTING = "refmem.tenant"
+"""The transaction-local setting the row-level security policy reads (D-STORE-PG-RLS)."""
+TENANT_PREFIX = "tenant:"
+"""What the setting holds before the tenant's name: an unset setting (NULL, or "" once a transaction set it and
+ended) therefore matches no row, not even the default tenant's (whose name is "")."""
+INIT_LOCK = 0x7265666D656D  # "refmem": the advisory lock that serialises schema changes
+
+_POLICY = f"current_setting('{TENANT_SETTING}', true) = '{TENANT_PREFIX}' || tenant"
+_TENANT_TABLES = tuple(table.name for table in TABLES if any(column == "tenant" for column, _ in table.columns))
+
+
+def _rls_statements() -> Tuple[str, ...]:
+    statements = []
+    for table in _TENANT_TABLES:
+        statements.append(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
+        statements.append(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
+        statements.append(f"CREATE POLICY refmem_tenant ON {table} USING ({_POLICY}) WITH CHECK ({_POLICY})")
+    return tuple(statements)
+
+
+MIGRATIONS: Dict[int, Tuple[str, ...]] = {1: QUERIES.ddl + _rls_statements()}
+"""The statements that bring a schema of version N-1 to version N (0: no schema). `refmem db migrate` runs those
+after the database's version, in one transaction."""
+
+# SQLSTATE (or its class, the first two characters) -> the IO reason it stands for.
+_REASON_BY_STATE: Dict[str, str] = {
+    "53100": "no_space",  # disk_full
+    "53": "os",  # insufficient resources
+    "40": "busy",  # serialization failure, deadlock
+    "55P03": "busy",  # lock_not_available (lock_timeout)
+    "57014": "busy",  # query_canceled (statement_timeout)
+    "42501": "denied",  # insufficient_privilege (row-level security refused a row, a missing grant)
+    "28": "denied",  # invalid authorization
+    "25006": "read_only_fs",  # read_only_sql_transaction (a standby)
+    "57P": "disconnected",  # admin shutdown, crash shutdown, cannot connect now
+    "08": "disconnected",  # connection exception
+    "58": "io",  # system error
+    "XX": "io",  # internal error, data corrupted
+}
+
+
+def _driver() -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        raise StoreError(STORE_PG_NO_DRIVER) from None
+    return psycopg
+
+
+def reason_of(error: BaseException, connection: Any = None) -> str:
+    """The IO reason (messages.IO_REASONS key) a psycopg error stands for: by SQLSTATE, else by the connection's
+    state (a broken connection: `disconnected`)."""
+    state = getattr(error, "sqlstate", None) or ""
+    for length in (5, 3, 2):
+        if state[:length] in _REASON_BY_STATE:
+            return _REASON_BY_STATE[state[:length]]
+    if connection is not None and (connection.broken or connection.closed):
+        return "disconnected"
+    return "os"
+
+
+def _connect_reason(error: BaseException) -> str:
+    state = getattr(error, "sqlstate", None) or ""
+    if state.startswith("28"):
+        return "the login was refused"
+    if state == "3D000":
+        return "the database does not exist"
+    return "no server answered, or it refused the user, the password or the database name"
+
+
+def connect(dsn: str) -> Any:
+    """A psycopg connection (autocommit: the store writes its own BEGIN and COMMIT); StoreError naming no host,
+    DSN or password when none can be made."""
+    psycopg = _driver()
+    try:
+        connection = psycopg.connect(dsn, autocommit=True, connect_timeout=CONNECT_SECONDS)
+    except psycopg.Error as error:
+        raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason=_connect_reason(error))) from None
+    except (ValueError, TypeError):  # a malformed DSN: its text may hold the password
+        raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason="the connection string is malformed")) from None
+    try:
+        connection.execute(f"SET lock_timeout = '{LOCK_SECONDS}s'")
+    except psycopg.Error as error:
+        connection.close()
+        raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason=_connect_reason(error))) from None
+    return connection
+
+
+def schema_version(connection: Any) -> Optional[int]:
+    """The version of the refmem schema the connection's search path finds; None when there is none."""
+    row = connection.execute("SELECT to_regclass('refmem_schema') IS NOT NULL").fetchone()
+    if not row or not row[0]:
+        return None
+    found = connection.execute(QUERIES.schema_version).fetchone()
+    return None if found is None or found[0] is None else int(found[0])
+
+
+def migrate(dsn: str, app_role: Optional[str] = None) -> Tuple[Optional[int], int]:
+    """Bring the database at `dsn` to this refmem's schema (making it where there is none), in one transaction
+    under the schema's advisory lock; (version before, version after). A newer schema: StoreError.
+
+    With `app_role`, that role is granted what the store needs and nothing more (reading and writing the rows of
+    refmem's tables, and using their schema): the deployment where the application's role does not own the
+    tables, so it cannot turn their row-level security off (D-STORE-PG-RLS)."""
+    connection = connect(dsn)
+    psycopg = _driver()
+    from psycopg import sql
+    try:
+        with connection.transaction():
+            connection.execute("SELECT pg_advisory_xact_lock(%s)", (INIT_LOCK,))
+            found = schema_version(connection)
+            if found is not None and found > SCHEMA_VERSION:
+                raise StoreError(STORE_SCHEMA_NEWER.format(found=found, known=SCHEMA_VERSION))
+            for version in range((found or 0) + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[version]:
+                    connection.execute(statement)
+            if found is None:
+                connection.execute(QUERIES.set_schema_version, (SCHEMA_VERSION,))
+            elif found < SCHEMA_VERSION:
+                connection.execute("UPDATE refmem_schema SET version = %s", (SCHEMA_VERSION,))
+            if app_role is not None:
+                role = sql.Identifier(app_role)
+                schema = connection.execute("SELECT current_schema()").fetchone()
+                if schema and schema[0]:
+                    usage = sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(schema[0]), role)
+                    connection.execute(usage)
+                tables = sql.SQL(", ").join(sql.Identifier(table.name) for table in TABLES)
+                connection.execute(sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {} TO {}").format(tables, role))
+        return found, SCHEMA_VERSION
+    except psycopg.Error as error:
+        raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason=IO_REASONS[reason_of(error, connection)])) from None
+    finally:
+        connection.close()
+
+
+class PostgresStore(SqlStore):
+    """Memories in a PostgreSQL database (`storage.Store`; see the module docstring)."""
+
+    queries = QUERIES
+
+    def __init__(self, dsn: str, *, tenant: Optional[str] = None, create: bool = True) -> None:
+        """Connect to `dsn` (a libpq connection string or URI, never shown). With `create`, a database without
+        the schema gets it (as `refmem db init`); without, StoreError. StoreError, too, when the schema is
+        older (`refmem db migrate`) or newer than this refmem's, or the server cannot be reached."""
+        super().__init__(None if tenant is None else tenant_name(tenant))
+        self._dsn = dsn
+        self._create = create
+        self._psycopg = _driver()
+        if create:
+            migrate_needed = self._check_schema()
+            if migrate_needed:
+                migrate(dsn)
+        self._conn = connect(dsn)
+        try:
+            if not create:
+                self._check_schema(self._conn)
+            self._begin(None)
+            self._run(QUERIES.add_tenant, (self.tenant_key,))
+            self._commit()
+        except problems.FsProblem as failure:
+            self.close()
+            raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason=IO_REASONS.get(failure.code, "os"))) from None
+        except BaseException:
+            self.close()
+            raise
+
+    def _check_schema(self, connection: Any = None) -> bool:
+        """Whether the schema is missing (with `create`, it is then made); StoreError when it cannot be used."""
+        own = connection is None
+        connection = connect(self._dsn) if own else connection
+        try:
+            found = schema_version(connection)
+        except self._psycopg.Error as error:
+            raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason=IO_REASONS[reason_of(error, connection)])) from None
+        finally:
+            if own:
+                connection.close()
+        if found is None:
+            if self._create:
+                return True
+            raise StoreError(STORE_PG_NO_SCHEMA)
+        if found > SCHEMA_VERSION:
+            raise StoreError(STORE_SCHEMA_NEWER.format(found=found, known=SCHEMA_VERSION))
+        if found < SCHEMA_VERSION:
+            raise StoreError(STORE_PG_SCHEMA_OLDER.format(found=found, known=SCHEMA_VERSION))
+        return False
+
+    # -- the engine's part of SqlStore ---------------------------------------------------------------
+
+    def _execute(self, sql: str, params: Sequence[Any]) -> Any:
+        return self._conn.execute(sql, tuple(params) if params else None)
+
+    def _begin(self, lock_tenant: Optional[bool], read: bool = False) -> None:
+        """BEGIN, the tenant's setting for row-level security and, for a writer, its tenant's lock. A connection
+        found broken here is opened again (nothing of the command has been sent), at most RECONNECTS times."""
+        begin = "BEGIN ISOLATION LEVEL REPEATABLE READ" if read else POSTGRES.begin_write  # one snapshot
+        for attempt in range(RECONNECTS + 1):
+            try:
+                if self._conn.broken or self._conn.closed:
+                    self._reconnect()
+                self._rollback()  # never run a command inside what an earlier one left open
+                self._conn.execute(begin)
+                self._conn.execute("SELECT set_config(%s, %s, true)", (TENANT_SETTING, TENANT_PREFIX + self.tenant_key))
+                if lock_tenant:
+                    self._conn.execute(
+                        "SELECT generation FROM refmem_tenants WHERE tenant = %s FOR UPDATE", (self.tenant_key,)
+                    )
+                return
+            except self._psycopg.Error as error:
+                reason = reason_of(error, self._conn)
+                self._rollback()
+                if reason != "disconnected" or attempt == RECONNECTS:
+                    raise problems.OsFailure(reason) from None
+                time.sleep(0.05 * 2**attempt)
+            except StoreError:
+                if attempt == RECONNECTS:
+                    raise problems.OsFailure("disconnected") from None
+                time.sleep(0.05 * 2**attempt)
+
+    def _reconnect(self) -> None:
+        old = self._conn
+        self._conn = connect(self._dsn)
+        with contextlib.suppress(Exception):  # a broken connection's close may fail; it is gone either way
+            old.close()
+
+    def _begin_write(self) -> None:
+        self._begin(True)
+
+    def _begin_read(self) -> None:
+        self._begin(False, read=True)
+
+    def _commit(self) -> None:
+        try:
+            self._conn.execute("COMMIT")
+        except self._psycopg.Error as error:
+            reason = reason_of(error, self._conn)
+            raise problems.OsFailure("commit_unknown" if reason == "disconnected" else reason) from None
+
+    def _rollback(self) -> None:
+        connection = self._conn
+        if connection is None or connection.broken or connection.closed:
+            return
+        if connection.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
+            connection.execute("ROLLBACK")
+
+    def _failure(self, error: Exception) -> Optional[problems.FsProblem]:
+        if isinstance(error, self._psycopg.Error):
+            if getattr(error, "sqlstate", None) == "23505":  # unique_violation: the path is taken
+                return problems.Exists()
+            return problems.OsFailure(reason_of(error, self._conn))
+        return None
+
+    def _reopen(self, tenant: str) -> PostgresStore:
+        return PostgresStore(self._dsn, tenant=tenant, create=False)
+
+    def erase(self) -> None:
+        """Delete every memory, journal line and the record of this store's tenant (a tenant's offboarding, and
+        the conformance target's cleanup after each case)."""
+        with self.locked():
+            for table in ("refmem_nodes", "refmem_changes"):
+                self._run(f"DELETE FROM {table} WHERE tenant = %s", (self.tenant_key,))  # noqa: S608  # nosec B608
+            # every generation before this one now answers "rescan": no cache holds on to what was erased
+            self._run(
+                "UPDATE refmem_tenants SET generation = generation + 1, floor = generation + 1 WHERE tenant = %s",
+                (self.tenant_key,),
+            )
+
+    def close(self) -> None:
+        connection = getattr(self, "_conn", None)
+        if connection is not None:
+            self._conn = None
+            with contextlib.suppress(Exception):
+                connection.close()

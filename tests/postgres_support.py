@@ -1,0 +1,180 @@
+"""A throwaway PostgreSQL cluster for the tests: a real server, never a mock.
+
+`cluster()` starts one the first time a test asks (then the same one for the whole session; conftest stops it
+when the session ends): PostgreSQL 15's `initdb` and `pg_ctl` in a temporary folder, listening on a Unix socket
+in that folder only (`listen_addresses=''`: no port, no clash), as the `postgres` system user when the tests run
+as root (initdb refuses root). It holds a superuser (`postgres`, for the tests' own checks and for cutting
+connections) and the application's role `refmem_app` (neither superuser nor BYPASSRLS: row-level security
+applies to it) owning the database `refmem`.
+
+Where the server's binaries or psycopg are missing, or the cluster does not start, `cluster()` skips the test
+saying exactly why; with REFMEM_REQUIRE_POSTGRES=1 (CI sets it) it fails instead.
+
+Run as a script, it starts a cluster, runs a command with the application's DSN in REFMEM_CONFORMANCE_POSTGRES,
+and stops the cluster (CI's conformance run over the PostgreSQL store):
+
+    python tests/postgres_support.py python -m refmem_conformance --target refmem+postgres --profile hardening
+
+`location_dsn(where)` is a DSN whose search path is a schema of its own for the folder `where`: two stores opened
+over one folder share their memories (as two processes would), stores over different folders share nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, List, Optional
+
+import pytest
+
+BIN = Path(os.environ.get("REFMEM_PG_BIN", "/usr/lib/postgresql/15/bin"))
+REQUIRE = "REFMEM_REQUIRE_POSTGRES"
+APP_ROLE = "refmem_app"
+DATABASE = "refmem"
+
+
+def missing() -> Optional[str]:
+    """Why no cluster can be started here (None when it can be tried)."""
+    if not (BIN / "initdb").is_file() or not (BIN / "pg_ctl").is_file():
+        return f"PostgreSQL 15's initdb and pg_ctl are not in {BIN} (apt-get install postgresql-15)"
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        return "psycopg 3 is not installed (pip install 'refmem[postgres]')"
+    if os.geteuid() == 0 and shutil.which("runuser") is None:
+        return "the tests run as root and runuser is missing: initdb refuses to run as root"
+    return None
+
+
+class Cluster:
+    def __init__(self) -> None:
+        self.base = Path(tempfile.mkdtemp(prefix="refmem-pg-"))
+        self.data = self.base / "data"
+        self.socket = self.base  # the socket lives beside the data folder
+        self.log = self.base / "server.log"
+        self._as_postgres: List[str] = []
+        self._schemas: set = set()
+        if os.geteuid() == 0:
+            self._as_postgres = ["runuser", "-u", "postgres", "--"]
+            shutil.chown(self.base, "postgres", "postgres")
+            os.chmod(self.base, 0o755)  # noqa: S103  # the socket must be reachable by the tests (root)
+
+    def _run(self, *command: str) -> None:
+        done = subprocess.run(  # noqa: S603  # nosec B603  # fixed binaries, arguments of our own
+            self._as_postgres + list(command), capture_output=True, text=True, timeout=120, check=False
+        )
+        if done.returncode != 0:
+            tail = (done.stdout + done.stderr).strip().splitlines()[-5:]
+            raise RuntimeError(f"{Path(command[0]).name} failed: " + " | ".join(tail))
+
+    def start(self) -> None:
+        self._run(str(BIN / "initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8",
+                  "--locale=C", "--no-sync")
+        options = f"-k {self.socket} -c listen_addresses='' -c fsync=off -c max_connections=100"
+        self._run(str(BIN / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-o", options, "-w", "start")
+        with self.admin("postgres") as connection:
+            connection.execute(f"CREATE ROLE {APP_ROLE} LOGIN NOSUPERUSER NOBYPASSRLS")
+            connection.execute(f"CREATE DATABASE {DATABASE} OWNER {APP_ROLE}")
+
+    def stop(self) -> None:
+        try:
+            if (self.data / "postmaster.pid").exists():
+                self._run(str(BIN / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        finally:
+            shutil.rmtree(self.base, ignore_errors=True)
+
+    def dsn(self, user: str = APP_ROLE, options: str = "", database: str = DATABASE) -> str:
+        extra = f" options='{options}'" if options else ""
+        return f"host={self.socket} dbname={database} user={user}{extra}"
+
+    def admin(self, database: str = DATABASE) -> Any:
+        """A superuser's connection (autocommit)."""
+        import psycopg
+
+        return psycopg.connect(self.dsn(user="postgres", database=database), autocommit=True)
+
+    def location_dsn(self, where: object) -> str:
+        """A DSN over a schema of its own for `where` (made on first use, owned by the application's role)."""
+        schema = "s_" + hashlib.sha256(str(where).encode()).hexdigest()[:16]
+        if schema not in self._schemas:
+            with self.admin() as connection:
+                connection.execute(f"CREATE SCHEMA IF NOT EXISTS {schema} AUTHORIZATION {APP_ROLE}")
+            self._schemas.add(schema)
+        return self.dsn(options=f"-c search_path={schema}")
+
+
+_CLUSTER: Optional[Cluster] = None
+_FAILED: Optional[str] = None
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get(REQUIRE) == "1":
+        pytest.fail(f"PostgreSQL is required here ({REQUIRE}=1) but: {reason}")
+    pytest.skip(f"no PostgreSQL server for this test: {reason}", allow_module_level=True)
+
+
+def import_psycopg() -> Any:
+    """psycopg, for a test module's top: the module skips saying why where it is missing (fails where required)."""
+    try:
+        import psycopg
+    except ImportError:
+        _unavailable("psycopg 3 is not installed (pip install 'refmem[postgres]')")
+        raise
+    return psycopg
+
+
+def cluster() -> Cluster:
+    """The session's cluster, started on first use; skips (or fails, under REFMEM_REQUIRE_POSTGRES=1) when it
+    cannot be."""
+    global _CLUSTER, _FAILED
+    if _CLUSTER is not None:
+        return _CLUSTER
+    reason = _FAILED or missing()
+    if reason is None:
+        started = Cluster()
+        try:
+            started.start()
+            _CLUSTER = started
+            return started
+        except Exception as error:  # noqa: BLE001
+            started.stop()
+            _FAILED = reason = f"the throwaway cluster did not start: {error}"
+    _unavailable(reason)
+    raise AssertionError("not reached")
+
+
+def stop() -> None:
+    """Stop the session's cluster, if one was started (conftest, when the session ends)."""
+    global _CLUSTER
+    if _CLUSTER is not None:
+        started, _CLUSTER = _CLUSTER, None
+        started.stop()
+
+
+def open_store(where: Path, tenant: Optional[str] = None) -> Any:
+    from refmem.stores.postgres import PostgresStore
+
+    return PostgresStore(cluster().location_dsn(where), tenant=tenant)
+
+
+def main(command: List[str]) -> int:
+    reason = missing()
+    if reason is not None:
+        print(f"no PostgreSQL cluster: {reason}", file=sys.stderr)
+        return 2
+    started = Cluster()
+    try:
+        started.start()
+        environment = dict(os.environ, REFMEM_CONFORMANCE_POSTGRES=started.dsn())
+        return subprocess.run(command, env=environment, check=False).returncode  # noqa: S603  # nosec B603
+    finally:
+        started.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

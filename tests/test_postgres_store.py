@@ -1,0 +1,379 @@
+"""The PostgreSQL store against a real server (the session's throwaway cluster, postgres_support): row-level
+security as the second wall between tenants, no update lost among 16 writing processes, a connection cut in the
+middle of a command, the schema's versions. The storage contract runs over this store too
+(test_storage_contract, storage_support.KINDS)."""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import os
+import random
+import signal
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import pytest
+from postgres_support import Cluster, import_psycopg
+
+from refmem import MemoryHandler
+from refmem.messages import IO_REASONS
+from refmem.stores import StoreError
+
+psycopg = import_psycopg()
+
+from refmem.stores.postgres import TENANT_PREFIX, TENANT_SETTING, PostgresStore  # noqa: E402
+
+
+def fresh_dsn(postgres: Cluster, name: str) -> str:
+    return postgres.location_dsn(f"test_postgres_store:{name}:{os.getpid()}")
+
+
+def rows(postgres: Cluster, dsn: str) -> List[Tuple[Any, ...]]:
+    """Every row of the memories and tenants tables in the DSN's schema, read by the superuser (who bypasses
+    row-level security): the whole state, to compare before and after."""
+    schema = dsn.split("search_path=")[1].rstrip("'")
+    with postgres.admin() as connection:
+        nodes = connection.execute(
+            f"SELECT tenant, path, kind, size, data FROM {schema}.refmem_nodes ORDER BY tenant, path"  # noqa: S608
+        ).fetchall()
+    return [tuple(row) for row in nodes]
+
+
+# --- row-level security ---------------------------------------------------------------------------------
+
+
+def test_a_query_without_the_tenant_filter_still_sees_only_its_tenant(postgres: Cluster) -> None:
+    dsn = fresh_dsn(postgres, "rls")
+    alice, bob = PostgresStore(dsn, tenant="alice"), PostgresStore(dsn, tenant="bob")
+    try:
+        for store, text in ((alice, "A\n"), (bob, "CANARY\n")):
+            name = "/memories/a.md" if store is alice else "/memories/b.md"
+            assert not MemoryHandler(store).execute({"command": "create", "path": name, "file_text": text}).is_error
+    finally:
+        alice.close()
+        bob.close()
+    assert {row[0] for row in rows(postgres, dsn)} == {"alice", "bob"}  # both are there: the superuser sees them
+
+    options = dsn.split("options=")[1].strip("'")
+    with psycopg.connect(postgres.dsn(options=options), autocommit=True) as app:  # the application's role
+        # No tenant set at all: a query with no filter sees nothing.
+        assert app.execute("SELECT tenant, path FROM refmem_nodes").fetchall() == []
+        with app.transaction():
+            app.execute("SELECT set_config(%s, %s, true)", (TENANT_SETTING, TENANT_PREFIX + "alice"))
+            # Our SQL with its tenant filter forgotten: still alice's rows only, in reads and in writes.
+            assert app.execute("SELECT tenant, path FROM refmem_nodes").fetchall() == [("alice", "a.md")]
+            assert app.execute("SELECT tenant FROM refmem_tenants").fetchall() == [("alice",)]
+            assert app.execute("UPDATE refmem_nodes SET data = 'x'::bytea").rowcount == 1
+            assert app.execute("DELETE FROM refmem_changes").rowcount >= 1
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):  # a row for another tenant is refused
+                with app.transaction():
+                    app.execute(
+                        "INSERT INTO refmem_nodes (tenant, path, parent, name, depth, kind, size, data, version)"
+                        " VALUES ('bob', 'planted.md', '', 'planted.md', 1, 'file', 1, 'x', 1)"
+                    )
+            app.execute("ROLLBACK")
+        # After the transaction the setting is "" (not NULL): the default tenant's rows (tenant "") stay unseen.
+        assert app.execute("SELECT tenant, path FROM refmem_nodes").fetchall() == []
+    assert ("bob", "b.md", "file", 7, b"CANARY\n") in rows(postgres, dsn)
+
+
+def test_tenants_through_the_handler_never_meet(postgres: Cluster) -> None:
+    dsn = fresh_dsn(postgres, "tenants")
+    default = PostgresStore(dsn)
+    alice, bob = default.for_tenant("alice"), default.for_tenant("bob")
+    try:
+        for store, text in ((default, "DEFAULT\n"), (alice, "ALICE\n"), (bob, "BOB\n")):
+            handler = MemoryHandler(store)
+            assert not handler.execute({"command": "create", "path": "/memories/d/same.md", "file_text": text}).is_error
+        for store, text in ((default, "DEFAULT"), (alice, "ALICE"), (bob, "BOB")):
+            handler = MemoryHandler(store)
+            seen = handler.execute({"command": "view", "path": "/memories/d/same.md"}).output
+            assert text in seen and {"DEFAULT", "ALICE", "BOB"} - {text} & set(seen.split()) == set()
+        assert not MemoryHandler(bob).execute({"command": "delete", "path": "/memories/d"}).is_error
+        assert "ALICE" in MemoryHandler(alice).execute({"command": "view", "path": "/memories/d/same.md"}).output
+    finally:
+        for store in (alice, bob, default):
+            store.close()
+
+
+# --- many writers ----------------------------------------------------------------------------------------
+
+WRITERS = 16
+TOKENS_EACH = 8
+SHARED = [f"/memories/shared/f{i}.md" for i in range(4)]
+
+
+def _writer(dsn: str, number: int, start: Any, failures: Any) -> None:
+    """One writer with its own connection (as another host would have): TOKENS_EACH unique tokens, each added
+    once by a str_replace, an insert, or a create then a rename, and a rename of a shared file and back."""
+    try:
+        store = PostgresStore(dsn, tenant="shared")
+        handler = MemoryHandler(store)
+        start.wait()
+
+        def until_done(command: Dict[str, Any]) -> None:
+            for _ in range(2000):
+                result = handler.execute(command)
+                if not result.is_error:
+                    return
+                if "does not exist" not in result.output and "busy" not in result.output:
+                    raise AssertionError(result.output)
+            raise AssertionError(f"never done: {command}")
+
+        for step in range(TOKENS_EACH):
+            token = f"tok-{number:02d}-{step:02d}"
+            shared = SHARED[(number + step) % len(SHARED)]
+            kind = step % 4
+            if kind == 0:
+                until_done({"command": "str_replace", "path": shared, "old_str": "@@\n", "new_str": f"{token}\n@@\n"})
+            elif kind == 1:
+                until_done({"command": "insert", "path": shared, "insert_line": 1, "insert_text": f"{token}\n"})
+            elif kind == 2:
+                until_done({"command": "create", "path": f"/memories/new/{token}.md", "file_text": f"{token}\n"})
+            else:
+                until_done({"command": "create", "path": f"/memories/inbox/{token}.md", "file_text": f"{token}\n"})
+                until_done({"command": "rename", "old_path": f"/memories/inbox/{token}.md",
+                            "new_path": f"/memories/done/{token}.md"})
+                until_done({"command": "rename", "old_path": shared, "new_path": shared + ".away"})
+                until_done({"command": "rename", "old_path": shared + ".away", "new_path": shared})
+        store.close()
+    except BaseException:  # noqa: BLE001  # the parent reports it
+        failures.put(f"writer {number}: {traceback.format_exc()}")
+
+
+def test_sixteen_writers_lose_no_token(postgres: Cluster) -> None:
+    dsn = fresh_dsn(postgres, "writers")
+    store = PostgresStore(dsn, tenant="shared")
+    handler = MemoryHandler(store)
+    for path in SHARED:
+        assert not handler.execute({"command": "create", "path": path, "file_text": "head\n@@\n"}).is_error
+    context = multiprocessing.get_context("fork")
+    start, failures = context.Event(), context.Queue()
+    workers = [context.Process(target=_writer, args=(dsn, n, start, failures)) for n in range(WRITERS)]
+    for worker in workers:
+        worker.start()
+    start.set()
+    for worker in workers:
+        worker.join(300)
+    errors = [failures.get() for _ in range(failures.qsize())] if not failures.empty() else []
+    assert errors == [] and all(worker.exitcode == 0 for worker in workers)
+
+    text = b"".join(row[4] or b"" for row in rows(postgres, dsn) if row[0] == "shared").decode()
+    tokens = [f"tok-{n:02d}-{s:02d}" for n in range(WRITERS) for s in range(TOKENS_EACH)]
+    counts = {token: text.count(token + "\n") for token in tokens}
+    assert len(counts) == WRITERS * TOKENS_EACH == 128
+    assert {token: count for token, count in counts.items() if count != 1} == {}
+    for path in SHARED:  # every shared file is back in its place, its marker once
+        assert handler.execute({"command": "view", "path": path}).output.count("@@") == 1
+    store.close()
+
+
+# --- a connection cut in the middle of a command -------------------------------------------------------
+
+
+class CutStore(PostgresStore):
+    """A store whose connection the server terminates (pg_terminate_backend, from another connection) just
+    before its `cut_at`-th statement of the next command: the cut a network failure or a restart makes."""
+
+    cut_at: Optional[int] = None
+    admin: Any = None
+
+    def _execute(self, sql: str, params: Sequence[Any]) -> Any:
+        if self.cut_at is not None:
+            self.cut_at -= 1
+            if self.cut_at == 0:
+                self.cut_at = None
+                pid = self._conn.info.backend_pid
+                self.admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))
+        return super()._execute(sql, params)
+
+
+COMMANDS = [
+    {"command": "create", "path": "/memories/d/new.md", "file_text": "new\n"},
+    {"command": "str_replace", "path": "/memories/d/e/f.md", "old_str": "one", "new_str": "ONE"},
+    {"command": "insert", "path": "/memories/d/e/f.md", "insert_line": 1, "insert_text": "more\n"},
+    {"command": "rename", "old_path": "/memories/d", "new_path": "/memories/z/d2"},
+    {"command": "delete", "path": "/memories/d"},
+]
+
+
+def test_a_connection_cut_mid_command_changes_nothing_and_is_answered(postgres: Cluster) -> None:
+    dsn = fresh_dsn(postgres, "cut")
+    store = CutStore(dsn)
+    store.admin = postgres.admin()
+    handler = MemoryHandler(store)
+    try:
+        for path in ("/memories/d/e/f.md", "/memories/d/g.md", "/memories/d/e/h/i.md"):
+            assert not handler.execute({"command": "create", "path": path, "file_text": "one\ntwo\n"}).is_error
+        before = rows(postgres, dsn)
+        cuts = 0
+        for command in COMMANDS:
+            for cut_at in range(1, 40):
+                store.cut_at = cut_at
+                result = handler.execute(command)
+                if store.cut_at is not None:  # the command ran fewer statements than cut_at: all cut points done
+                    store.cut_at = None
+                    assert not result.is_error, result
+                    break
+                cuts += 1
+                assert result.is_error, (command, cut_at)
+                assert IO_REASONS["disconnected"] in result.output, (command, cut_at, result.output)
+                assert str(postgres.base) not in result.output and "refmem_app" not in result.output
+                assert rows(postgres, dsn) == before, (command, cut_at)  # nothing half-applied
+            else:
+                raise AssertionError("more statements than the test cuts at")
+            # The command, uncut, did its work; put the state back for the next command.
+            store.erase()
+            handler = MemoryHandler(store)
+            for path in ("/memories/d/e/f.md", "/memories/d/g.md", "/memories/d/e/h/i.md"):
+                assert not handler.execute({"command": "create", "path": path, "file_text": "one\ntwo\n"}).is_error
+            before = rows(postgres, dsn)
+        assert cuts >= 25  # every statement of the five commands was a cut point once (46 when written)
+    finally:
+        store.admin.close()
+        store.close()
+
+
+def test_a_connection_lost_between_commands_is_opened_again(postgres: Cluster) -> None:
+    store = PostgresStore(fresh_dsn(postgres, "idle-cut"))
+    handler = MemoryHandler(store)
+    try:
+        with postgres.admin() as admin:
+            for number in range(3):
+                admin.execute("SELECT pg_terminate_backend(%s, 5000)", (store._conn.info.backend_pid,))
+                create = {"command": "create", "path": f"/memories/n{number}.md", "file_text": "x\n"}
+                assert not handler.execute(create).is_error  # nothing of it had been sent: it runs on a new one
+        assert "n2.md" in handler.execute({"command": "view", "path": "/memories"}).output
+    finally:
+        store.close()
+
+
+class CommitCutStore(PostgresStore):
+    def _commit(self) -> None:
+        if getattr(self, "cut", False):
+            self.cut = False
+            with psycopg.connect(self._dsn.split(" options=")[0].replace("refmem_app", "postgres")) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s, 5000)", (self._conn.info.backend_pid,))
+        super()._commit()
+
+
+def test_a_connection_lost_at_commit_says_the_change_may_have_been_made(postgres: Cluster) -> None:
+    dsn = fresh_dsn(postgres, "commit-cut")
+    store = CommitCutStore(dsn)
+    handler = MemoryHandler(store)
+    try:
+        store.cut = True
+        result = handler.execute({"command": "create", "path": "/memories/c.md", "file_text": "x\n"})
+        assert result.is_error and IO_REASONS["commit_unknown"] in result.output, result
+        assert rows(postgres, dsn) == []  # here the COMMIT never reached the server: nothing was made
+        assert not handler.execute({"command": "create", "path": "/memories/c.md", "file_text": "x\n"}).is_error
+    finally:
+        store.close()
+
+
+# --- clients killed mid-command ---------------------------------------------------------------------------
+
+KILLS = 30
+FOLDER_FILES = 6
+
+
+def _mover(dsn: str) -> None:
+    """Moves the folder between /memories/a and /memories/b and edits its files, until killed."""
+    store = PostgresStore(dsn)
+    handler = MemoryHandler(store)
+    for turn in itertools.count():
+        here, there = ("/memories/a", "/memories/b") if turn % 2 == 0 else ("/memories/b", "/memories/a")
+        handler.execute({"command": "rename", "old_path": here, "new_path": there})
+        handler.execute({"command": "insert", "path": f"{there}/f{turn % FOLDER_FILES}.md", "insert_line": 0,
+                         "insert_text": "line\n"})
+
+
+def test_a_client_killed_mid_command_leaves_no_folder_half_moved(postgres: Cluster) -> None:
+    dsn = fresh_dsn(postgres, "kills")
+    store = PostgresStore(dsn)
+    handler = MemoryHandler(store)
+    for number in range(FOLDER_FILES):
+        create = {"command": "create", "path": f"/memories/a/f{number}.md", "file_text": "x\n"}
+        assert not handler.execute(create).is_error
+    store.close()
+    chooser = random.Random(18)
+    for _ in range(KILLS):
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _mover(dsn)
+            finally:
+                os._exit(1)
+        time.sleep(chooser.uniform(0.05, 0.3))
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        state = rows(postgres, dsn)
+        folders = {row[1].split("/")[0] for row in state}
+        assert len(folders) == 1, folders  # the folder is in one place, never in both, never half of it
+        (folder,) = folders
+        assert sorted(row[1] for row in state) == [folder] + [f"{folder}/f{n}.md" for n in range(FOLDER_FILES)]
+        assert all(row[4] is None or row[4].endswith(b"x\n") for row in state)  # no file torn
+
+
+# --- a folder's rename or delete: as many statements for 40 files as for 80 ---------------------------
+
+
+class CountingStore(PostgresStore):
+    statements = 0
+
+    def _execute(self, sql: str, params: Sequence[Any]) -> Any:
+        self.statements += 1
+        return super()._execute(sql, params)
+
+
+@pytest.mark.parametrize("command", ["rename", "delete"])
+def test_a_folder_move_or_delete_runs_as_many_statements_whatever_its_size(postgres: Cluster, command: str) -> None:
+    counts = []
+    for files in (40, 80):
+        store = CountingStore(fresh_dsn(postgres, f"size-{command}-{files}"))
+        handler = MemoryHandler(store)
+        try:
+            for number in range(files):
+                path = f"/memories/big/s{number % 4}/f{number}.md"
+                assert not handler.execute({"command": "create", "path": path, "file_text": "x"}).is_error
+            store.statements = 0
+            if command == "rename":
+                moved = {"command": "rename", "old_path": "/memories/big", "new_path": "/memories/moved/big"}
+                assert not handler.execute(moved).is_error
+            else:
+                assert not handler.execute({"command": "delete", "path": "/memories/big"}).is_error
+            counts.append(store.statements)
+            kept = sum(1 for row in rows(postgres, store._dsn) if row[1].startswith("moved/big/"))
+            assert kept == (files + 4 if command == "rename" else 0)
+            assert not any(row[1].startswith("big") for row in rows(postgres, store._dsn))
+        finally:
+            store.close()
+    assert counts[0] == counts[1] and counts[0] < 30
+
+
+# --- the schema ------------------------------------------------------------------------------------------
+
+
+def test_the_schema_is_made_once_refused_when_missing_or_newer(postgres: Cluster) -> None:
+    dsn = fresh_dsn(postgres, "schema")
+    with pytest.raises(StoreError, match="refmem db init"):
+        PostgresStore(dsn, create=False)
+    PostgresStore(dsn).close()
+    PostgresStore(dsn, create=False).close()
+    schema = dsn.split("search_path=")[1].rstrip("'")
+    with postgres.admin() as connection:
+        connection.execute(f"UPDATE {schema}.refmem_schema SET version = 99")  # noqa: S608
+    with pytest.raises(StoreError, match="version 99, newer") as refused:
+        PostgresStore(dsn)
+    assert str(postgres.base) not in str(refused.value)
+
+
+def test_an_unreachable_server_is_refused_naming_no_host_or_password(tmp_path: Path) -> None:
+    dsn = f"host={tmp_path} dbname=nowhere user=someone password=hunter2"
+    with pytest.raises(StoreError) as refused:
+        PostgresStore(dsn)
+    said = str(refused.value)
+    assert "cannot be used: no server answered" in said and str(tmp_path) not in said and "hunter2" not in said
