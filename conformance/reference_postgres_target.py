@@ -50,6 +50,11 @@ class PostgresReference:
             self.store.close()
 
 
+def check_environment() -> Optional[str]:
+    """What keeps the target from opening (its DSN missing), or None."""
+    return None if dsn() else f"set {ENVIRONMENT} to the PostgreSQL database's connection string"
+
+
 def dsn() -> Optional[str]:
     """The DSN the environment gives, or None."""
     return os.environ.get(ENVIRONMENT) or None

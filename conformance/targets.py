@@ -339,9 +339,21 @@ def _reference_target(
         module, factory = _import_callable(spec, f"{__package__}.reference_target", "make_openclaw")
         info = implementation_info("refmem.openclaw", "python", module.version())
         return InProcessTarget(spec, factory, root, info, timeout)
-    module, factory = _import_callable(spec, f"{__package__}.reference_target", "make")
+    return _embedded_reference(spec, "reference_target", root, timeout, error_prefix)
+
+
+def _embedded_reference(
+    spec: str, module_name: str, root: pathlib.Path, timeout: Optional[float], error_prefix: ErrorPrefix
+) -> Target:
+    """The memory handler made by `make` of this package's `module_name`, with the reference's options (and
+    `tenant=` where that `make` takes it)."""
+    module, factory = _import_callable(spec, f"{__package__}.{module_name}", "make")
+    check = getattr(module, "check_environment", None)
+    problem = check() if callable(check) else None
+    if problem:
+        raise TargetError(f"{spec}: {problem}")
     info = implementation_info("refmem", "python", module.version())
-    converters = dict(OPTION_VALUES, **{TENANT: str})
+    converters = option_converters(factory)
     return InProcessTarget(spec, factory, root, info, timeout, converters, signalling.convention(None, error_prefix))
 
 
@@ -349,10 +361,7 @@ def _reference_sqlite_target(
     spec: str, root: pathlib.Path, timeout: Optional[float], error_prefix: ErrorPrefix, tools: Tools
 ) -> Target:
     """The memory handler over the SQLite store (conformance/reference_sqlite_target.py): its own storage."""
-    module, factory = _import_callable(spec, f"{__package__}.reference_sqlite_target", "make")
-    info = implementation_info("refmem", "python", module.version())
-    converters = dict(OPTION_VALUES, **{TENANT: str})
-    return InProcessTarget(spec, factory, root, info, timeout, converters, signalling.convention(None, error_prefix))
+    return _embedded_reference(spec, "reference_sqlite_target", root, timeout, error_prefix)
 
 
 def _reference_postgres_target(
@@ -360,11 +369,7 @@ def _reference_postgres_target(
 ) -> Target:
     """The memory handler over the PostgreSQL store (conformance/reference_postgres_target.py): its own storage, in
     the database the environment names."""
-    module, factory = _import_callable(spec, f"{__package__}.reference_postgres_target", "make")
-    if module.dsn() is None:
-        raise TargetError(f"{spec}: set {module.ENVIRONMENT} to the PostgreSQL database's connection string")
-    info = implementation_info("refmem", "python", module.version())
-    return InProcessTarget(spec, factory, root, info, timeout, OPTION_VALUES, signalling.convention(None, error_prefix))
+    return _embedded_reference(spec, "reference_postgres_target", root, timeout, error_prefix)
 
 
 def _command_target(
