@@ -14,7 +14,6 @@ skipped with the runner's reason (docs/spec-notes.md, D-STORE-SQL-FIXTURES).
 from __future__ import annotations
 
 import hashlib
-import itertools
 import os
 import pathlib
 from typing import Any, Mapping, Optional, Sequence
@@ -26,18 +25,20 @@ __all__ = ["ENVIRONMENT", "PostgresReference", "make", "version"]
 
 ENVIRONMENT = "REFMEM_CONFORMANCE_POSTGRES"
 """The environment variable holding the DSN of the database the target keeps its cases' tenants in."""
-_CASES = itertools.count()
+MARKER = ".refmem-postgres-case"
+"""The file in a case's root that says a handler has already opened the root's tenant."""
 
 
 class PostgresReference:
-    """The reference handler over its own PostgreSQL store (one tenant per case); `close` erases the tenant and
-    closes both."""
+    """The reference handler over its own PostgreSQL store (one tenant per case root); `close` closes both, and
+    erases the tenant when this handler was the first on the root (`owner`)."""
 
     storage = "own"
 
-    def __init__(self, handler: Any, store: Any) -> None:
+    def __init__(self, handler: Any, store: Any, owner: bool = True) -> None:
         self.handler = handler
         self.store = store
+        self.owner = owner
 
     def execute(self, tool_input: Any) -> Any:
         return self.handler.execute(tool_input)
@@ -45,7 +46,8 @@ class PostgresReference:
     def close(self) -> None:
         try:
             self.handler.close()
-            self.store.erase()
+            if self.owner:
+                self.store.erase()
         finally:
             self.store.close()
 
@@ -67,24 +69,42 @@ def make(
     allow: Optional[Sequence[str]] = None,
     limits: Optional[Mapping[str, int]] = None,
     content_policy: Optional[str] = None,
+    tenant: Optional[str] = None,
 ) -> PostgresReference:
-    """A `refmem.MemoryHandler` over `refmem.stores.postgres.PostgresStore` in a tenant of its own for this case,
-    configured as the `refmem` target configures it."""
+    """A `refmem.MemoryHandler` over `refmem.stores.postgres.PostgresStore` in a tenant of its own for this case's
+    root (and the model's `tenant` in it, when named), configured as the `refmem` target configures it.
+
+    Handlers made on one root, in any process, share that tenant (the deployment tier's sessions). The first to
+    open the root (it makes the marker file `MARKER` there) starts from an empty tenant and erases it when it
+    closes; the others join it and leave it be."""
+    from refmem.storage import tenant_name
     from refmem.stores.postgres import PostgresStore
 
     location = dsn()
     if location is None:
         raise RuntimeError(f"refmem+postgres needs the database's connection string in {ENVIRONMENT}")
-    seed = f"{os.getpid()}:{next(_CASES)}:{root}".encode()
+    if tenant is not None:
+        tenant_name(tenant)  # refused as the reference refuses it
+    folder = pathlib.Path(root).resolve()
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        os.close(os.open(folder / MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+        owner = True
+    except FileExistsError:
+        owner = False
+    seed = f"{folder}\0{tenant or ''}".encode()
     store = PostgresStore(location, tenant="case-" + hashlib.sha256(seed).hexdigest()[:24])
     try:
+        if owner:
+            store.erase()  # a root path used again starts from nothing
         handler = make_reference(
             store, read_only=read_only, allow=allow, limits=limits, content_policy=content_policy  # type: ignore[arg-type]
         )
     except BaseException:
         store.close()
         raise
-    return PostgresReference(handler, store)
+    return PostgresReference(handler, store, owner)
 
 
 make.storage = "own"  # type: ignore[attr-defined]  # what InProcessTarget reads from a factory
+make.shared = True  # type: ignore[attr-defined]  # handlers on one root share its tenant (see make)

@@ -14,7 +14,7 @@ import pathlib
 import shutil
 import sys
 import tempfile
-from typing import Iterator, Set, Tuple
+from typing import Any, Iterator, Set, Tuple
 
 import pytest
 
@@ -62,6 +62,19 @@ def test_the_reference_passes_every_check(workdir: pathlib.Path, reference: str)
     late = report.figures["abandoned-threads"]
     assert late["trials"] == late["late_applied"] == plan.late_trials and late["newer_lost"] == 0, late
     assert not list(workdir.iterdir())  # every check's folder removed
+
+
+def test_the_reference_passes_every_check_over_postgres(
+    workdir: pathlib.Path, postgres: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sessions on one root share its case tenant in one PostgreSQL database (the session processes inherit the
+    DSN): each writer's row locks, not a file lock, keep every update."""
+    monkeypatch.setenv("REFMEM_CONFORMANCE_POSTGRES", postgres.dsn())
+    report = deployment.deployment_report("refmem+postgres", workdir)
+    lines = deployment.summary_lines(report.as_dict())
+    assert report.findings == [] and report.notes == [], lines
+    assert report.figures["lost-updates"]["per_thousand"] == 0.0, lines
+    assert report.figures["tenants"]["commands"] > 1000, lines
 
 
 PLANTED = [
