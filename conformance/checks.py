@@ -427,7 +427,9 @@ def check_final_views(final: Dict[str, Any], view: Any, tier: str) -> List[Findi
             "/memories/" + "/".join(path.split("/")[:n]) for path in files for n in range(1, path.count("/") + 1)
         }
         for line in listing:
-            shown = line.split("\t", 1)[-1].rstrip("/")
+            shown = line.split("\t", 1)[-1]
+            if shown.endswith("/"):
+                continue  # a folder: `exact` names files, as on disk (check_final_tree)
             if shown and shown not in allowed:
                 findings.append(Finding("final", f"{shown}: unexpected entry in the listing", cls=tier))
     for path in final.get("present", []):

@@ -20,7 +20,7 @@ import base64
 import dataclasses
 import os
 import pathlib
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
 from . import hosttree
 from .hosttree import Node, Read, Tree
@@ -154,6 +154,39 @@ def apply_fixtures(case: CaseDir, fixtures: List[Dict[str, Any]]) -> None:
             if os.name == "nt":
                 raise FixtureUnavailable(f"{spec['type']} fixture: {exc.strerror}") from exc
             raise
+
+
+class PlainFixtures(NamedTuple):
+    """A case's fixtures when they are only files of UTF-8 text and folders: what a target that keeps its own
+    storage can be given through the tool's own commands (`create`), in the order the case lists them."""
+
+    files: Dict[str, str]
+    folders: List[str]
+    """The folders no file of the fixtures (or of `extra`) lies in: they are made through a file created in them
+    and deleted again, a missing parent made by `create` staying as on the filesystem."""
+
+
+def plain_fixtures(fixtures: List[Dict[str, Any]], extra: Iterable[str] = ()) -> Optional[PlainFixtures]:
+    """The files and empty folders of `fixtures`, or None when one needs a real directory: a link, a FIFO, a
+    hard link, a mode, or bytes that are not UTF-8 (no command can write those). `extra` names the other files
+    the case sets up (`setup.files`), which fill folders too."""
+    files: Dict[str, str] = {}
+    folders: List[str] = []
+    for spec in fixtures:
+        if spec.get("type") == "dir":
+            folders.append(str(spec["path"]).strip("/"))
+            continue
+        if spec.get("type") != "file":
+            return None
+        data = base64.b64decode(spec["base64"]) if "base64" in spec else spec["text"].encode("utf-8")
+        try:
+            text = data.decode("utf-8") * spec.get("repeat", 1) + spec.get("tail", "")
+        except UnicodeDecodeError:
+            return None
+        files[str(spec["path"]).strip("/")] = text
+    filled = [*files, *folders, *(name.strip("/") for name in extra)]
+    empty = [folder for folder in folders if not any(name.startswith(folder + "/") for name in filled)]
+    return PlainFixtures(files, empty)
 
 
 # --- snapshots ----------------------------------------------------------------------------------

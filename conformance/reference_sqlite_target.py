@@ -1,10 +1,11 @@
 """The `refmem+sqlite` target: the embedded reference handler over the SQLite store (`refmem.stores.sqlite`).
 
 The same handler, options and results as the `refmem` target, with the memories in one database file made in
-the case's root. The target keeps its own storage (`storage = "own"`): a case's `setup.files` are created through
-the handler, its `final` state is read back with views, and a case that needs on-disk fixtures (links, FIFOs,
-hard links, modes, raw bytes planted on the host) is skipped with the runner's reason, because none of those can
-stand in a database (docs/spec-notes.md, D-STORE-SQL-FIXTURES).
+the case's root. The target keeps its own storage (`storage = "own"`): a case's `setup.files` and plain fixtures
+are created through the handler, its `final` state is read back with views (both by a handler without the case's
+options, since handlers on one root share the database: D-STORE-OWN-SETUP, D-STORE-OWN-FINAL), and a case that
+needs other on-disk fixtures (links, FIFOs, hard links, modes, raw bytes planted on the host) is skipped with the
+runner's reason, because none of those can stand in a database (docs/spec-notes.md, D-STORE-SQL-FIXTURES).
 """
 
 from __future__ import annotations

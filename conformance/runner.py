@@ -6,13 +6,14 @@ fails when it has a finding of a class its profile counts.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
 import secrets
 import tempfile
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Set, Tuple, Type
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Type
 
 from .cases import Case
 from .checks import (
@@ -38,18 +39,24 @@ from .hostwatch import HostWatch, named_paths
 from .layout import (
     CaseDir,
     FixtureUnavailable,
+    PlainFixtures,
     apply_fixtures,
     canary_files,
     make_case_dir,
     memory_read,
     outside_read,
+    plain_fixtures,
     remove,
     write_files,
 )
 from .results import FAIL, PASS, SKIP, CaseResult, Classify, RunResult, as_found
 from .signalling import ErrorPrefix
+from .target_base import shown
 from .targets import DEFAULT_STEP_TIMEOUT, TOOL_MEMORY, StepResult, Target, open_target
 from .tiers import DEFAULT_PROFILE, gates
+
+FOLDER_FILE = "folder-fixture.md"
+"""The file created, then deleted, to make a fixture's empty folder in a target's own storage."""
 
 OUTPUT_BOUND_BASE = 65_536
 OUTPUT_BOUND_FACTOR = 16
@@ -87,9 +94,23 @@ class CaseRun:
         self.outside_before: Tree = {}
         self.success_openings: List[str] = []
 
+    loads_fixtures_by_commands = True
+    """Whether a target that keeps its own storage is given the case's plain fixtures (files of UTF-8 text,
+    folders) through `create`; a plug-in whose cases lay everything out on disk says False."""
+
+    @classmethod
+    def own_fixtures(cls, case: Case) -> Optional[PlainFixtures]:
+        """The fixtures an own-storage target is given through its commands; None when the case needs a real
+        directory (or the plug-in lays its cases out on disk)."""
+        if not cls.loads_fixtures_by_commands:
+            return None
+        return plain_fixtures(case.setup.get("fixtures", []), case.setup.get("files", {}))
+
     def lay_out(self) -> None:
-        """What the case plants in its directory before the target is reset: `setup.fixtures`."""
-        apply_fixtures(self.directory, self.case.setup.get("fixtures", []))
+        """What the case plants in its directory before the target is reset: `setup.fixtures` (for a target that
+        keeps its own storage, created through its commands in `setup` instead)."""
+        if self.target.storage == "filesystem":
+            apply_fixtures(self.directory, self.case.setup.get("fixtures", []))
 
     def inputs(self) -> List[Any]:
         """The tool inputs the case sends (host paths they name are watched; data loss reads what they touch)."""
@@ -112,20 +133,60 @@ class CaseRun:
         return None if result.crashed or result.timed_out else result
 
     def setup(self) -> bool:
-        """`setup.files`: written into the root directly when the target stores there, else created."""
+        """`setup.files`: written into the root directly when the target stores there. A target with its own
+        storage is given them, and the case's plain fixtures before them, through `create`: by a handler without
+        the case's options when its storage outlives a reset on the same root (`shared`; D-STORE-OWN-SETUP), so that a
+        read-only or allow-listed case starts from the same files as on disk; else by the case's own handler."""
         files: Dict[str, str] = self.case.setup.get("files", {})
         if self.target.storage == "filesystem":
             write_files(self.directory, files)
             return True
-        for path, text in files.items():
-            result = self._execute({"command": "create", "path": f"/memories/{path}", "file_text": text}, 0)
-            if result is None:
-                return False
-            if result.is_error:
-                message = f"creating /memories/{path} failed"
-                self.findings.append(Finding("setup", message, actual=result.output, cls=self.case.tier))
-                return False
+        fixtures = self.own_fixtures(self.case) if self.case.setup.get("fixtures") else PlainFixtures({}, [])
+        assert fixtures is not None  # skip_reason skipped the case otherwise
+        with self._unconfigured():
+            self._load_fixtures(fixtures)
+            for path, text in files.items():
+                result = self._create(path, text)
+                if result is None:
+                    return False
+                if result.is_error:
+                    message = f"creating /memories/{path} failed"
+                    self.findings.append(Finding("setup", message, actual=result.output, cls=self.case.tier))
+                    return False
         return True
+
+    def _reopens(self) -> bool:
+        """Whether a handler without the case's options can be built over the case's storage: an own-storage
+        target whose handlers on one root share what they store (a reset then opens it as it is), in a case
+        that sets options at all."""
+        return bool(self.case.options) and bool(getattr(self.target, "shared", False))
+
+    @contextlib.contextmanager
+    def _unconfigured(self) -> Iterator[None]:
+        """The target reset on the case's root without the case's options for the block, then with them again
+        (only where `_reopens`; else the case's own handler throughout)."""
+        if not self._reopens():
+            yield
+            return
+        self.target.reset(self.directory.root, None)
+        yield
+        self.target.reset(self.directory.root, self.case.options)
+
+    def _create(self, path: str, text: str) -> Optional[StepResult]:
+        return self._execute({"command": "create", "path": f"/memories/{path}", "file_text": text}, 0)
+
+    def _load_fixtures(self, fixtures: PlainFixtures) -> None:
+        """The plain fixtures through `create` (an empty folder: a file created in it, then deleted); one the
+        target refuses skips the case, as a fixture the platform cannot make does on disk."""
+        made = [(path, text, False) for path, text in fixtures.files.items()]
+        made += [(f"{folder}/{FOLDER_FILE}", "", True) for folder in fixtures.folders]
+        for path, text, transient in made:
+            result = self._create(path, text)
+            if result is not None and not result.is_error and transient:
+                result = self._execute({"command": "delete", "path": f"/memories/{path}"}, 0)
+            if result is None or result.is_error:
+                said = shown(result.output if result is not None else "no result", 120)
+                raise FixtureUnavailable(f"the fixture {path} cannot be made through the target's commands: {said}")
 
     def steps(self) -> None:
         for number, step in enumerate(self.case.steps, 1):
@@ -150,6 +211,8 @@ class CaseRun:
             result = self._execute({"command": "view", "path": path}, 0)
             return result or StepResult("", True)
 
+        if self._reopens():  # read back whole: the case's limits cut views and listings (D-STORE-OWN-FINAL)
+            self.target.reset(self.directory.root, None)
         self.findings.extend(check_final_views(final, view, self.case.tier))
 
     def data_loss(self, before: Tree, after: Tree) -> None:
@@ -215,8 +278,8 @@ class CaseRun:
         return read.tree
 
 
-def skip_reason(case: Case, target: Target) -> str:
-    if case.requires == "fixtures" and target.storage != "filesystem":
+def skip_reason(case: Case, target: Target, run_class: Type[CaseRun] = CaseRun) -> str:
+    if case.requires == "fixtures" and target.storage != "filesystem" and run_class.own_fixtures(case) is None:
         return "needs on-disk fixtures; the target keeps its own storage"
     missing = target.unsupported(case.options)
     if missing is not None:
@@ -244,7 +307,7 @@ def run_case(
     """One case, its outcome set (by `classify`, from the expectations) before it is returned; `run_class` runs
     it (a plug-in's CaseRun for its own cases)."""
     started = time.monotonic()
-    reason = skip_reason(case, target)
+    reason = skip_reason(case, target, run_class)
     if reason:
         return _classified(CaseResult(case, SKIP, reason=reason), classify)
     directory = make_case_dir(base / f"{index:05d}-{case.id}"[:120], canary)

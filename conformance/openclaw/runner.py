@@ -114,6 +114,7 @@ class OpenClawRun(CaseRun):
     its other tools (a shell among them), so such a layout is one it can make."""
 
     planted_is_host_layout = False
+    loads_fixtures_by_commands = False
 
     def lay_out(self) -> None:
         write_files(self.directory, self.case.setup.get("files", {}))

@@ -94,7 +94,7 @@ def test_an_adapter_that_does_not_start_is_an_adapter_failure(basic_cases: pathl
 
 def test_own_storage_skips_fixture_cases_and_checks_state_through_view(tmp_path: pathlib.Path) -> None:
     fixtures = case(
-        "t-131", [view("/memories/x", True)], requires="fixtures", setup={"fixtures": [{"type": "dir", "path": "x"}]}
+        "t-131", [view("/memories/x", True)], requires="fixtures", setup={"fixtures": [{"type": "symlink", "path": "x", "target": "y"}]}
     )
     cases = [
         *BASIC,

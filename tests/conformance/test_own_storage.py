@@ -1,0 +1,89 @@
+"""The runner over a target that keeps its own storage (`refmem+sqlite`): a case's plain fixtures (files of UTF-8
+text, folders) are given to it through its commands, and its final state is read back whole whatever limits the
+case sets (docs/spec-notes.md D-STORE-OWN-SETUP, D-STORE-OWN-FINAL)."""
+
+from __future__ import annotations
+
+import pathlib
+import sys
+from typing import Dict, List
+
+import pytest
+
+from conformance.cases import Case, load_cases
+from conformance.checks import check_final_views
+from conformance.results import FAIL, PASS, SKIP
+from conformance.runner import run_suite
+from conformance.targets import StepResult
+
+ON_DISK = "needs on-disk fixtures; the target keeps its own storage"
+CUT_BY_LIMITS = ["options-010", "options-011", "options-012", "options-013"]
+PLAIN_FIXTURES = [
+    "big-001", "encoding-009", "encoding-010", "hardening-006", "options-001", "options-002", "options-004",
+    "options-005", "options-006", "options-009", "options-024", "options-025",
+]  # fmt: skip
+OVER_THE_FILE_LIMIT = ["big-003", "big-004"]  # 2 MB planted on the host: `create` refuses more than 1 MiB
+
+
+@pytest.fixture(scope="module")
+def cases() -> Dict[str, Case]:
+    loaded, _warnings = load_cases()
+    return {case.id: case for case in loaded}
+
+
+def _outcomes(spec: str, cases: Dict[str, Case], ids: List[str], tmp_path: pathlib.Path) -> Dict[str, str]:
+    run = run_suite(spec, [cases[name] for name in ids], workdir=tmp_path, profile="hardening")
+    return {result.case.id: result.outcome + (f": {result.reason}" if result.reason else "") for result in run.results}
+
+
+def test_a_final_state_is_read_back_past_the_cases_own_limits(cases: Dict[str, Case], tmp_path: pathlib.Path) -> None:
+    # max_view_chars 40 and max_listing_entries 3 cut the case's views; the read-back is not cut
+    assert _outcomes("refmem+sqlite", cases, CUT_BY_LIMITS, tmp_path) == dict.fromkeys(CUT_BY_LIMITS, PASS)
+
+
+def test_plain_fixtures_are_made_through_the_targets_commands(cases: Dict[str, Case], tmp_path: pathlib.Path) -> None:
+    outcomes = _outcomes("refmem+sqlite", cases, PLAIN_FIXTURES + OVER_THE_FILE_LIMIT, tmp_path)
+    assert {name: outcomes[name] for name in PLAIN_FIXTURES} == dict.fromkeys(PLAIN_FIXTURES, PASS)
+    for name in OVER_THE_FILE_LIMIT:  # skipped with the target's refusal, as a fixture a platform cannot make
+        assert outcomes[name].startswith(f"{SKIP}: the fixture big.txt cannot be made through the target's commands")
+
+
+def test_fixtures_a_database_cannot_hold_stay_skipped(cases: Dict[str, Case], tmp_path: pathlib.Path) -> None:
+    kinds = {"symlink", "fifo", "hardlink", "mode"}
+    needing_disk = [
+        case.id for case in cases.values()
+        if case.requires == "fixtures" and any(spec["type"] in kinds for spec in case.setup.get("fixtures", []))
+    ]  # fmt: skip
+    raw = [f"encoding-00{number}" for number in range(1, 7)] + ["encoding-011"]  # bytes that are not UTF-8
+    assert len(needing_disk) > 150
+    outcomes = _outcomes("refmem+sqlite", cases, needing_disk + raw, tmp_path)
+    assert set(outcomes.values()) == {f"{SKIP}: {ON_DISK}"}
+
+
+def test_a_target_that_does_not_share_its_storage_loads_through_the_cases_handler(
+    cases: Dict[str, Case], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(pathlib.Path(__file__).parent))
+    sys.modules.pop("own_storage_backends", None)
+    spec = "python:own_storage_backends:unshared"
+    outcomes = _outcomes(spec, cases, ["encoding-009", "options-004", "options-001", "options-010"], tmp_path)
+    assert outcomes["encoding-009"] == PASS  # no options: the case's handler makes its fixture
+    assert outcomes["options-004"].startswith(f"{SKIP}: the fixture b.txt cannot be made")  # allow *.md
+    assert outcomes["options-001"].startswith(f"{SKIP}: the fixture notes.md cannot be made")  # read-only
+    assert outcomes["options-010"] == FAIL  # read back under max_view_chars 40: no other handler to read with
+
+
+def test_the_final_listing_names_files_only_as_on_disk() -> None:
+    listing = "Here're the files...:\n4.0K\t/memories\n4.0K\t/memories/old/\n6B\t/memories/notes.md"
+
+    def view(path: str) -> StepResult:
+        return StepResult(listing if path == "/memories" else "file:\n     1\thello", False)
+
+    assert check_final_views({"files": {"notes.md": "hello\n"}, "exact": True}, view, "reference") == []
+    stray = listing + "\n2B\t/memories/old/stray.md"
+
+    def view_stray(path: str) -> StepResult:
+        return StepResult(stray if path == "/memories" else "file:\n     1\thello", False)
+
+    found = check_final_views({"files": {"notes.md": "hello\n"}, "exact": True}, view_stray, "reference")
+    assert [finding.message for finding in found] == ["/memories/old/stray.md: unexpected entry in the listing"]
