@@ -16,10 +16,10 @@ from __future__ import annotations
 import hashlib
 import os
 import pathlib
-from typing import Any, Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
+from .reference_target import StoreReference, version
 from .reference_target import make as make_reference
-from .reference_target import version
 
 __all__ = ["ENVIRONMENT", "PostgresReference", "make", "version"]
 
@@ -29,27 +29,9 @@ MARKER = ".refmem-postgres-case"
 """The file in a case's root that says a handler has already opened the root's tenant."""
 
 
-class PostgresReference:
-    """The reference handler over its own PostgreSQL store (one tenant per case root); `close` closes both, and
-    erases the tenant when this handler was the first on the root (`owner`)."""
-
-    storage = "own"
-
-    def __init__(self, handler: Any, store: Any, owner: bool = True) -> None:
-        self.handler = handler
-        self.store = store
-        self.owner = owner
-
-    def execute(self, tool_input: Any) -> Any:
-        return self.handler.execute(tool_input)
-
-    def close(self) -> None:
-        try:
-            self.handler.close()
-            if self.owner:
-                self.store.erase()
-        finally:
-            self.store.close()
+PostgresReference = StoreReference
+"""The reference handler over its own PostgreSQL store (one tenant per case root); `close` closes both, and erases
+the tenant when this handler was the first on the root."""
 
 
 def check_environment() -> Optional[str]:
@@ -70,7 +52,7 @@ def make(
     limits: Optional[Mapping[str, int]] = None,
     content_policy: Optional[str] = None,
     tenant: Optional[str] = None,
-) -> PostgresReference:
+) -> StoreReference:
     """A `refmem.MemoryHandler` over `refmem.stores.postgres.PostgresStore` in a tenant of its own for this case's
     root (and the model's `tenant` in it, when named), configured as the `refmem` target configures it.
 
@@ -103,7 +85,7 @@ def make(
     except BaseException:
         store.close()
         raise
-    return PostgresReference(handler, store, owner)
+    return StoreReference(handler, store, erase_on_close=owner)
 
 
 make.storage = "own"  # type: ignore[attr-defined]  # what InProcessTarget reads from a factory

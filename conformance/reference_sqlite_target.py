@@ -11,10 +11,10 @@ runner's reason, because none of those can stand in a database (docs/spec-notes.
 from __future__ import annotations
 
 import pathlib
-from typing import Any, Mapping, Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
+from .reference_target import StoreReference, version
 from .reference_target import make as make_reference
-from .reference_target import version
 
 __all__ = ["DATABASE_NAME", "SqliteReference", "make", "version"]
 
@@ -22,23 +22,8 @@ DATABASE_NAME = "memory.db"
 """The database file, in the case's root (with SQLite's -wal and -shm files beside it while it is open)."""
 
 
-class SqliteReference:
-    """The reference handler over its own SQLite store; `close` closes both."""
-
-    storage = "own"
-
-    def __init__(self, handler: Any, store: Any) -> None:
-        self.handler = handler
-        self.store = store
-
-    def execute(self, tool_input: Any) -> Any:
-        return self.handler.execute(tool_input)
-
-    def close(self) -> None:
-        try:
-            self.handler.close()
-        finally:
-            self.store.close()
+SqliteReference = StoreReference
+"""The reference handler over its own SQLite store; `close` closes both."""
 
 
 def make(
@@ -49,7 +34,7 @@ def make(
     limits: Optional[Mapping[str, int]] = None,
     content_policy: Optional[str] = None,
     tenant: Optional[str] = None,
-) -> SqliteReference:
+) -> StoreReference:
     """A `refmem.MemoryHandler` over `refmem.stores.sqlite.SqliteStore(root / DATABASE_NAME)`, configured as the
     `refmem` target configures it (for `tenant`'s memories when named: rows of their own, D-STORE-TENANT)."""
     from refmem.stores.sqlite import SqliteStore
@@ -68,7 +53,7 @@ def make(
     except BaseException:
         store.close()
         raise
-    return SqliteReference(handler, store)
+    return StoreReference(handler, store)
 
 
 make.storage = "own"  # type: ignore[attr-defined]  # what InProcessTarget reads from a factory

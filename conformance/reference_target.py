@@ -40,6 +40,29 @@ def make(
     return MemoryHandler(root, **kwargs)
 
 
+class StoreReference:
+    """The reference handler over a store of its own (the `refmem+sqlite` and `refmem+postgres` targets); `close`
+    closes both, and erases what the store holds first when `erase_on_close` (the store's `erase`)."""
+
+    storage = "own"
+
+    def __init__(self, handler: Any, store: Any, erase_on_close: bool = False) -> None:
+        self.handler = handler
+        self.store = store
+        self.erase_on_close = erase_on_close
+
+    def execute(self, tool_input: Any) -> Any:
+        return self.handler.execute(tool_input)
+
+    def close(self) -> None:
+        try:
+            self.handler.close()
+            if self.erase_on_close:
+                self.store.erase()
+        finally:
+            self.store.close()
+
+
 class OpenClawTools:
     """`refmem.openclaw`'s `memory_get` and `memory_search` on one root, answered by `refmem.openclaw.tools.reply`,
     the very function `refmem serve` answers an `execute` for them with (the in-process tool convention of
