@@ -31,7 +31,9 @@ from refmem_conformance.properties.outcome import SearchResult
 from refmem_conformance.properties.run import run_class
 
 REPO = HERE.parents[1]
-SHRUNK = re.compile(r"FAIL memory-properties::(\w+) \[(\w+)\] shrunk to (\d+) commands?")
+SHRUNK = re.compile(r"^FAIL memory-properties::(\w+) \[(\w+)\] shrunk to (\d+) commands?", re.MULTILINE)
+"""A failure as the plugin reports it, at the start of a line: pytest's short summary repeats it after `FAILED ... - `
+when the terminal is wide enough, and that copy is not a second failure."""
 FINDING_SCHEMA = json.loads((REPO / "conformance" / "schema" / "fuzz-finding.schema.json").read_text(encoding="utf-8"))
 BUDGET = "200"
 """Sequences per class in the planted-bug runs: the plugin's default, what an implementer's CI runs."""
@@ -42,6 +44,7 @@ def _pytest(project: pathlib.Path, *options: str) -> subprocess.CompletedProcess
     project.mkdir(exist_ok=True)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(REPO), str(HERE), os.environ.get("PYTHONPATH", "")]))
     env.pop("HYPOTHESIS_STORAGE_DIRECTORY", None)
+    env["COLUMNS"] = "250"  # wide, as on CI machines: the short summary then carries each failure line whole
     workdir = ["--memory-workdir", WORKDIR[1]] if WORKDIR else []
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "refmem_conformance.pytest_plugin", "-p", "no:cacheprovider", "-q",
