@@ -1,9 +1,10 @@
-"""Command line: `refmem exec`, `refmem serve`, `refmem prune`, `refmem db`.
+"""Command line: `refmem exec`, `refmem serve`, `refmem prune`, `refmem db`, `refmem history`, `refmem restore`.
 
 `exec` runs one tool input (JSON) and prints the result, exiting 1 when it is an error (2 when it
 could not run: bad JSON, an unusable root), so a shell script can drive the reference. `serve` speaks
 the conformance adapter protocol on stdin/stdout, so a program in any language can. `prune` removes
 memories nobody touched for a while. `db init` and `db migrate` make or upgrade a database store's schema.
+`history` and `restore` list and bring back what a database store kept of a file (refmem/history_cli.py).
 
 The help texts are plain text (no Markdown): they are read in a terminal.
 """
@@ -40,6 +41,8 @@ EPILOG = """examples:
   refmem-conformance --target "cmd:refmem serve"
   refmem prune --root ./memories --older-than 30d --dry-run
   REFMEM_STORE=postgresql://app@db.internal/memory refmem db init
+  refmem history /memories/notes.md --store sqlite:///var/lib/app/memory.db --tenant alice
+  refmem restore /memories/notes.md --version 42 --store sqlite:///var/lib/app/memory.db --tenant alice
 
 'refmem COMMAND --help' says more about each command."""
 
@@ -198,11 +201,9 @@ def _db(args: argparse.Namespace) -> int:
         elif args.app_role is not None:
             return _fail("--app-role is for a PostgreSQL store (an SQLite database has no roles)")
         else:
-            from .stores.schema import SCHEMA_VERSION
-            from .stores.sqlite import SqliteStore
+            from .stores.sqlite import migrate as migrate_sqlite
 
-            SqliteStore(sqlite_path(location)).close()  # the SQLite store makes its schema where missing
-            before, after = None, SCHEMA_VERSION
+            before, after = migrate_sqlite(sqlite_path(location))
     except StoreError as error:
         return _fail(f"cannot use the store: {error}")
     if before is None:
@@ -255,7 +256,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--version", action="version", version=f"refmem {__version__} (adapter protocol {PROTOCOL_VERSION})"
     )
     commands = parser.add_subparsers(
-        dest="action", required=True, metavar="{exec,serve,prune,db,log,memory-get,memory-search,memory-index}"
+        dest="action",
+        required=True,
+        metavar="{exec,serve,prune,db,history,restore,log,memory-get,memory-search,memory-index}",
     )
 
     raw = argparse.RawDescriptionHelpFormatter
@@ -331,7 +334,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     database.set_defaults(func=_db)
 
+    from .history_cli import register as register_history  # history, restore
     from .openclaw_cli import register as register_openclaw  # log, memory-get, memory-search, memory-index
+
+    register_history(commands)
 
     register_openclaw(commands)
     return parser

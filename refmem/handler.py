@@ -14,7 +14,7 @@ import fnmatch
 import functools
 import os
 from collections import abc
-from typing import Any, Callable, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, ContextManager, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import problems, text, tool, view
 from .limits import DEFAULT_LIMITS, Limits
@@ -126,6 +126,8 @@ class MemoryHandler:
         self.refuse_hard_links = refuse_hard_links
         self.track_access = track_access and not read_only
         self.store, self._owns_store = _open_store(root, tenant, portable_walk, self.track_access)
+        # A store that keeps history is told which command its mutations belong to (storage.VersionedStore).
+        self._acting: Optional[Callable[[str], ContextManager[None]]] = getattr(self.store, "acting", None)
         self.root = self.store  # the earlier name, kept for applications that reach the filesystem store
         self._views = ViewCache(view_cache_bytes)  # 0: every view renders its page afresh
         # Parsing is pure and a model names the same few paths again and again: remember the answers
@@ -184,6 +186,9 @@ class MemoryHandler:
         self._check_parameters(name, spec.parameters, command)
         if self.read_only and spec.mutating:
             return render("read_only", command=name)
+        if spec.mutating and self._acting is not None:
+            with self._acting(name):
+                return spec.run(self, command)
         return spec.run(self, command)
 
     def _check_parameters(self, name: str, parameters: Tuple[Parameter, ...], command: Mapping[str, Any]) -> None:

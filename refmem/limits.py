@@ -96,3 +96,27 @@ class Limits(Bounds):
 
 
 DEFAULT_LIMITS = Limits()
+
+
+@dataclasses.dataclass(frozen=True)
+class HistoryLimits(Bounds):
+    """How much history a database store keeps (D-STORE-HISTORY-RETENTION): the deployer's bounds, given to the
+    store's constructor (`SqliteStore(path, history=...)`, a `HistoryLimits` or a mapping of its fields).
+
+    When a write passes either bound, the oldest versions go first, in the write's own transaction.
+    """
+
+    OWNER = "HistoryLimits"
+
+    versions_per_file: int = 20
+    """Most versions kept of one path; the oldest beyond them are dropped when a new one is kept."""
+
+    bytes_per_tenant: int = 64 * 1024 * 1024
+    """Most bytes of versions one tenant keeps, all paths together; past it the tenant's oldest go first. A
+    version larger than this on its own is not kept."""
+
+    max_actor_chars: int = 200
+    """Longest actor name (who made a change) a store accepts from its deployer."""
+
+
+DEFAULT_HISTORY_LIMITS = HistoryLimits()

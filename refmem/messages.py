@@ -246,6 +246,31 @@ STORE_PG_SCHEMA_OLDER = (
     "the PostgreSQL memory database's schema is version {found}, older than this refmem's (version {known}): "
     "run `refmem db migrate`"
 )
+STORE_SCHEMA_OLDER = (
+    "the memory database's schema is version {found}, older than this refmem's (version {known}): "
+    "run `refmem db migrate`"
+)
+
+# History (refmem.stores.history, `refmem history` and `refmem restore`; D-STORE-HISTORY-*): told to the operator or
+# the application, never to the model. A location is never named: it may hold a password.
+ACTOR_FORM = "an actor is a string of 1 to {most} printable characters, or None"
+HISTORY_LINE = "{number}  {at}  {size} bytes  {sha256}  {command}  {actor}"
+HISTORY_NO_ACTOR = "-"
+HISTORY_NONE = "no versions kept of {path}"
+HISTORY_FILESYSTEM = (
+    "history is kept by the database stores (--store sqlite:... or postgresql://...), not by a memory directory"
+)
+HISTORY_NEEDS_STORE = "give --store sqlite:///PATH or postgresql://... (or set {variable})"
+HISTORY_BAD_PATH = "cannot use the path {path}: {rule}"
+RESTORED = "restored {path} to version {number} (sha256 {sha256})"
+RESTORE_PROBLEMS = {
+    "no_version": "there is no version {number} of {path} (never kept, or dropped by retention)",
+    "not_regular": "cannot restore {path}: a folder is there now",
+    "parent_not_dir": "cannot restore {path}: {parent} is a file, not a folder",
+    "too_big": "cannot restore {path}: version {number} is {size} bytes, more than the {most} a file may have",
+}
+RESTORE_FAILED = "cannot restore {path}: {reason}"
+HISTORY_FAILED = "cannot read the history of {path}: {reason}"
 
 # Why a table of bounds (refmem.limits.Bounds: Limits, OpenClawLimits) was refused when it was made: told to the
 # application. `{floor}` names the least value a field may take.

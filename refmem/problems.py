@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import errno
 import stat
-from typing import Dict
+from typing import Dict, Optional
 
 # What can stand at a name: the kinds a listing, a refusal or a message speaks of.
 DIR, FILE, LINK, SPECIAL = "dir", "file", "link", "special"
@@ -76,6 +76,23 @@ class TooBig(FsProblem):
     def __init__(self, size: int) -> None:
         super().__init__(size)
         self.size = size
+
+
+class Conflict(FsProblem):
+    """A conditional write's precondition failed (D-STORE-HISTORY-WRITE): `found` is the SHA-256 of the content
+    there, or None when no file is."""
+
+    code = "conflict"
+
+    def __init__(self, found: Optional[str]) -> None:
+        super().__init__(found)
+        self.found = found
+
+
+class NoVersion(FsProblem):
+    """A restore asked for a version of a path that is not kept (never was, or retention dropped it)."""
+
+    code = "no_version"
 
 
 class OsFailure(FsProblem):

@@ -28,6 +28,13 @@ A store is made for one tenant or for none (`tenant=None`, the default namespace
 checked by `tenant_name` (the same rule for every store), so two accepted names never collide on any
 filesystem or database. `for_tenant(name)` gives a store of the same kind for that tenant; a store
 never shows one tenant's memories to another.
+
+History (optional)
+------------------
+A store may also keep history (`VersionedStore`: the SQL stores do, the filesystem store does not,
+D-STORE-HISTORY-FS): the content each change replaced or removed, `history(path)`, `restore(path, number)`
+and a conditional `write(path, data, expected_sha256)`. The handler names the command its mutations
+belong to with `acting(command)` where a store has it, and needs nothing else of it.
 """
 
 from __future__ import annotations
@@ -168,6 +175,42 @@ class Store(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class Version(NamedTuple):
+    """One kept version of a path's content (D-STORE-HISTORY): its number (growing per tenant and path), size in
+    bytes, SHA-256 (lower-case hex), when it was kept (seconds since the epoch), who made the change (the store's
+    actor, or None) and what did (the tool's command, or the store's operation: "restore", "write")."""
+
+    number: int
+    size: int
+    sha256: str
+    at: float
+    actor: Optional[str]
+    command: str
+
+
+@runtime_checkable
+class VersionedStore(Protocol):
+    """A store that keeps history: an optional capability, not part of `Store` (D-STORE-HISTORY)."""
+
+    def acting(self, command: str) -> ContextManager[None]:
+        """The mutations inside the block are the tool's `command` (what a version says did it)."""
+        ...
+
+    def history(self, path: VirtualPath) -> List[Version]:
+        """The versions kept of `path`, newest first (an empty list when none are)."""
+        ...
+
+    def restore(self, path: VirtualPath, number: int) -> str:
+        """Write version `number` of `path` back as its content, keeping the content it replaces as a version;
+        the SHA-256 of the content now there. D-STORE-HISTORY-RESTORE says what is refused."""
+        ...
+
+    def write(self, path: VirtualPath, data: bytes, expected_sha256: Optional[str]) -> str:
+        """Replace the file's content only if its SHA-256 is `expected_sha256`, or create it only if it is
+        missing when that is None; else `problems.Conflict`, changing nothing. The new content's SHA-256."""
+        ...
 
 
 # --- tenants ------------------------------------------------------------------------------------

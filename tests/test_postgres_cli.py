@@ -13,6 +13,8 @@ from urllib.parse import quote
 import pytest
 from postgres_support import APP_ROLE, DATABASE, Cluster
 
+from refmem.stores.schema import SCHEMA_VERSION
+
 
 def run(*argv: str, env: Dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(  # noqa: S603
@@ -35,7 +37,7 @@ def test_db_init_then_exec_per_tenant_then_migrate(postgres: Cluster) -> None:
     refused = run("exec", "--tenant", "alice", '{"command": "view", "path": "/memories"}', env=env)
     assert refused.returncode == 2 and "refmem db init" in refused.stderr  # no schema yet: not made by accident
     made = run("db", "init", env=env)
-    assert (made.returncode, made.stdout) == (0, "schema made: version 1\n")
+    assert (made.returncode, made.stdout) == (0, f"schema made: version {SCHEMA_VERSION}\n")
     create = '{"command": "create", "path": "/memories/n.md", "file_text": "ALICE\\n"}'
     assert run("exec", "--tenant", "alice", create, env=env).returncode == 0
     view = '{"command": "view", "path": "/memories/n.md"}'
@@ -43,7 +45,7 @@ def test_db_init_then_exec_per_tenant_then_migrate(postgres: Cluster) -> None:
     other = run("exec", "--tenant", "bob", view, env=env)
     assert other.returncode == 1 and "ALICE" not in other.stdout
     again = run("db", "migrate", "--store", location, env={})
-    assert (again.returncode, again.stdout) == (0, "schema already at version 1: nothing to do\n")
+    assert (again.returncode, again.stdout) == (0, f"schema already at version {SCHEMA_VERSION}: nothing to do\n")
     for done in (refused, made, other, again):
         said = done.stdout + done.stderr
         assert str(postgres.socket) not in said and APP_ROLE not in said
@@ -72,7 +74,7 @@ def test_the_application_role_need_not_own_the_tables(postgres: Cluster) -> None
     owner = f"postgresql://refmem_owner@/{DATABASE}?host={socket}&options={search}"
     app = f"postgresql://{APP_ROLE}@/{DATABASE}?host={socket}&options={search}"
     made = run("db", "init", "--store", owner, "--app-role", APP_ROLE, env={})
-    assert (made.returncode, made.stdout) == (0, "schema made: version 1\n"), made.stderr
+    assert (made.returncode, made.stdout) == (0, f"schema made: version {SCHEMA_VERSION}\n"), made.stderr
     create = '{"command": "create", "path": "/memories/n.md", "file_text": "ALICE\\n"}'
     assert run("exec", "--store", app, "--tenant", "alice", create, env={}).returncode == 0
     assert "ALICE" in run("exec", "--store", app, "--tenant", "alice", '{"command": "view", "path": "/memories/n.md"}',

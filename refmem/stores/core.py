@@ -7,20 +7,28 @@ each mutation inside it is a savepoint of its own, so a mutation that fails chan
 transaction usable. Reads outside `locked()` run in a read transaction of their own, so a listing sees one
 state of the memories. The change journal and the access records are tables: a change and its journal
 line commit together or not at all.
+
+History (D-STORE-HISTORY, refmem/stores/history.py): an edit keeps the content it replaces and a delete the
+content of every file it removes, as versions, in the same savepoint as the change; `history`, `restore` and the
+conditional `write` are `storage.VersionedStore`. A create never replaces anything and a rename never overwrites
+(both refuse an existing destination), so neither keeps a version.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import threading
 import time
-from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 from .. import problems
+from ..limits import DEFAULT_HISTORY_LIMITS, DEFAULT_LIMITS, HistoryLimits, Limits
 from ..messages import TENANT_NESTED
 from ..paths import VirtualPath
-from ..problems import DIR, FILE, Exists, Missing, NotRegular, OsFailure, ParentNotDir, TooBig
-from ..storage import Changes, Entry, Listed, ReadFile, Store, TenantError
+from ..problems import DIR, FILE, Conflict, Exists, Missing, NotRegular, NoVersion, OsFailure, ParentNotDir, TooBig
+from ..storage import Changes, Entry, Listed, ReadFile, Store, TenantError, Version, VersionedStore
+from . import history
 from .schema import DEFAULT_TENANT, Queries, subtree
 
 JOURNAL_KEPT = 4096
@@ -89,6 +97,7 @@ class SqlEdit:
             if row is None or row[0] != self._version:
                 raise OsFailure("changed")
             generation = store._note((self._path.canonical,))
+            history.keep(store, generation, store._command_or("edit"), one=_key(self._path))
             store._run(store.queries.rewrite, (new_data, len(new_data), generation, store.tenant_key, _key(self._path)))
 
 
@@ -106,9 +115,22 @@ class SqlStore:
 
     queries: Queries
 
-    def __init__(self, tenant: Optional[str]) -> None:
+    def __init__(
+        self,
+        tenant: Optional[str],
+        actor: Optional[str] = None,
+        history_limits: Union[HistoryLimits, Mapping[str, int]] = DEFAULT_HISTORY_LIMITS,
+        limits: Union[Limits, Mapping[str, int]] = DEFAULT_LIMITS,
+    ) -> None:
+        """`actor` names who makes this store's changes in their versions (the deployer's, e.g. a user or service
+        name; None by default); `history_limits` bound what is kept (D-STORE-HISTORY-RETENTION); `limits` bound
+        what `restore` and `write` may write (as the handler's bound the tool's commands)."""
         self.tenant = tenant
         self.tenant_key = DEFAULT_TENANT if tenant is None else tenant
+        self.history_limits = HistoryLimits.from_mapping(history_limits)
+        self.limits = Limits.from_mapping(limits)
+        self.actor = history.actor_name(actor, self.history_limits)
+        self._acting = threading.local()  # the tool's command a thread's mutations belong to
         self._guard = threading.RLock()  # one connection: one thread at a time uses it
         self._depth = 0  # nesting of locked() on this store's transaction
         self._reading = False
@@ -135,7 +157,8 @@ class SqlStore:
         """The problem an exception of the engine stands for; None when it is not the engine's."""
         raise NotImplementedError
 
-    def _reopen(self, tenant: str) -> SqlStore:
+    def _reopen(self, tenant: str, actor: Optional[str]) -> SqlStore:
+        """A store over the same database for `tenant`, with this one's bounds and `actor`."""
         raise NotImplementedError
 
     def close(self) -> None:
@@ -380,10 +403,12 @@ class SqlStore:
             row = self._one(q.kind, (tenant, key))
             if row is None or (path.trailing_slash and row[0] != DIR):
                 raise Missing()
-            self._note((path.canonical,))
+            generation = self._note((path.canonical,))
+            below = subtree(key) if row[0] == DIR else None
+            history.keep(self, generation, self._command_or("delete"), one=key, below=below)
             self._run(q.delete_one, (tenant, key))
-            if row[0] == DIR:
-                self._run(q.delete_below, (tenant,) + subtree(key))
+            if below is not None:
+                self._run(q.delete_below, (tenant,) + below)
 
     def rename(self, old: VirtualPath, new: VirtualPath) -> None:
         if old.is_root or new.is_root:
@@ -406,6 +431,88 @@ class SqlStore:
                 cut = len(old_key) + 1  # substr from the "/" after the old prefix
                 shift = len(new.parts) - len(old.parts)
                 self._run(q.move_below, (new_key, cut, new_key, cut, shift, tenant) + subtree(old_key))
+
+    # -- history (storage.VersionedStore, D-STORE-HISTORY) -----------------------------------------
+
+    @contextlib.contextmanager
+    def acting(self, command: str) -> Iterator[None]:
+        """The mutations inside the block are the tool's `command` (their versions say so)."""
+        before = getattr(self._acting, "command", None)
+        self._acting.command = command
+        try:
+            yield
+        finally:
+            self._acting.command = before
+
+    def _command_or(self, operation: str) -> str:
+        command = getattr(self._acting, "command", None)
+        return operation if command is None else str(command)
+
+    def history(self, path: VirtualPath) -> List[Version]:
+        with self._read():
+            rows = self._all(self.queries.history, (self.tenant_key, _key(path)))
+        return [history.version_of(row) for row in rows]
+
+    def restore(self, path: VirtualPath, number: int) -> str:
+        """D-STORE-HISTORY-RESTORE: version `number`'s bytes become the file's content (the file made, with its
+        missing parents, when it is gone; the content it replaces kept as a version). NoVersion when that version
+        is not kept, NotRegular(DIR) when a folder is at the path, ParentNotDir(depth) when a file is on the way,
+        TooBig(size) past `limits.max_file_bytes`. Restoring the content already there changes nothing."""
+        if not path.parts:
+            raise NotRegular(DIR)
+        q, tenant, key = self.queries, self.tenant_key, _key(path)
+        with self._mutation():
+            row = self._one(q.version_data, (tenant, key, number))
+            if row is None:
+                raise NoVersion()
+            data = bytes(row[0])
+            if len(data) > self.limits.max_file_bytes:
+                raise TooBig(len(data))
+            current = self._one(q.read_for_edit, (tenant, key))
+            if current is not None and current[0] != FILE:
+                raise NotRegular(current[0])
+            if current is None or bytes(current[2]) != data:
+                self._put(path, data, current is not None, "restore")
+        return hashlib.sha256(data).hexdigest()
+
+    def write(self, path: VirtualPath, data: bytes, expected_sha256: Optional[str]) -> str:
+        """D-STORE-HISTORY-WRITE: a conditional write for programmatic callers. With `expected_sha256`, the file
+        must be there with content of that SHA-256 (hex, either case); with None, nothing may be at the path.
+        Otherwise Conflict(found), changing nothing; NotRegular(DIR) for a folder, TooBig past
+        `limits.max_file_bytes`, ParentNotDir when a file is on the way. The content replaced is kept as a version.
+        No content policy applies: the caller is the application, not the model."""
+        if not isinstance(data, bytes):
+            raise TypeError("data must be bytes")
+        if expected_sha256 is not None and not isinstance(expected_sha256, str):
+            raise TypeError("expected_sha256 must be a string or None")
+        if not path.parts:
+            raise NotRegular(DIR)
+        if len(data) > self.limits.max_file_bytes:
+            raise TooBig(len(data))
+        expected = None if expected_sha256 is None else expected_sha256.lower()
+        with self._mutation():
+            current = self._one(self.queries.read_for_edit, (self.tenant_key, _key(path)))
+            if current is not None and current[0] != FILE:
+                raise NotRegular(current[0])
+            found = None if current is None else hashlib.sha256(bytes(current[2])).hexdigest()
+            if found != expected:
+                raise Conflict(found)
+            self._put(path, data, current is not None, "write")
+        return hashlib.sha256(data).hexdigest()
+
+    def _put(self, path: VirtualPath, data: bytes, replacing: bool, command: str) -> None:
+        """`data` as the file's content, inside a mutation: the content replaced kept as a version, or the file
+        made with its missing parents."""
+        q, tenant, key = self.queries, self.tenant_key, _key(path)
+        now = time.time()
+        generation = self._note((path.canonical,))
+        if replacing:
+            history.keep(self, generation, command, one=key)
+            self._run(q.rewrite, (data, len(data), generation, tenant, key))
+            return
+        self._make_parents(path.parts, generation, now)
+        row = (tenant, key, _key(path.parent), path.name, len(path.parts), FILE, len(data), data, generation, now)
+        self._run(q.insert, row)
 
     # -- the journal and the access records ----------------------------------------------------------
 
@@ -440,14 +547,21 @@ class SqlStore:
             row = self._one(self.queries.used, (self.tenant_key, _key(path)))
         return None if row is None or row[0] is None else float(row[0])
 
-    def for_tenant(self, tenant: str) -> SqlStore:
+    def for_tenant(self, tenant: str, actor: Optional[str] = None) -> SqlStore:
+        """`tenant`'s store over the same database; its changes' versions name `actor` (else this store's)."""
         if self.tenant is not None:
             raise TenantError(TENANT_NESTED)
         from ..storage import tenant_name
 
-        return self._reopen(tenant_name(tenant))
+        name = tenant_name(tenant)
+        return self._reopen(name, self.actor if actor is None else history.actor_name(actor, self.history_limits))
 
 
 def _as_store(store: SqlStore) -> Store:
     """Nothing at run time: mypy checks here that `SqlStore` implements `storage.Store`."""
+    return store
+
+
+def _as_versioned(store: SqlStore) -> VersionedStore:
+    """Nothing at run time: mypy checks here that `SqlStore` implements `storage.VersionedStore`."""
     return store

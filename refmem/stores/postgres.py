@@ -30,9 +30,10 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from .. import problems
+from ..limits import DEFAULT_HISTORY_LIMITS, DEFAULT_LIMITS, HistoryLimits, Limits
 from ..messages import (
     IO_REASONS,
     STORE_PG_CANNOT_CONNECT,
@@ -44,7 +45,7 @@ from ..messages import (
 from ..storage import tenant_name
 from . import StoreError
 from .core import SqlStore
-from .schema import POSTGRES, SCHEMA_VERSION, TABLES, Queries
+from .schema import POSTGRES, SCHEMA_VERSION, TABLES, UPGRADES, Queries, upgrade
 
 QUERIES = Queries(POSTGRES)
 RECONNECTS = 2
@@ -63,18 +64,23 @@ _POLICY = f"current_setting('{TENANT_SETTING}', true) = '{TENANT_PREFIX}' || ten
 _TENANT_TABLES = tuple(table.name for table in TABLES if any(column == "tenant" for column, _ in table.columns))
 
 
-def _rls_statements() -> Tuple[str, ...]:
+def _rls_statements(tables: Tuple[str, ...] = _TENANT_TABLES) -> Tuple[str, ...]:
     statements = []
-    for table in _TENANT_TABLES:
+    for table in tables:
         statements.append(f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY")
         statements.append(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY")
         statements.append(f"CREATE POLICY refmem_tenant ON {table} USING ({_POLICY}) WITH CHECK ({_POLICY})")
     return tuple(statements)
 
 
-MIGRATIONS: Dict[int, Tuple[str, ...]] = {1: QUERIES.ddl + _rls_statements()}
-"""The statements that bring a schema of version N-1 to version N (0: no schema). `refmem db migrate` runs those
-after the database's version, in one transaction."""
+SCHEMA: Tuple[str, ...] = QUERIES.ddl + _rls_statements()
+"""The statements that make the whole schema, of this refmem's version, in a database that has none."""
+MIGRATIONS: Dict[int, Tuple[str, ...]] = {
+    version: upgrade(POSTGRES, version) + _rls_statements(tuple(t for t in added[0] if t in _TENANT_TABLES))
+    for version, added in UPGRADES.items()
+}
+"""The statements that bring a schema of version N-1 to version N, row-level security on every table they add.
+`refmem db migrate` runs those after the database's version, in one transaction."""
 
 # SQLSTATE (or its class, the first two characters) -> the IO reason it stands for.
 _REASON_BY_STATE: Dict[str, str] = {
@@ -165,8 +171,9 @@ def migrate(dsn: str, app_role: Optional[str] = None) -> Tuple[Optional[int], in
             found = schema_version(connection)
             if found is not None and found > SCHEMA_VERSION:
                 raise StoreError(STORE_SCHEMA_NEWER.format(found=found, known=SCHEMA_VERSION))
-            for version in range((found or 0) + 1, SCHEMA_VERSION + 1):
-                for statement in MIGRATIONS[version]:
+            steps = (SCHEMA,) if found is None else tuple(MIGRATIONS[v] for v in range(found + 1, SCHEMA_VERSION + 1))
+            for statements in steps:
+                for statement in statements:
                     connection.execute(statement)
             if found is None:
                 connection.execute(QUERIES.set_schema_version, (SCHEMA_VERSION,))
@@ -192,11 +199,21 @@ class PostgresStore(SqlStore):
 
     queries = QUERIES
 
-    def __init__(self, dsn: str, *, tenant: Optional[str] = None, create: bool = True) -> None:
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        tenant: Optional[str] = None,
+        create: bool = True,
+        actor: Optional[str] = None,
+        history: Union[HistoryLimits, Mapping[str, int]] = DEFAULT_HISTORY_LIMITS,
+        limits: Union[Limits, Mapping[str, int]] = DEFAULT_LIMITS,
+    ) -> None:
         """Connect to `dsn` (a libpq connection string or URI, never shown). With `create`, a database without
         the schema gets it (as `refmem db init`); without, StoreError. StoreError, too, when the schema is
-        older (`refmem db migrate`) or newer than this refmem's, or the server cannot be reached."""
-        super().__init__(None if tenant is None else tenant_name(tenant))
+        older (`refmem db migrate`) or newer than this refmem's, or the server cannot be reached. `actor`,
+        `history` and `limits`: `core.SqlStore`."""
+        super().__init__(None if tenant is None else tenant_name(tenant), actor, history, limits)
         self._dsn = dsn
         self._create = create
         self._psycopg = _driver()
@@ -304,18 +321,21 @@ class PostgresStore(SqlStore):
             return problems.OsFailure(reason_of(error, self._conn))
         return None
 
-    def _reopen(self, tenant: str) -> PostgresStore:
-        return PostgresStore(self._dsn, tenant=tenant, create=False)
+    def _reopen(self, tenant: str, actor: Optional[str]) -> PostgresStore:
+        return PostgresStore(
+            self._dsn, tenant=tenant, create=False, actor=actor, history=self.history_limits, limits=self.limits
+        )
 
     def erase(self) -> None:
-        """Delete every memory, journal line and the record of this store's tenant (a tenant's offboarding, and
-        the conformance target's cleanup after each case)."""
+        """Delete every memory, journal line, version and the record of this store's tenant (a tenant's
+        offboarding, and the conformance target's cleanup after each case)."""
         with self.locked():
-            for table in ("refmem_nodes", "refmem_changes"):
+            for table in ("refmem_nodes", "refmem_changes", "refmem_versions"):
                 self._run(f"DELETE FROM {table} WHERE tenant = %s", (self.tenant_key,))  # noqa: S608  # nosec B608
             # every generation before this one now answers "rescan": no cache holds on to what was erased
             self._run(
-                "UPDATE refmem_tenants SET generation = generation + 1, floor = generation + 1 WHERE tenant = %s",
+                "UPDATE refmem_tenants SET generation = generation + 1, floor = generation + 1, version_bytes = 0"
+                " WHERE tenant = %s",
                 (self.tenant_key,),
             )
 

@@ -10,13 +10,19 @@ path below `/memories` with `/` between names ("" is `/memories` itself, which h
 path of the folder holding it, `depth` its number of names. A subtree is a range of the key
 (`path > 'a/'` and `path < 'a0'`: "0" is the character after "/"), so a folder's delete or rename is one
 statement over exactly its subtree, served by the primary key's index.
+
+History (`refmem_versions`, schema version 2): the content a write replaces or a delete removes, one row per
+(tenant, path, number), where the number is the tenant's generation of the change that kept it (so it only grows,
+per path and per tenant, and is never given twice even after retention dropped every older one), and the tenant's
+oldest versions are the lowest numbers of the index `(tenant, number)`. `refmem_tenants.version_bytes` is the
+tenant's running total of version bytes, so the retention rule never sums over the tenant (refmem/stores/history.py).
 """
 
 from __future__ import annotations
 
-from typing import NamedTuple, Tuple
+from typing import Callable, Dict, NamedTuple, Tuple
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The schema this refmem writes and reads. A database of a later version is refused (the store's open)."""
 
 DEFAULT_TENANT = ""
@@ -35,6 +41,7 @@ class Dialect(NamedTuple):
     byte_length: str  # an expression's length in UTF-8 bytes, "{}" standing for the expression
     begin_write: str  # the statement that starts a writing transaction
     for_update: str  # appended to a read of a row a transaction will change ("" where the write lock is global)
+    sha256_hex: str  # an expression's SHA-256 as 64 lower-case hex digits, "{}" standing for the expression
 
 
 SQLITE = Dialect(
@@ -47,6 +54,7 @@ SQLITE = Dialect(
     byte_length="length(CAST({} AS BLOB))",
     begin_write="BEGIN IMMEDIATE",
     for_update="",
+    sha256_hex="refmem_sha256({})",  # a function the SQLite store registers on its connection
 )
 
 POSTGRES = Dialect(
@@ -59,6 +67,7 @@ POSTGRES = Dialect(
     byte_length="octet_length({})",
     begin_write="BEGIN ISOLATION LEVEL READ COMMITTED",
     for_update=" FOR UPDATE",
+    sha256_hex="encode(sha256({}), 'hex')",
 )
 """The PostgreSQL store's dialect (`refmem.stores.postgres`): the same schema and statements, rendered for psycopg.
 A writer's transaction is serialised per tenant by the lock the store takes on its tenant's row when it begins
@@ -75,7 +84,12 @@ TABLES: Tuple[Table, ...] = (
     Table("refmem_schema", (("version", "integer NOT NULL"),), ()),
     Table(  # one row per tenant: its change journal's generation, and the oldest it can answer from
         "refmem_tenants",
-        (("tenant", "text NOT NULL"), ("generation", "integer NOT NULL"), ("floor", "integer NOT NULL")),
+        (
+            ("tenant", "text NOT NULL"),
+            ("generation", "integer NOT NULL"),
+            ("floor", "integer NOT NULL"),
+            ("version_bytes", "integer NOT NULL DEFAULT 0"),  # the bytes of its versions (schema 2)
+        ),
         ("tenant",),
     ),
     Table(
@@ -99,12 +113,34 @@ TABLES: Tuple[Table, ...] = (
         (("tenant", "text NOT NULL"), ("generation", "integer NOT NULL"), ("path", "text NOT NULL")),
         (),
     ),
+    Table(  # history (schema 2): the content a change replaced or removed, D-STORE-HISTORY
+        "refmem_versions",
+        (
+            ("tenant", "text NOT NULL"),
+            ("path", "text NOT NULL"),
+            ("number", "integer NOT NULL"),  # the tenant's generation of the change that kept it
+            ("size", "integer NOT NULL"),
+            ("sha256", "text NOT NULL"),  # of the bytes, 64 lower-case hex digits
+            ("kept_at", "real NOT NULL"),  # when (seconds since the epoch)
+            ("actor", "text"),  # who: what the deployer gave the store, or NULL
+            ("command", "text NOT NULL"),  # what: the tool's command, or the store's operation
+            ("data", "blob NOT NULL"),  # last, so that reading the other columns never reads the bytes
+        ),
+        ("tenant", "path", "number"),
+    ),
 )
 
 INDEXES: Tuple[Tuple[str, str, Tuple[str, ...]], ...] = (
     ("refmem_nodes_by_parent", "refmem_nodes", ("tenant", "parent", "name")),
     ("refmem_changes_by_generation", "refmem_changes", ("tenant", "generation")),
+    ("refmem_versions_by_number", "refmem_versions", ("tenant", "number")),
 )
+
+UPGRADES: Dict[int, Tuple[Tuple[str, ...], Tuple[Tuple[str, str], ...], Tuple[str, ...]]] = {
+    2: (("refmem_versions",), (("refmem_tenants", "version_bytes"),), ("refmem_versions_by_number",)),
+}
+"""What each schema version adds to the one before: (tables, (table, column) pairs, indexes), all named in
+`TABLES` and `INDEXES`, which describe the latest version whole."""
 
 
 def _column_type(spec: str, dialect: Dialect) -> str:
@@ -113,16 +149,33 @@ def _column_type(spec: str, dialect: Dialect) -> str:
     return f"{rendered} {rest}".strip()
 
 
+def _create_table(table: Table, dialect: Dialect) -> str:
+    columns = [f"{name} {_column_type(spec, dialect)}" for name, spec in table.columns]
+    if table.key:
+        columns.append(f"PRIMARY KEY ({', '.join(table.key)})")
+    return f"CREATE TABLE IF NOT EXISTS {table.name} ({', '.join(columns)})"
+
+
+def _create_index(name: str, table_name: str, columns_of: Tuple[str, ...]) -> str:
+    return f"CREATE INDEX IF NOT EXISTS {name} ON {table_name} ({', '.join(columns_of)})"
+
+
 def ddl(dialect: Dialect) -> Tuple[str, ...]:
-    """The statements that create the schema where it is missing (each idempotent)."""
-    statements = []
-    for table in TABLES:
-        columns = [f"{name} {_column_type(spec, dialect)}" for name, spec in table.columns]
-        if table.key:
-            columns.append(f"PRIMARY KEY ({', '.join(table.key)})")
-        statements.append(f"CREATE TABLE IF NOT EXISTS {table.name} ({', '.join(columns)})")
-    for name, table_name, columns_of in INDEXES:
-        statements.append(f"CREATE INDEX IF NOT EXISTS {name} ON {table_name} ({', '.join(columns_of)})")
+    """The statements that create the latest schema where it is missing (each idempotent)."""
+    statements = [_create_table(table, dialect) for table in TABLES]
+    statements.extend(_create_index(*index) for index in INDEXES)
+    return tuple(statements)
+
+
+def upgrade(dialect: Dialect, version: int) -> Tuple[str, ...]:
+    """The statements that bring a schema of version `version - 1` to `version` (`UPGRADES`)."""
+    tables, columns, indexes = UPGRADES[version]
+    by_name = {table.name: table for table in TABLES}
+    statements = [_create_table(by_name[name], dialect) for name in tables]
+    for table_name, column in columns:
+        spec = dict(by_name[table_name].columns)[column]
+        statements.append(f"ALTER TABLE {table_name} ADD COLUMN {column} {_column_type(spec, dialect)}")
+    statements.extend(_create_index(*index) for index in INDEXES if index[0] in indexes)
     return tuple(statements)
 
 
@@ -183,8 +236,46 @@ class Queries:
             "UPDATE refmem_nodes SET path = {p} || substr(path, {p}), parent = {p} || substr(parent, {p}),"
             " depth = depth + {p} WHERE tenant = {p} AND path > {p} AND path < {p}"
         )
+        self._history_queries(q, dialect)
         self.use = q("UPDATE refmem_nodes SET used = {p} WHERE tenant = {p} AND path = {p} AND kind = {p}")
         self.used = q("SELECT used FROM refmem_nodes WHERE tenant = {p} AND path = {p}")
+
+
+    def _history_queries(self, q: Callable[[str], str], dialect: Dialect) -> None:
+        """History's statements (D-STORE-HISTORY): every one names its tenant and is served by an index."""
+        digest = dialect.sha256_hex.format("data")  # the dialect's constant, never input: values are placeholders
+        keep = (
+            "INSERT INTO refmem_versions (tenant, path, number, size, sha256, kept_at, actor, command, data)"  # noqa: S608  # nosec B608
+            f" SELECT tenant, path, {{p}}, size, {digest}, {{p}}, {{p}}, {{p}}, data"
+            " FROM refmem_nodes WHERE tenant = {p} AND kind = {p}"
+        )
+        self.keep_one = q(keep + " AND path = {p}")
+        self.keep_below = q(keep + " AND path > {p} AND path < {p}")
+        self.count_kept = q(
+            "UPDATE refmem_tenants SET version_bytes = version_bytes + (SELECT coalesce(sum(size), 0)"
+            " FROM refmem_versions WHERE tenant = {p} AND number = {p}) WHERE tenant = {p}"
+        )
+        self.crowded = q(
+            "SELECT path, count(*) FROM refmem_versions WHERE tenant = {p} AND path IN"
+            " (SELECT path FROM refmem_versions WHERE tenant = {p} AND number = {p})"
+            " GROUP BY path HAVING count(*) > {p}"
+        )
+        self.oldest_of_path = q(
+            "SELECT number, size FROM refmem_versions WHERE tenant = {p} AND path = {p} ORDER BY number LIMIT {p}"
+        )
+        self.drop_of_path = q("DELETE FROM refmem_versions WHERE tenant = {p} AND path = {p} AND number <= {p}")
+        self.version_bytes = q("SELECT version_bytes FROM refmem_tenants WHERE tenant = {p}")
+        self.oldest = q(
+            "SELECT number, size FROM refmem_versions WHERE tenant = {p} AND number > {p} ORDER BY number LIMIT {p}"
+        )
+        self.bytes_up_to = q("SELECT coalesce(sum(size), 0) FROM refmem_versions WHERE tenant = {p} AND number <= {p}")
+        self.drop_up_to = q("DELETE FROM refmem_versions WHERE tenant = {p} AND number <= {p}")
+        self.uncount = q("UPDATE refmem_tenants SET version_bytes = version_bytes - {p} WHERE tenant = {p}")
+        self.history = q(
+            "SELECT number, size, sha256, kept_at, actor, command FROM refmem_versions"
+            " WHERE tenant = {p} AND path = {p} ORDER BY number DESC"
+        )
+        self.version_data = q("SELECT data FROM refmem_versions WHERE tenant = {p} AND path = {p} AND number = {p}")
 
 
 def subtree(path: str) -> Tuple[str, str]:

@@ -12,7 +12,7 @@ What it promises (SECURITY.md, docs/spec-notes.md D-STORE-SQL-*):
   journal makes the transaction atomic, and `synchronous=FULL` makes a committed one durable.
 * A database on a network filesystem is refused (mounts.py): SQLite's locks do not work across hosts.
 * The schema is versioned (`refmem_schema`): a newer database than this refmem reads is refused, never
-  written.
+  written; an older one is refused until `refmem db migrate` (`migrate`) brings it to this refmem's.
 * Engine errors become the problems the handler words (`problems.OsFailure` codes); no message of SQLite's,
   no host path, ever reaches a result.
 
@@ -22,12 +22,14 @@ stores after a fork, never before: a connection must not cross into a child proc
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sqlite3
 import time
-from typing import Any, Dict, Optional, Sequence, Union
+from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from .. import problems
+from ..limits import DEFAULT_HISTORY_LIMITS, DEFAULT_LIMITS, HistoryLimits, Limits
 from ..messages import (
     IO_REASONS,
     STORE_CANNOT_OPEN,
@@ -35,11 +37,12 @@ from ..messages import (
     STORE_NO_WAL,
     STORE_NOT_A_DATABASE,
     STORE_SCHEMA_NEWER,
+    STORE_SCHEMA_OLDER,
 )
 from ..storage import tenant_name
 from . import StoreError, mounts
 from .core import SqlStore
-from .schema import SCHEMA_VERSION, SQLITE, Queries
+from .schema import SCHEMA_VERSION, SQLITE, Queries, upgrade
 
 BUSY_SECONDS = 5.0
 """How long one attempt waits for another writer's transaction (SQLite's busy handler)."""
@@ -86,6 +89,57 @@ def reason_of(error: sqlite3.Error) -> str:
     return "os"
 
 
+def _sha256_hex(data: Optional[bytes]) -> Optional[str]:
+    """SQLite's `refmem_sha256(data)` (schema.SQLITE.sha256_hex): SQLite has no SHA-256 of its own."""
+    return None if data is None else hashlib.sha256(bytes(data)).hexdigest()
+
+
+def _schema_version(db: sqlite3.Connection) -> Optional[int]:
+    present = db.execute(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'refmem_schema'"
+    ).fetchone()
+    if not present or not present[0]:
+        return None
+    row = db.execute(QUERIES.schema_version).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
+def migrate(path: Union[str, os.PathLike[str]]) -> Tuple[Optional[int], int]:
+    """`refmem db init|migrate` for SQLite: the database at `path` made (where it has no schema) or brought to this
+    refmem's schema, in one transaction; (version before, version after). A newer schema: StoreError, untouched."""
+    kind = mounts.network_type_of(os.path.dirname(os.path.abspath(os.fspath(path))) or ".")
+    if kind is not None:
+        raise StoreError(STORE_NETWORK_FS.format(kind=kind))
+    try:
+        db = sqlite3.connect(os.fspath(path), timeout=BUSY_SECONDS, isolation_level=None)
+    except sqlite3.Error as error:
+        raise StoreError(STORE_CANNOT_OPEN.format(reason=IO_REASONS[reason_of(error)])) from None
+    try:
+        db.execute(SQLITE.begin_write)
+        try:
+            found = _schema_version(db)
+            if found is not None and found > SCHEMA_VERSION:
+                raise StoreError(STORE_SCHEMA_NEWER.format(found=found, known=SCHEMA_VERSION))
+            if found is not None:
+                for version in range(found + 1, SCHEMA_VERSION + 1):
+                    for statement in upgrade(SQLITE, version):
+                        db.execute(statement)
+                db.execute("UPDATE refmem_schema SET version = ?", (SCHEMA_VERSION,))
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+    except sqlite3.DatabaseError as error:
+        if reason_of(error) == "io":
+            raise StoreError(STORE_NOT_A_DATABASE) from None
+        raise StoreError(STORE_CANNOT_OPEN.format(reason=IO_REASONS[reason_of(error)])) from None
+    finally:
+        db.close()
+    if found is None:
+        SqliteStore(path).close()  # a database without the schema: the store makes it, in WAL mode
+    return found, SCHEMA_VERSION
+
+
 def _busy(error: sqlite3.Error) -> bool:
     return isinstance(error, sqlite3.OperationalError) and reason_of(error) == "busy"
 
@@ -103,10 +157,14 @@ class SqliteStore(SqlStore):
         busy_seconds: float = BUSY_SECONDS,
         busy_retries: int = BUSY_RETRIES,
         allow_network_filesystem: bool = False,
+        actor: Optional[str] = None,
+        history: Union[HistoryLimits, Mapping[str, int]] = DEFAULT_HISTORY_LIMITS,
+        limits: Union[Limits, Mapping[str, int]] = DEFAULT_LIMITS,
     ) -> None:
         """Open (making it if missing) the database at `path`. Raises StoreError, whose text names no host path,
-        when it lies on a network filesystem, is not a database, or has a newer schema than this refmem's."""
-        super().__init__(None if tenant is None else tenant_name(tenant))
+        when it lies on a network filesystem, is not a database, or has an older (`refmem db migrate`) or newer
+        schema than this refmem's. `actor`, `history` and `limits`: `core.SqlStore`."""
+        super().__init__(None if tenant is None else tenant_name(tenant), actor, history, limits)
         self.path = os.fspath(path)
         self.busy_seconds = busy_seconds
         self.busy_retries = busy_retries
@@ -122,6 +180,7 @@ class SqliteStore(SqlStore):
         except sqlite3.Error as error:
             raise StoreError(STORE_CANNOT_OPEN.format(reason=IO_REASONS[reason_of(error)])) from None
         try:
+            self._db.create_function("refmem_sha256", 1, _sha256_hex, deterministic=True)
             self._prepare()
         except BaseException:
             self._db.close()
@@ -137,9 +196,11 @@ class SqliteStore(SqlStore):
                 self._db.execute(f"PRAGMA {pragma}")
             self._begin_write()
             try:
-                found = self._schema_version()
+                found = _schema_version(self._db)
                 if found is not None and found > SCHEMA_VERSION:
                     raise StoreError(STORE_SCHEMA_NEWER.format(found=found, known=SCHEMA_VERSION))
+                if found is not None and found < SCHEMA_VERSION:
+                    raise StoreError(STORE_SCHEMA_OLDER.format(found=found, known=SCHEMA_VERSION))
                 for statement in QUERIES.ddl:
                     self._db.execute(statement)
                 if found is None:
@@ -155,15 +216,6 @@ class SqliteStore(SqlStore):
             raise StoreError(STORE_CANNOT_OPEN.format(reason=IO_REASONS[reason_of(error)])) from None
         except problems.OsFailure as failure:
             raise StoreError(STORE_CANNOT_OPEN.format(reason=IO_REASONS.get(failure.code, IO_REASONS["os"]))) from None
-
-    def _schema_version(self) -> Optional[int]:
-        present = self._db.execute(
-            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'refmem_schema'"
-        ).fetchone()
-        if not present or not present[0]:
-            return None
-        row = self._db.execute(QUERIES.schema_version).fetchone()
-        return None if row is None or row[0] is None else int(row[0])
 
     # -- the engine's part of SqlStore ---------------------------------------------------------------
 
@@ -210,13 +262,16 @@ class SqliteStore(SqlStore):
             return problems.OsFailure(reason_of(error))
         return None
 
-    def _reopen(self, tenant: str) -> SqliteStore:
+    def _reopen(self, tenant: str, actor: Optional[str]) -> SqliteStore:
         return SqliteStore(
             self.path,
             tenant=tenant,
             busy_seconds=self.busy_seconds,
             busy_retries=self.busy_retries,
             allow_network_filesystem=self._allow_network,
+            actor=actor,
+            history=self.history_limits,
+            limits=self.limits,
         )
 
     def close(self) -> None:

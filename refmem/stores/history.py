@@ -1,0 +1,116 @@
+"""History in the SQL stores (D-STORE-HISTORY): keeping the content a change replaces or removes, the retention
+rule that bounds it, and the line `refmem history` prints for a version.
+
+The statements are `schema.Queries`'; this module only decides which to run, inside the caller's mutation (its
+savepoint, in the command's one transaction). A version's number is the tenant's generation of the change that
+kept it: it only grows, per path and per tenant, and is never given twice, even after retention dropped every
+older version of the path. Retention (`limits.HistoryLimits`) is enforced in the same transaction as the change:
+first the versions of each path the change kept a version of, beyond `versions_per_file`, oldest first; then, while
+the tenant's versions hold more than `bytes_per_tenant` bytes (a running total in `refmem_tenants`, never a sum
+over the tenant), its oldest versions, a whole generation at a time. Every statement is an indexed range, so the
+cost is linear in what is kept and what is dropped, whatever else the tenant keeps.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from typing import TYPE_CHECKING, Optional, Tuple
+
+from ..limits import HistoryLimits
+from ..messages import ACTOR_FORM, HISTORY_LINE, HISTORY_NO_ACTOR, escape
+from ..problems import FILE, OsFailure
+from ..storage import Version
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .core import SqlStore
+
+TRIM_BATCH = 64
+"""The tenant's oldest versions read at a time while deciding how many generations the byte budget drops."""
+SHA_SHOWN = 12
+"""Hex digits of a version's SHA-256 that `refmem history` shows (as short commit hashes are)."""
+ECHO_CHARS = 200
+"""Longest actor or command `refmem history` prints (both are escaped to one line)."""
+
+
+def actor_name(raw: object, limits: HistoryLimits) -> Optional[str]:
+    """`raw` if it can name who made a change (None, or 1 to `max_actor_chars` printable characters); else
+    ValueError. It is the deployer's, not the model's, but it is printed by `refmem history`."""
+    if raw is None:
+        return None
+    if isinstance(raw, str) and 0 < len(raw) <= limits.max_actor_chars and raw.isprintable():
+        return raw
+    raise ValueError(ACTOR_FORM.format(most=limits.max_actor_chars))
+
+
+def keep(
+    store: SqlStore, generation: int, command: str, one: Optional[str] = None, below: Optional[Tuple[str, str]] = None
+) -> None:
+    """Keep as versions numbered `generation` the files at the key `one`, or in the key range `below`, as they are
+    now (before the change replaces or removes them); then apply retention."""
+    q, tenant = store.queries, store.tenant_key
+    values = (generation, time.time(), store.actor, command, tenant, FILE)
+    if below is not None:
+        store._run(q.keep_below, values + below)
+    else:
+        store._run(q.keep_one, values + (one,))
+    store._run(q.count_kept, (tenant, generation, tenant))
+    trim(store, generation)
+
+
+def trim(store: SqlStore, generation: int) -> None:
+    """Retention after the versions numbered `generation` were kept (see the module docstring)."""
+    q, tenant, limits = store.queries, store.tenant_key, store.history_limits
+    per_file = limits.versions_per_file
+    for path, count in store._all(q.crowded, (tenant, tenant, generation, per_file)):
+        dropped = store._all(q.oldest_of_path, (tenant, path, int(count) - per_file))
+        store._run(q.drop_of_path, (tenant, path, dropped[-1][0]))
+        store._run(q.uncount, (sum(int(size) for _, size in dropped), tenant))
+    row = store._one(q.version_bytes, (tenant,))
+    if row is None:
+        raise OsFailure("bookkeeping")
+    excess = int(row[0]) - limits.bytes_per_tenant
+    if excess <= 0:
+        return
+    covered, after, cutoff = 0, 0, None
+    while covered < excess:
+        batch = store._all(q.oldest, (tenant, after, TRIM_BATCH))
+        for number, size in batch:
+            covered, cutoff = covered + int(size), int(number)
+            if covered >= excess:
+                break
+        if len(batch) < TRIM_BATCH:
+            break
+        after = int(batch[-1][0])
+    if cutoff is None:
+        return
+    freed = store._one(q.bytes_up_to, (tenant, cutoff))
+    store._run(q.drop_up_to, (tenant, cutoff))
+    store._run(q.uncount, (int(freed[0]) if freed else 0, tenant))
+
+
+def version_of(row: Tuple[object, ...]) -> Version:
+    number, size, sha256, at, actor, command = row
+    return Version(
+        int(number),  # type: ignore[call-overload]
+        int(size),  # type: ignore[call-overload]
+        str(sha256),
+        float(at),  # type: ignore[arg-type]
+        None if actor is None else str(actor),
+        str(command),
+    )
+
+
+def line(version: Version) -> str:
+    """One line of `refmem history`: number, when (UTC, ISO 8601), size, SHA-256's first 12 hex digits, command,
+    actor (`-` for none); the actor and command escaped to one bounded line."""
+    when = datetime.datetime.fromtimestamp(version.at, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    actor = HISTORY_NO_ACTOR if version.actor is None else escape(version.actor, ECHO_CHARS)
+    return HISTORY_LINE.format(
+        number=version.number,
+        at=when,
+        size=version.size,
+        sha256=version.sha256[:SHA_SHOWN],
+        command=escape(version.command, ECHO_CHARS),
+        actor=actor,
+    )
