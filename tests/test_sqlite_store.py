@@ -425,7 +425,7 @@ def test_every_statement_is_rendered_for_each_dialect_and_names_the_tenant() -> 
     for name in names:
         one, other = getattr(sqlite, name), getattr(postgres, name)
         assert one.count("?") == other.count("%s") and "%s" not in one and "?" not in other, name
-        if "refmem_nodes" in one or "refmem_changes" in one or "refmem_tenants" in one:
+        if any(table in one for table in ("refmem_nodes", "refmem_changes", "refmem_tenants", "refmem_versions")):
             assert "tenant" in one, name  # no statement on memories without its tenant
     assert 'COLLATE "C"' in " ".join(postgres.ddl) and "BYTEA" in " ".join(postgres.ddl)
     assert postgres.version.endswith(" FOR UPDATE") and not sqlite.version.endswith("UPDATE")

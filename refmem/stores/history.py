@@ -62,7 +62,7 @@ def trim(store: SqlStore, generation: int) -> None:
     """Retention after the versions numbered `generation` were kept (see the module docstring)."""
     q, tenant, limits = store.queries, store.tenant_key, store.history_limits
     per_file = limits.versions_per_file
-    for path, count in store._all(q.crowded, (tenant, tenant, generation, per_file)):
+    for path, count in store._all(q.crowded, (tenant, generation, per_file)):
         dropped = store._all(q.oldest_of_path, (tenant, path, int(count) - per_file))
         store._run(q.drop_of_path, (tenant, path, dropped[-1][0]))
         store._run(q.uncount, (sum(int(size) for _, size in dropped), tenant))

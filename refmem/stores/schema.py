@@ -133,7 +133,7 @@ TABLES: Tuple[Table, ...] = (
 INDEXES: Tuple[Tuple[str, str, Tuple[str, ...]], ...] = (
     ("refmem_nodes_by_parent", "refmem_nodes", ("tenant", "parent", "name")),
     ("refmem_changes_by_generation", "refmem_changes", ("tenant", "generation")),
-    ("refmem_versions_by_number", "refmem_versions", ("tenant", "number")),
+    ("refmem_versions_by_number", "refmem_versions", ("tenant", "number", "path")),
 )
 
 UPGRADES: Dict[int, Tuple[Tuple[str, ...], Tuple[Tuple[str, str], ...], Tuple[str, ...]]] = {
@@ -255,10 +255,10 @@ class Queries:
             "UPDATE refmem_tenants SET version_bytes = version_bytes + (SELECT coalesce(sum(size), 0)"
             " FROM refmem_versions WHERE tenant = {p} AND number = {p}) WHERE tenant = {p}"
         )
-        self.crowded = q(
-            "SELECT path, count(*) FROM refmem_versions WHERE tenant = {p} AND path IN"
-            " (SELECT path FROM refmem_versions WHERE tenant = {p} AND number = {p})"
-            " GROUP BY path HAVING count(*) > {p}"
+        self.crowded = q(  # the paths a change kept versions of, with more versions than {p}: one count per path
+            "SELECT path, kept FROM (SELECT k.path AS path, (SELECT count(*) FROM refmem_versions v"
+            " WHERE v.tenant = k.tenant AND v.path = k.path) AS kept FROM refmem_versions k"
+            " WHERE k.tenant = {p} AND k.number = {p}) AS counted WHERE kept > {p}"
         )
         self.oldest_of_path = q(
             "SELECT number, size FROM refmem_versions WHERE tenant = {p} AND path = {p} ORDER BY number LIMIT {p}"
