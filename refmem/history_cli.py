@@ -55,9 +55,11 @@ def _open(args: argparse.Namespace) -> Tuple[Optional[Any], Optional[VirtualPath
     if location is None:
         return None, None, _fail(HISTORY_NEEDS_STORE.format(variable=ENVIRONMENT))
     try:
-        store = open_location(location, tenant=args.tenant)
+        store = open_location(location, tenant=args.tenant, actor=getattr(args, "actor", None))
     except TenantError as error:
         return None, None, _fail(f"cannot use the tenant: {error}")
+    except ValueError as error:  # an actor that cannot be printed on one line
+        return None, None, _fail(str(error))
     except StoreError as error:
         return None, None, _fail(f"cannot use the store: {error}")
     return store, path, 0
@@ -159,4 +161,5 @@ def register(commands: Any) -> None:
     )
     _where(back)
     back.add_argument("--version", type=int, required=True, metavar="N", help="the version's number (refmem history)")
+    back.add_argument("--actor", help="who restores: kept with the version of the content the restore replaces")
     back.set_defaults(func=_restore)

@@ -517,6 +517,16 @@ def test_a_version_1_database_is_refused_then_migrated_and_used(
         ]
         assert total_kept(store) == (8, 8)
         assert store.changes_since(0).generation == 3  # the generations went on from the v1 tenant row's
+        if engine == "postgresql":  # the table the migration added has row-level security, forced, as the others
+            connection = store._conn  # type: ignore[attr-defined]
+            row = connection.execute(
+                "SELECT relrowsecurity, relforcerowsecurity FROM pg_class WHERE oid = to_regclass('refmem_versions')"
+            ).fetchone()
+            assert tuple(row) == (True, True)
+            policies = connection.execute(
+                "SELECT count(*) FROM pg_policies WHERE tablename = 'refmem_versions' AND schemaname = current_schema()"
+            )
+            assert policies.fetchone()[0] == 1
     finally:
         store.close()
 
@@ -573,7 +583,10 @@ def test_the_cli_lists_and_restores_and_prints_no_location(
     when = shown.stdout.split("  ")[1]
     assert time.strptime(when, "%Y-%m-%dT%H:%M:%SZ")
     number = expected[-1].split("  ")[0]
-    back = cli("restore", "/memories/n.md", "--version", number, "--tenant", "alice", env={"REFMEM_STORE": location})
+    back = cli(
+        "restore", "/memories/n.md", "--version", number, "--tenant", "alice", "--actor", "oncall",
+        env={"REFMEM_STORE": location},
+    )
     said.append(back.stdout + back.stderr)
     first = sha(b"first\n")
     assert (back.returncode, back.stdout) == (0, f"restored /memories/n.md to version {number} (sha256 {first})\n")
@@ -593,6 +606,16 @@ def test_the_cli_lists_and_restores_and_prints_no_location(
     opened = open_store(tenant="alice")
     try:
         assert content(opened, "/memories/n.md") == b"first\n"
+        assert opened.history(vp("/memories/n.md"))[0].command == "delete"  # restored over nothing: nothing kept
+        opened.write(vp("/memories/n.md"), b"third\n", sha(b"first\n"))
+        again = cli("restore", "/memories/n.md", "--version", number, "--tenant", "alice", "--actor", "oncall",
+                    "--store", location)
+        assert again.returncode == 0, again.stderr
+        assert [(v.command, v.actor) for v in opened.history(vp("/memories/n.md"))[:2]] == [
+            ("restore", "oncall"), ("write", None)
+        ]
+        bad = cli("restore", "/memories/n.md", "--version", number, "--actor", "a\nb", "--store", location)
+        assert bad.returncode == 2 and "an actor is a string" in bad.stderr
     finally:
         opened.close()
 

@@ -36,16 +36,16 @@ def sqlite_path(location: str) -> str:
     return rest
 
 
-def open_location(location: str, tenant: Optional[str] = None) -> object:
-    """The store at `location` (a `storage.Store`), for `tenant`. A PostgreSQL database must have its schema
-    (`refmem db init`): a command line never makes one by accident."""
+def open_location(location: str, tenant: Optional[str] = None, actor: Optional[str] = None) -> object:
+    """The store at `location` (a `storage.Store`), for `tenant`, its changes' versions naming `actor`. A PostgreSQL
+    database must have its schema (`refmem db init`): a command line never makes one by accident."""
     if is_postgres(location):
         from .postgres import PostgresStore
 
-        return PostgresStore(location, tenant=tenant, create=False)
+        return PostgresStore(location, tenant=tenant, create=False, actor=actor)
     from .sqlite import SqliteStore
 
-    return SqliteStore(sqlite_path(location), tenant=tenant)
+    return SqliteStore(sqlite_path(location), tenant=tenant, actor=actor)
 
 
 def from_environment() -> Optional[str]:
