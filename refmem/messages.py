@@ -253,6 +253,9 @@ STORE_SCHEMA_OLDER = (
 
 # History (refmem.stores.history, `refmem history` and `refmem restore`; D-STORE-HISTORY-*): told to the operator or
 # the application, never to the model. A location is never named: it may hold a password.
+WRITE_DATA_TYPE = "the data of a conditional write must be bytes"
+WRITE_EXPECTED_TYPE = "expected_sha256 must be a string of hex digits, or None for a file that must not exist"
+RESTORE_NUMBER_TYPE = "a version number must be an integer"
 ACTOR_FORM = "an actor is a string of 1 to {most} printable characters, or None"
 HISTORY_LINE = "{number}  {at}  {size} bytes  {sha256}  {command}  {actor}"
 HISTORY_NO_ACTOR = "-"

@@ -223,6 +223,12 @@ def test_a_conditional_write_refuses_a_stale_sha_and_changes_nothing(opener: Ope
     assert refused.value.found is None
     with pytest.raises(TooBig):
         store.write(path, b"x" * 101, sha(b"v2\n"))
+    with pytest.raises(TypeError, match="must be bytes"):
+        store.write(path, "text", sha(b"v2\n"))  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="expected_sha256 must be a string"):
+        store.write(path, b"x", 7)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="a version number must be an integer"):
+        store.restore(path, "1")  # type: ignore[arg-type]
     store.write(vp("/memories/dir/f.md"), b"f", None)
     with pytest.raises(NotRegular):
         store.write(vp("/memories/dir"), b"x", None)

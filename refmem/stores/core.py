@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterator, List, Mapping, Optional, Sequence, T
 
 from .. import problems
 from ..limits import DEFAULT_HISTORY_LIMITS, DEFAULT_LIMITS, HistoryLimits, Limits
-from ..messages import TENANT_NESTED
+from ..messages import RESTORE_NUMBER_TYPE, TENANT_NESTED, WRITE_DATA_TYPE, WRITE_EXPECTED_TYPE
 from ..paths import VirtualPath
 from ..problems import DIR, FILE, Conflict, Exists, Missing, NotRegular, NoVersion, OsFailure, ParentNotDir, TooBig
 from ..storage import Changes, Entry, Listed, ReadFile, Store, TenantError, Version, VersionedStore
@@ -458,6 +458,8 @@ class SqlStore:
         missing parents, when it is gone; the content it replaces kept as a version). NoVersion when that version
         is not kept, NotRegular(DIR) when a folder is at the path, ParentNotDir(depth) when a file is on the way,
         TooBig(size) past `limits.max_file_bytes`. Restoring the content already there changes nothing."""
+        if not isinstance(number, int) or isinstance(number, bool):
+            raise TypeError(RESTORE_NUMBER_TYPE)
         if not path.parts:
             raise NotRegular(DIR)
         q, tenant, key = self.queries, self.tenant_key, _key(path)
@@ -482,9 +484,9 @@ class SqlStore:
         `limits.max_file_bytes`, ParentNotDir when a file is on the way. The content replaced is kept as a version.
         No content policy applies: the caller is the application, not the model."""
         if not isinstance(data, bytes):
-            raise TypeError("data must be bytes")
+            raise TypeError(WRITE_DATA_TYPE)
         if expected_sha256 is not None and not isinstance(expected_sha256, str):
-            raise TypeError("expected_sha256 must be a string or None")
+            raise TypeError(WRITE_EXPECTED_TYPE)
         if not path.parts:
             raise NotRegular(DIR)
         if len(data) > self.limits.max_file_bytes:

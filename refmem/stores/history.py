@@ -15,15 +15,13 @@ from __future__ import annotations
 
 import datetime
 import time
-from typing import TYPE_CHECKING, Optional, Tuple
+from typing import Any, List, Optional, Protocol, Sequence, Tuple
 
 from ..limits import HistoryLimits
 from ..messages import ACTOR_FORM, HISTORY_LINE, HISTORY_NO_ACTOR, escape
 from ..problems import FILE, OsFailure
 from ..storage import Version
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .core import SqlStore
+from .schema import Queries
 
 TRIM_BATCH = 64
 """The tenant's oldest versions read at a time while deciding how many generations the byte budget drops."""
@@ -31,6 +29,21 @@ SHA_SHOWN = 12
 """Hex digits of a version's SHA-256 that `refmem history` shows (as short commit hashes are)."""
 ECHO_CHARS = 200
 """Longest actor or command `refmem history` prints (both are escaped to one line)."""
+
+
+class SqlRows(Protocol):
+    """What this module needs of `core.SqlStore` (named so, not imported: core imports this module)."""
+
+    queries: Queries
+    tenant_key: str
+    actor: Optional[str]
+    history_limits: HistoryLimits
+
+    def _run(self, sql: str, params: Sequence[Any]) -> Any: ...
+
+    def _one(self, sql: str, params: Sequence[Any]) -> Optional[Tuple[Any, ...]]: ...
+
+    def _all(self, sql: str, params: Sequence[Any]) -> List[Tuple[Any, ...]]: ...
 
 
 def actor_name(raw: object, limits: HistoryLimits) -> Optional[str]:
@@ -44,7 +57,7 @@ def actor_name(raw: object, limits: HistoryLimits) -> Optional[str]:
 
 
 def keep(
-    store: SqlStore, generation: int, command: str, one: Optional[str] = None, below: Optional[Tuple[str, str]] = None
+    store: SqlRows, generation: int, command: str, one: Optional[str] = None, below: Optional[Tuple[str, str]] = None
 ) -> None:
     """Keep as versions numbered `generation` the files at the key `one`, or in the key range `below`, as they are
     now (before the change replaces or removes them); then apply retention."""
@@ -58,7 +71,7 @@ def keep(
     trim(store, generation)
 
 
-def trim(store: SqlStore, generation: int) -> None:
+def trim(store: SqlRows, generation: int) -> None:
     """Retention after the versions numbered `generation` were kept (see the module docstring)."""
     q, tenant, limits = store.queries, store.tenant_key, store.history_limits
     per_file = limits.versions_per_file
