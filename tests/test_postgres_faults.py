@@ -9,14 +9,20 @@ no result names the server's socket folder, the role, the DSN or the database.""
 
 from __future__ import annotations
 
+import itertools
 import json
 import multiprocessing
 import os
+import random
+import re
+import select
+import signal
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, List, Optional
 
+import pytest
 from postgres_support import APP_ROLE, Cluster, import_psycopg
 
 from refmem import MemoryHandler
@@ -236,3 +242,128 @@ def test_a_server_restart_mid_run_loses_nothing_and_answers_every_command(postgr
         assert state[path[len("/memories/"):]].count(b"@@\n") == 1
     after = PostgresStore(dsn, tenant=RESTART_TENANT, create=False)  # and the cluster serves later tests
     after.close()
+
+
+# --- clients SIGKILLed in the middle of their commands, by the thousand ---------------------------------
+
+KILLS_MANY = 1000
+"""Clients killed in the middle of their commands in one run (issue 18 asks for at least 1,000)."""
+KILL_BATCH = 100
+"""Kills between two checks of the whole state."""
+KILL_CLIENTS = 3
+"""Clients alive at once: each is killed at a random moment and another started in its place."""
+KILL_TENANT = "kills"
+KILL_FILES = ("f0.md", "f1.md", "f2.md", "sub/g0.md", "sub/g1.md")
+"""The files of the folder the clients move between /memories/a and /memories/b."""
+TOKEN_LINE = re.compile(rb"k-\d+-\d+\n")
+
+
+def _churn(dsn: str, seed: int, ready: int) -> None:
+    """A client that, once connected (it writes a byte to `ready`), moves the folder between /memories/a and
+    /memories/b, inserts and str_replaces unique token lines in its files, creates files in /memories/c and deletes
+    the one it created before, until killed. Every file it writes is token lines then `x`. (Files are created in a
+    folder that never moves: a create where the moving folder just was would make that folder again.)"""
+    store = PostgresStore(dsn, tenant=KILL_TENANT, create=False)
+    handler = MemoryHandler(store)
+    os.write(ready, b"r")
+    chooser = random.Random(seed)
+    here, made = "/memories/a", None
+    for step in itertools.count():
+        token = f"k-{seed}-{step}"
+        there = "/memories/b" if here == "/memories/a" else "/memories/a"
+        file = f"{here}/{chooser.choice(KILL_FILES)}"
+        kind = chooser.randrange(5)
+        if kind == 0:
+            result = handler.execute({"command": "rename", "old_path": here, "new_path": there})
+            here = there if not result.is_error or "does not exist" in result.output else here
+        elif kind == 1:
+            result = handler.execute({"command": "insert", "path": file, "insert_line": 0, "insert_text": f"{token}\n"})
+        elif kind == 2:
+            result = handler.execute({"command": "str_replace", "path": file, "old_str": "\nx\n",
+                                      "new_str": f"\n{token}\nx\n"})
+        elif kind == 3:
+            create = {"command": "create", "path": f"/memories/c/n-{token}.md", "file_text": f"{token}\nx\n"}
+            result = handler.execute(create)
+            made = f"n-{token}.md" if not result.is_error else made
+        else:
+            result = handler.execute({"command": "delete", "path": f"/memories/c/{made or 'none.md'}"})
+        if result.is_error and "does not exist" in result.output and kind in (1, 2):
+            here = there  # the folder moved: another client's rename
+
+
+def _check_untorn(postgres: Cluster, dsn: str) -> int:
+    """Asserts nothing is torn; the number of token lines in the memories."""
+    schema = dsn.split("search_path=")[1].rstrip("'")
+    with postgres.admin() as connection:
+        found = connection.execute(
+            f"SELECT path, parent, name, depth, kind, size, data FROM {schema}.refmem_nodes"  # noqa: S608
+            " WHERE tenant = %s ORDER BY path", (KILL_TENANT,)
+        ).fetchall()
+    kinds = {row[0]: row[4] for row in found}
+    tops = {path.split("/")[0] for path in kinds} - {"c"}
+    assert len(tops) == 1, tops  # the folder is in one place, never in both, never half of it
+    (top,) = tops
+    moved = sorted(path for path in kinds if path.split("/")[0] == top)
+    assert moved == sorted([top, f"{top}/sub"] + [f"{top}/{name}" for name in KILL_FILES]), moved
+    tokens: List[bytes] = []
+    for path, parent, name, depth, kind, size, data in found:  # every row agrees with its key: no subtree half moved
+        parts = path.split("/")
+        assert (parent, name, depth) == ("/".join(parts[:-1]), parts[-1], len(parts)), path
+        assert parent == "" or kinds.get(parent) == "dir", path
+        if kind == "file":
+            data = bytes(data)
+            assert size == len(data) and data.endswith(b"x\n"), (path, data[-200:])
+            body = data[: -len(b"x\n")]
+            lines = TOKEN_LINE.findall(body)
+            assert b"".join(lines) == body, (path, data[-200:])  # only whole token lines before the final x
+            tokens.extend(lines)
+    assert len(tokens) == len(set(tokens))  # no command applied twice
+    return len(tokens)
+
+
+@pytest.mark.slow
+def test_a_thousand_clients_killed_mid_command_leave_nothing_torn(postgres: Cluster) -> None:
+    dsn = fresh_dsn(postgres, "kills")
+    store = PostgresStore(dsn, tenant=KILL_TENANT)
+    handler = MemoryHandler(store)
+    for path in [f"/memories/a/{name}" for name in KILL_FILES] + ["/memories/c/made.md"]:
+        create = {"command": "create", "path": path, "file_text": "x\n"}
+        assert not handler.execute(create).is_error
+    store.close()
+    chooser = random.Random(1018)
+    alive: Dict[int, int] = {}  # pid -> the seed it churns with
+    kills, seeds, tokens_seen = 0, itertools.count(), []
+    started = time.monotonic()
+    try:
+        while kills < KILLS_MANY:
+            for _ in range(KILL_BATCH):
+                while len(alive) < KILL_CLIENTS:
+                    seed = next(seeds)
+                    read_end, write_end = os.pipe()
+                    pid = os.fork()
+                    if pid == 0:  # pragma: no cover - the child never returns
+                        try:
+                            os.close(read_end)
+                            _churn(dsn, seed, write_end)
+                        finally:
+                            os._exit(1)
+                    os.close(write_end)
+                    ready, _, _ = select.select([read_end], [], [], 60)
+                    assert ready and os.read(read_end, 1) == b"r", "a client never connected"
+                    os.close(read_end)
+                    alive[pid] = seed
+                time.sleep(chooser.uniform(0.0, 0.02))
+                victim = chooser.choice(sorted(alive))
+                os.kill(victim, signal.SIGKILL)
+                os.waitpid(victim, 0)
+                del alive[victim]
+                kills += 1
+            tokens_seen.append(_check_untorn(postgres, dsn))  # with the others still running: one state, whole
+    finally:
+        for pid in alive:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    tokens_seen.append(_check_untorn(postgres, dsn))
+    print(f"{kills} clients killed mid-command in {time.monotonic() - started:.1f} s; token lines after each batch:"
+          f" {tokens_seen}")
+    assert kills >= 1000 and tokens_seen[-1] > tokens_seen[0] > 0  # the clients did work between the kills
