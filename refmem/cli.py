@@ -160,7 +160,10 @@ def _write_text(stream: TextIO, text: str) -> None:
 def _serve(args: argparse.Namespace) -> int:
     from .serve import main as serve_main
 
-    return serve_main(database=args.store == "sqlite")
+    store = args.store if args.store is not None else _store_from_environment()
+    if store is None or store == "directory":
+        return serve_main()
+    return serve_main(database=True) if store == "sqlite" else serve_main(location=store)
 
 
 def _prune(args: argparse.Namespace) -> int:
@@ -291,10 +294,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument(
         "--store",
-        choices=["directory", "sqlite"],
-        default="directory",
+        metavar="{directory,sqlite,LOCATION}",
         help="directory (default): the memories are the files under each reset's root; sqlite: an SQLite database "
-        "made in each reset's root (the memory tool only, storage 'own')",
+        "made in each reset's root; LOCATION (postgresql://... after refmem db init, or sqlite:///PATH.db): one "
+        f"database, each reset's root a namespace of its own in it; also read from {_STORE_VARIABLE}, never printed "
+        "(both database modes: the memory tool only, storage 'own')",
     )
     serve.set_defaults(func=_serve)
 

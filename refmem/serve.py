@@ -21,8 +21,10 @@ need are ignored, as the protocol asks. `seq` is echoed only when it is valid.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import pathlib
+import secrets
 import sys
 import traceback
 from typing import IO, Any, Callable, Dict, Iterator, Optional, Union
@@ -32,9 +34,14 @@ from . import protocol as p
 HOMEPAGE = "https://github.com/refmem/refmem"
 PROTOCOL_VERSION = p.VERSION
 OPTIONS = p.OPTION_NAMES
+"""Every handler option a `reset` may carry; all are listed in the `start` reply."""
 DATABASE_NAME = "memory.db"
 """With `serve --store sqlite`: the database file made in each reset's root."""
-"""Every handler option a `reset` may carry; all are listed in the `start` reply."""
+NAMESPACE_NAME = ".refmem-namespace"
+"""With `serve --store LOCATION` (one database for every root): the file in each reset's root naming the root's
+namespace in that database (D-SERVE-STORE)."""
+NAMESPACE_PREFIX = "serve-"
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 _READ_CHUNK = 1 << 20  # bytes read at a time while dropping the rest of an overlong line
 
@@ -60,6 +67,7 @@ class Session:
         self.stopped = False
         self.database = False  # `serve --store sqlite`: each reset's root holds a database (DATABASE_NAME)
         self.store: Optional[Any] = None  # that database's store, closed with the handler
+        self.location: Optional[str] = None  # `serve --store LOCATION`: the one database (never shown)
 
 
 _Session = Session  # the earlier name
@@ -95,8 +103,8 @@ def _start(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
         p.OPTIONS: list(OPTIONS),
         p.TOOLS: [p.TOOL_MEMORY] if session.database else list(p.TOOL_NAMES),
         # several servers on one root share it (the store's write lock is a file lock across processes; over
-        # SQLite, one database file in the root); a tenant's memories are the store's own namespace
-        # (D-STORE-TENANT-FS)
+        # SQLite, one database file in the root; over one database, the root's namespace, D-SERVE-STORE); a
+        # tenant's memories are the store's own namespace (D-STORE-TENANT-FS)
         **({p.SHARE: True} if request.get(p.SHARE) is True else {}),
         p.TENANTS: True,
     }
@@ -173,8 +181,15 @@ def _reset(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
             tenant_name(tenant)
         except TenantError as exc:
             raise _Refusal(p.BAD_REQUEST, f"tenant: {exc}"[:200]) from None
+    from .stores import StoreError
+
     try:
-        if session.database:
+        if session.location is not None:
+            from .stores.location import open_location
+
+            session.store = open_location(session.location, tenant=namespace_tenant(root, tenant))
+            tenant = None  # the namespace's tenant is the root's and the model's together
+        elif session.database:
             from .stores.sqlite import SqliteStore
 
             session.store = SqliteStore(os.path.join(root, DATABASE_NAME))
@@ -182,10 +197,55 @@ def _reset(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
     except Exception as exc:  # noqa: BLE001 - reported, never fatal
         session.handler = None
         _drop_handler(session)
-        raise _Refusal(p.RESET_FAILED, f"the handler could not be built: {type(exc).__name__}") from exc
+        # a StoreError's text names no location (refmem.stores.location); anything else only by its type
+        said = f"the store could not be used: {exc}" if isinstance(exc, StoreError) else type(exc).__name__
+        raise _Refusal(p.RESET_FAILED, f"the handler could not be built: {said}"[:300]) from exc
     session.root = root
     session.options = kwargs
     return {p.OK: True}
+
+
+def _root_namespace(root: str) -> str:
+    """The namespace of `root` in the one database: 24 random hex digits kept in the root's NAMESPACE_NAME file,
+    made by the first reset on the root. As with `memory.db` under `--store sqlite`, the memories go with the
+    root: sessions on one root share them, a new root (or a root made again where one was) starts empty."""
+    marker = os.path.join(root, NAMESPACE_NAME)
+    for _ in range(3):
+        try:
+            return _read_namespace(marker)
+        except FileNotFoundError:
+            pass
+        made = f"{marker}.{secrets.token_hex(8)}"
+        descriptor = os.open(made, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
+        try:
+            os.write(descriptor, secrets.token_hex(12).encode("ascii"))
+        finally:
+            os.close(descriptor)
+        try:
+            os.link(made, marker)  # whole or not at all: a session on the same root never reads half of it
+        except FileExistsError:
+            pass  # another session made it first: its namespace is the root's
+        finally:
+            os.unlink(made)
+    raise OSError("the root's namespace file keeps changing")
+
+
+def _read_namespace(marker: str) -> str:
+    descriptor = os.open(marker, os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0))
+    try:
+        text = os.read(descriptor, 64)
+    finally:
+        os.close(descriptor)
+    if len(text) != 24 or text.strip(b"0123456789abcdef"):
+        raise ValueError("the root's namespace file is not one refmem made")
+    return text.decode("ascii")
+
+
+def namespace_tenant(root: str, tenant: Optional[str]) -> str:
+    """The store's tenant for a reset on `root` for the model's `tenant` (None: the default one): one name per
+    (root, tenant), a hash so that any two differ (D-SERVE-STORE)."""
+    seed = f"{_root_namespace(root)}\0{tenant or ''}".encode()
+    return NAMESPACE_PREFIX + hashlib.sha256(seed).hexdigest()[:40]
 
 
 def _execute(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
@@ -327,12 +387,21 @@ def read_lines(stream: IO[Any], limit: int = p.MAX_LINE_BYTES) -> Iterator[Optio
         yield None
 
 
-def serve(stdin: IO[Any], stdout: IO[str], max_line_bytes: int = p.MAX_LINE_BYTES, database: bool = False) -> int:
+def serve(
+    stdin: IO[Any],
+    stdout: IO[str],
+    max_line_bytes: int = p.MAX_LINE_BYTES,
+    database: bool = False,
+    location: Optional[str] = None,
+) -> int:
     """Answer requests from `stdin` (binary, or text for tests) on `stdout` until `stop` or the end of
     input; returns the exit status. With `database`, each reset's root holds an SQLite database
-    (`DATABASE_NAME`) instead of the memories as files, and only the memory tool runs."""
+    (`DATABASE_NAME`) instead of the memories as files, and only the memory tool runs. With `location`
+    (`postgresql://...` or `sqlite:...`, never shown), every root's memories are a namespace of their own in
+    that one database (`namespace_tenant`), and only the memory tool runs."""
     session = Session()
-    session.database = database
+    session.database = database or location is not None
+    session.location = location
     for line in read_lines(stdin, max_line_bytes):
         if line is None:
             too_long = p.LineError("too_long", max_line_bytes)
@@ -347,9 +416,30 @@ def serve(stdin: IO[Any], stdout: IO[str], max_line_bytes: int = p.MAX_LINE_BYTE
     return 0
 
 
-def main(database: bool = False) -> int:
+def check_location(location: str) -> Optional[str]:
+    """Why the store at `location` cannot be served (its StoreError's text, naming no location), or None: a
+    server that could answer no reset says so once, before `start`, instead of at every reset."""
+    from .stores import StoreError
+    from .stores.location import open_location
+
     try:
-        return serve(sys.stdin.buffer, sys.stdout, database=database)
+        store = open_location(location)
+    except StoreError as error:
+        return str(error)
+    close = getattr(store, "close", None)
+    if close is not None:
+        close()
+    return None
+
+
+def main(database: bool = False, location: Optional[str] = None) -> int:
+    if location is not None:
+        refused = check_location(location)
+        if refused is not None:
+            print(f"refmem: cannot use the store: {refused}", file=sys.stderr)
+            return 2
+    try:
+        return serve(sys.stdin.buffer, sys.stdout, database=database, location=location)
     except BrokenPipeError:
         # The runner stopped reading; nothing is left to answer. Python's own flush at exit would
         # fail again and print a traceback, so standard output is pointed at nothing first.

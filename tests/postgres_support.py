@@ -27,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any, List, Optional
 
@@ -75,11 +76,22 @@ class Cluster:
     def start(self) -> None:
         self._run(str(BIN / "initdb"), "-D", str(self.data), "-U", "postgres", "-A", "trust", "-E", "UTF8",
                   "--locale=C", "--no-sync")
-        options = f"-k {self.socket} -c listen_addresses='' -c fsync=off -c max_connections=100"
-        self._run(str(BIN / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-o", options, "-w", "start")
+        self._start_server()
         with self.admin("postgres") as connection:
             connection.execute(f"CREATE ROLE {APP_ROLE} LOGIN NOSUPERUSER NOBYPASSRLS")
             connection.execute(f"CREATE DATABASE {DATABASE} OWNER {APP_ROLE}")
+
+    def _start_server(self) -> None:
+        options = f"-k {self.socket} -c listen_addresses='' -c fsync=off -c max_connections=100"
+        self._run(str(BIN / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-o", options, "-w", "start")
+
+    def restart(self, down_seconds: float = 0.0) -> None:
+        """Stop the server as an operator's restart does (`pg_ctl stop -m fast`: every session's transaction rolled
+        back, every connection closed), leave it down `down_seconds`, and start it again on the same data and socket;
+        the cluster then serves later tests as before."""
+        self._run(str(BIN / "pg_ctl"), "-D", str(self.data), "-m", "fast", "-w", "stop")
+        time.sleep(down_seconds)
+        self._start_server()
 
     def stop(self) -> None:
         try:
