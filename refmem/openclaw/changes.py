@@ -141,10 +141,10 @@ class Journal(Source):
             return token, None
         if changed is None:
             return generation, None
-        return generation, {_relative(path) for path in changed}  # type: ignore[attr-defined]
+        return generation, {relative(path) for path in changed}  # type: ignore[attr-defined]
 
 
-def _relative(path: Union[str, Tuple[str, ...], object]) -> str:
+def relative(path: Union[str, Tuple[str, ...], object]) -> str:
     """A journal's path as the index spells it: below the workspace, `/`-separated."""
     parts = getattr(path, "parts", path)
     if isinstance(parts, tuple):
