@@ -167,8 +167,9 @@ class JournalFreshness:
                 total = [0, 0, 0, 0]
                 for path in sorted(changed):
                     parts = tuple(path.split("/"))
-                    below = disk.scan(self.limits.max_indexed_files, None, parts)
-                    total = [a + b for a, b in zip(total, index.reconcile(disk, self.limits, below, _below(parts)))]
+                    scanned = disk.scan(self.limits.max_indexed_files, None, parts)
+                    result = index.reconcile(disk, self.limits, scanned, _below(parts), below=path)
+                    total = [a + b for a, b in zip(total, result)]
                 total = [a + b for a, b in zip(total, index.refresh_paths(disk, self.limits, changed))]
                 result = Refreshed(*total)
             self.generation = generation

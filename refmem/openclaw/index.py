@@ -227,13 +227,22 @@ class Index:
         limits: OpenClawLimits,
         scanned: Dict[Tuple[str, ...], FileState],
         scope: Callable[[str], bool],
+        below: Optional[str] = None,
     ) -> Refreshed:
         """Make the index's files within `scope` (a test on paths) the `scanned` ones: a file is read
         again only when its device, inode, size or modification time changed; files gone are dropped.
-        The difference is taken inside the write transaction, so two processes cannot both apply it."""
+        The difference is taken inside the write transaction, so two processes cannot both apply it.
+        `below` (a folder's path) narrows what is read of the index to the files below it, by the
+        path column's index: a subtree costs what is in it, not the whole index."""
         current = {paths.relative(parts): (parts, state) for parts, state in scanned.items()}
         with self.lock, self._transaction():
-            rows = self.conn.execute("SELECT path, dev, ino, size, mtime_ns FROM files")
+            if below is None:
+                rows = self.conn.execute("SELECT path, dev, ino, size, mtime_ns FROM files")
+            else:  # "0" follows "/" in code point order: [below/, below0) is everything below
+                rows = self.conn.execute(
+                    "SELECT path, dev, ino, size, mtime_ns FROM files WHERE path >= ? AND path < ?",
+                    (below + "/", below + "0"),
+                )
             known = {row[0]: tuple(row[1:]) for row in rows if scope(row[0])}
             removed = [path for path in known if path not in current]
             stale = sorted(path for path, (_, state) in current.items() if known.get(path) != tuple(state))

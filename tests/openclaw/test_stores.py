@@ -309,3 +309,29 @@ def test_a_closed_store_gives_error_results(database: Database) -> None:
     store.close()
     assert reply(memory, "memory_get", {"path": "MEMORY.md"})["result"]["code"] == "MEMORY_READ_FAILED"
     assert reply(memory, "memory_search", {"query": "zebra"})["result"]["code"] == "MEMORY_INDEX_FAILED"
+
+
+def test_a_subtree_is_reconciled_from_the_index_rows_below_it_only(tmp_path: pathlib.Path) -> None:
+    store = SqliteStore(tmp_path / "memory.db", tenant="alice")
+    try:
+        for path in ("memory/a.md", "memory/a/x.md", "memory/ab/x.md", "memory/a0.md"):
+            create(store, None, path, "yak\n")
+        memory = OpenClawMemory(store, clock=lambda: NOW)
+        assert len(found(memory, "yak")) == 4
+        index = memory._open_index()
+        # Scope takes everything: `below` alone keeps the other files (".", "b" and "0" sort around "/").
+        dropped = index.reconcile(memory.disk, memory.limits, {}, lambda path: True, below="memory/a")
+        assert dropped.removed == 1
+        assert sorted(found(memory, "yak")) == ["memory/a.md", "memory/a0.md", "memory/ab/x.md"]
+    finally:
+        store.close()
+
+
+def test_the_allow_list_and_read_only_over_a_database(database: Database) -> None:
+    store = database.open()
+    create(store, "alice", "MEMORY.md", "yak at the top\n")
+    create(store, "alice", "memory/2026-11-20.md", "yak in the log\n")
+    with workspace(store, allow=["memory/*"], read_only=True) as memory:
+        assert found(memory, "yak") == ["memory/2026-11-20.md"]
+        assert memory.memory_get("MEMORY.md")["code"] == "MEMORY_PATH_NOT_ALLOWED"
+        assert memory.append_daily("a note", day=datetime.date(2026, 11, 21))["code"] == "MEMORY_READ_ONLY"
