@@ -18,14 +18,12 @@ import threading
 import time
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
-from ..problems import FsProblem
 from ..storage import Store
 from ..store import Root
 from . import changes, paths
 from .disk import Files, FolderState
 from .index import Index, Refreshed
 from .limits import OpenClawLimits
-from .storedisk import guarded
 
 Parts = Tuple[str, ...]
 
@@ -145,7 +143,7 @@ class JournalFreshness:
     by the next."""
 
     def __init__(self, store: Store, limits: OpenClawLimits) -> None:
-        self.store = store
+        self.journal = changes.StoreJournal(store)
         self.limits = limits
         self.generation: Optional[int] = None  # None: no search yet, the first one scans
         self.lock = threading.Lock()
@@ -154,13 +152,8 @@ class JournalFreshness:
     def update(self, index: Index, disk: Files) -> Refreshed:
         """Bring `index` up to date (see the class docstring)."""
         with self.lock:
-            asked = self.generation or 0
-            try:
-                with guarded():
-                    generation, found = self.store.changes_since(asked)
-            except FsProblem:
-                generation, found = asked, None  # asked again from where it was next time: a superset
-            changed = None if found is None or self.generation is None else {changes.relative(p) for p in found}
+            generation, found = self.journal.changes_since(self.generation or 0)
+            changed = None if self.generation is None else found
             if changed is None or "" in changed:
                 result = self.full(index, disk)
             else:

@@ -16,8 +16,10 @@ from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional
 import pytest
 
 from refmem import MemoryHandler
+from refmem.messages import IO_REASONS
 from refmem.openclaw import OpenClawMemory
 from refmem.openclaw.tools import reply
+from refmem.problems import OsFailure
 from refmem.storage import Store, TenantError
 from refmem.stores import core
 from refmem.stores.sqlite import SqliteStore
@@ -335,3 +337,42 @@ def test_the_allow_list_and_read_only_over_a_database(database: Database) -> Non
         assert found(memory, "yak") == ["memory/2026-11-20.md"]
         assert memory.memory_get("MEMORY.md")["code"] == "MEMORY_PATH_NOT_ALLOWED"
         assert memory.append_daily("a note", day=datetime.date(2026, 11, 21))["code"] == "MEMORY_READ_ONLY"
+
+
+class FlakyStore(SqliteStore):
+    """A database that is busy when told: its reads and its journal fail as an engine's would."""
+
+    busy_reads = False
+    busy_journal = False
+
+    def open_regular(self, path: Any, refuse_hard_links: bool = True) -> Any:
+        if FlakyStore.busy_reads:
+            raise OsFailure("busy")
+        return super().open_regular(path, refuse_hard_links)
+
+    def changes_since(self, generation: int) -> Any:
+        if FlakyStore.busy_journal:
+            raise OsFailure("busy")
+        return super().changes_since(generation)
+
+
+def test_a_search_that_failed_loses_no_change(tmp_path: pathlib.Path) -> None:
+    store = FlakyStore(tmp_path / "memory.db", tenant="alice")
+    FlakyStore.busy_reads = FlakyStore.busy_journal = False
+    try:
+        create(store, None, "MEMORY.md", "yak\n")
+        memory = OpenClawMemory(store, clock=lambda: NOW)
+        assert found(memory, "yak") == ["MEMORY.md"]
+        create(store, None, "memory/2026-11-20.md", "gnu\n")
+        FlakyStore.busy_reads = True  # the file the journal names cannot be read: the search says so
+        failed = memory.memory_search("gnu")
+        assert failed["code"] == "MEMORY_INDEX_FAILED" and failed["error"].endswith(IO_REASONS["busy"])
+        FlakyStore.busy_reads = False
+        assert found(memory, "gnu") == ["memory/2026-11-20.md"]  # the journal is asked again from where it was
+        create(store, None, "memory/2026-11-21.md", "ibex\n")
+        FlakyStore.busy_journal = True  # a journal that fails means the full scan, never a stale index
+        assert found(memory, "ibex") == ["memory/2026-11-21.md"]
+        assert memory._fresh().full_scans == 2
+    finally:
+        FlakyStore.busy_reads = FlakyStore.busy_journal = False
+        store.close()
