@@ -18,9 +18,11 @@ import pytest
 from refmem import MemoryHandler
 from refmem.messages import IO_REASONS
 from refmem.openclaw import OpenClawMemory
+from refmem.openclaw.disk import Disk
 from refmem.openclaw.tools import reply
 from refmem.problems import OsFailure
 from refmem.storage import Store, TenantError
+from refmem.store import Root
 from refmem.stores import core
 from refmem.stores.sqlite import SqliteStore
 
@@ -376,3 +378,15 @@ def test_a_search_that_failed_loses_no_change(tmp_path: pathlib.Path) -> None:
     finally:
         FlakyStore.busy_reads = FlakyStore.busy_journal = False
         store.close()
+
+
+def test_tenants_over_the_filesystem_store_too(tmp_path: pathlib.Path) -> None:
+    root = tmp_path / "memories"
+    for tenant, canary in (("alice", "okapiquartz"), ("bob", "lemurbasalt")):
+        handler = MemoryHandler(root, tenant=tenant)
+        assert not handler.execute({"command": "create", "path": "/memories/MEMORY.md", "file_text": canary}).is_error
+        handler.close()
+    with OpenClawMemory(root, tenant="alice") as alice, OpenClawMemory(Root(root), tenant="bob") as bob:
+        assert found(alice, "okapiquartz") == ["MEMORY.md"] and found(alice, "lemurbasalt") == []
+        assert found(bob, "lemurbasalt") == ["MEMORY.md"] and found(bob, "okapiquartz") == []
+        assert isinstance(alice.disk, Disk) and alice._index_kind == "file"  # the directory's own walk and index file
