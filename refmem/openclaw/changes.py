@@ -19,6 +19,8 @@ again only what they name (D-OPENCLAW-INDEX-FRESH):
   (file systems keep times at a clock tick's precision: two changes in one tick look like one).
 * The store's change journal, once `refmem.store.Root` offers `changes_since(generation)`, is one
   more source with no other change: `journal(root)` wraps it (the seam, below).
+* `StoreJournal`: the journal of a store that is not a directory (a database, D-OPENCLAW-STORES), where
+  every change goes through refmem: there it is the only source (`fresh.JournalFreshness`).
 
 Standard library only; the sources hold no descriptors.
 """
@@ -31,7 +33,9 @@ import time
 from typing import Callable, Dict, List, Optional, Set, Tuple, Union
 
 from ..problems import FsProblem
+from ..storage import Store
 from ..store import Root
+from .storedisk import guarded
 
 Paths = Optional[Set[str]]
 """Changed paths below the workspace, or None: scan everything."""
@@ -141,16 +145,34 @@ class Journal(Source):
             return token, None
         if changed is None:
             return generation, None
-        return generation, {_relative(path) for path in changed}  # type: ignore[attr-defined]
+        return generation, {relative(path) for path in changed}  # type: ignore[attr-defined]
 
 
-def _relative(path: Union[str, Tuple[str, ...], object]) -> str:
-    """A journal's path as the index spells it: below the workspace, `/`-separated."""
+def relative(path: Union[str, Tuple[str, ...], object]) -> str:
+    """A journal's path as the index spells it: below the workspace, `/`-separated ("" for the workspace)."""
     parts = getattr(path, "parts", path)
     if isinstance(parts, tuple):
         return "/".join(str(part) for part in parts)
     text = str(path)
+    if text == "/memories":
+        return ""
     return text[len("/memories/") :] if text.startswith("/memories/") else text.lstrip("/")
+
+
+class StoreJournal(Source):
+    """The change journal of a store every change goes through (a database): being the only source there,
+    one that fails says "rescan" (from the same token, a superset next time) and never goes quiet."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def changes_since(self, token: int) -> Tuple[int, Paths]:
+        try:
+            with guarded():
+                generation, changed = self.store.changes_since(token)
+        except FsProblem:
+            return token, None
+        return generation, None if changed is None else {relative(path) for path in changed}
 
 
 def journal(root: Root) -> Optional[Source]:

@@ -14,12 +14,13 @@ import os
 import stat
 import sys
 import threading
-from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
+from typing import Callable, ContextManager, Dict, List, NamedTuple, Optional, Protocol, Tuple
 
 from .. import kernel, problems, tree
 from ..limits import DEFAULT_LIMITS, Limits
 from ..paths import VirtualPath
 from ..problems import FsProblem, Missing, OsFailure
+from ..storage import ReadFile
 from ..store import BOOKKEEPING_DIR, OpenFile, Root
 from . import paths
 
@@ -127,6 +128,34 @@ class IndexHandle:
         except OSError:
             return False
         return stat.S_ISREG(info.st_mode) and info.st_nlink == 1 and kernel.identity(info) == self.identity
+
+
+class Files(Protocol):
+    """What the tools, the index and its freshness ask of a workspace's files: `Disk` over a directory,
+    `storedisk.StoreDisk` over any other store (D-OPENCLAW-STORES). Chosen once, when the workspace is
+    opened; nothing else looks at which it is."""
+
+    def open_file(self, path: VirtualPath) -> ContextManager[ReadFile]: ...
+
+    def read_file(self, parts: Tuple[str, ...], limit: int) -> Optional[Tuple[bytes, FileState]]: ...
+
+    def scan(
+        self, cap: int, folders: Optional[Dict[Tuple[str, ...], FolderState]] = None, under: Tuple[str, ...] = ()
+    ) -> Dict[Tuple[str, ...], FileState]: ...
+
+    def list_folder(
+        self, parts: Tuple[str, ...]
+    ) -> Optional[Tuple[Dict[Tuple[str, ...], FileState], Dict[Tuple[str, ...], FolderState]]]: ...
+
+    def folder_state(self, parts: Tuple[str, ...]) -> Optional[FolderState]: ...
+
+    def state_of(self, parts: Tuple[str, ...]) -> Optional[FileState]: ...
+
+    def append(self, path: VirtualPath, extend: Callable[[bytes], bytes], limit: int) -> None: ...
+
+    def index_handle(self) -> IndexHandle: ...
+
+    def drop_index(self) -> None: ...
 
 
 class Disk:

@@ -6,17 +6,22 @@ when the full scan is due; and the cheap check of every search looks at the modi
 folder holding memory files, listing again only a folder whose time moved (or moved too recently to
 be trusted, `changes.RACY_NS`). A folder that appeared is scanned whole, one that went takes its files
 with it.
+
+`JournalFreshness` is the same over a store that is not a directory (a database, D-OPENCLAW-STORES): every
+change to it goes through refmem and is in its change journal, so the journal is the only source; it has no
+folder times to look at and no other program to wait for.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Dict, List, Set, Tuple
+from typing import Callable, Dict, List, Optional, Set, Tuple
 
+from ..storage import Store
 from ..store import Root
 from . import changes, paths
-from .disk import Disk, FolderState
+from .disk import Files, FolderState
 from .index import Index, Refreshed
 from .limits import OpenClawLimits
 
@@ -53,7 +58,7 @@ class Freshness:
         self.lock = threading.Lock()
         self.full_scans = 0
 
-    def update(self, index: Index, disk: Disk) -> Refreshed:
+    def update(self, index: Index, disk: Files) -> Refreshed:
         """Bring `index` up to date (see the module docstring)."""
         with self.lock:
             changed: Set[str] = set()
@@ -74,7 +79,7 @@ class Freshness:
                 total = [a + b for a, b in zip(total, result)]
             return Refreshed(*total)
 
-    def full(self, index: Index, disk: Disk) -> Refreshed:
+    def full(self, index: Index, disk: Files) -> Refreshed:
         """The full scan, now."""
         folders: Dict[Parts, FolderState] = {}
         taken = time.time_ns()
@@ -83,7 +88,7 @@ class Freshness:
         self.full_scans += 1
         return result
 
-    def _check_folders(self, index: Index, disk: Disk) -> List[Refreshed]:
+    def _check_folders(self, index: Index, disk: Files) -> List[Refreshed]:
         results: List[Refreshed] = []
         gone: List[Parts] = []
         for parts, (known, taken) in sorted(self.folders.items()):
@@ -126,3 +131,48 @@ class Freshness:
         """This process wrote `relative`: tell every handler of the workspace."""
         if paths.is_indexed(tuple(relative.split("/"))):
             changes.notify(self.notices.key, [relative])
+
+
+class JournalFreshness:
+    """What one handler knows of a store that is not a directory: the generation its journal handed out last.
+
+    Before each search the journal names what changed since (each path standing for itself and everything
+    below it): each is read again, and what was below it listed again. A journal that cannot tell (the first
+    search, more than `CHANGES_MAX` changes, a trimmed journal) or that fails means the full scan. The
+    generation moves only once the index holds what it names, so a search that failed half-way is made good
+    by the next."""
+
+    def __init__(self, store: Store, limits: OpenClawLimits) -> None:
+        self.journal = changes.StoreJournal(store)
+        self.limits = limits
+        self.generation: Optional[int] = None  # None: no search yet, the first one scans
+        self.lock = threading.Lock()
+        self.full_scans = 0
+
+    def update(self, index: Index, disk: Files) -> Refreshed:
+        """Bring `index` up to date (see the class docstring)."""
+        with self.lock:
+            generation, found = self.journal.changes_since(self.generation or 0)
+            changed = None if self.generation is None else found
+            if changed is None or "" in changed:
+                result = self.full(index, disk)
+            else:
+                total = [0, 0, 0, 0]
+                for path in sorted(changed):
+                    parts = tuple(path.split("/"))
+                    scanned = disk.scan(self.limits.max_indexed_files, None, parts)
+                    result = index.reconcile(disk, self.limits, scanned, _below(parts), below=path)
+                    total = [a + b for a, b in zip(total, result)]
+                total = [a + b for a, b in zip(total, index.refresh_paths(disk, self.limits, changed))]
+                result = Refreshed(*total)
+            self.generation = generation
+            return result
+
+    def full(self, index: Index, disk: Files) -> Refreshed:
+        """The full scan, now."""
+        result = index.refresh(disk, self.limits)
+        self.full_scans += 1
+        return result
+
+    def announce(self, relative: str) -> None:
+        """Nothing to do: the write is in the store's journal."""

@@ -29,7 +29,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optiona
 from ..messages import IO_REASONS
 from ..problems import FsProblem
 from . import bm25, chunks, paths
-from .disk import Disk, FileState, FolderState, IndexHandle
+from .disk import Files, FileState, FolderState, IndexHandle
 from .limits import OpenClawLimits
 from .rank import Hit
 from .terms import fts_terms, terms, words
@@ -178,7 +178,7 @@ class Index:
     # -- opening --
 
     @classmethod
-    def open(cls, disk: Disk, settings: Dict[str, str], mode: Optional[str] = None) -> Index:
+    def open(cls, disk: Files, settings: Dict[str, str], mode: Optional[str] = None) -> Index:
         """The index in the workspace's bookkeeping folder, or a temporary one (see the module
         docstring). `settings` (format, chunking, embedding model) must match what the file was
         built with, else it is emptied."""
@@ -215,7 +215,7 @@ class Index:
     # -- refreshing --
 
     def refresh(
-        self, disk: Disk, limits: OpenClawLimits, folders: Optional[Dict[Tuple[str, ...], FolderState]] = None
+        self, disk: Files, limits: OpenClawLimits, folders: Optional[Dict[Tuple[str, ...], FolderState]] = None
     ) -> Refreshed:
         """Bring the index up to date with every memory file on disk (the full scan); the folders
         entered are recorded in `folders`."""
@@ -223,23 +223,32 @@ class Index:
 
     def reconcile(
         self,
-        disk: Disk,
+        disk: Files,
         limits: OpenClawLimits,
         scanned: Dict[Tuple[str, ...], FileState],
         scope: Callable[[str], bool],
+        below: Optional[str] = None,
     ) -> Refreshed:
         """Make the index's files within `scope` (a test on paths) the `scanned` ones: a file is read
         again only when its device, inode, size or modification time changed; files gone are dropped.
-        The difference is taken inside the write transaction, so two processes cannot both apply it."""
+        The difference is taken inside the write transaction, so two processes cannot both apply it.
+        `below` (a folder's path) narrows what is read of the index to the files below it, by the
+        path column's index: a subtree costs what is in it, not the whole index."""
         current = {paths.relative(parts): (parts, state) for parts, state in scanned.items()}
         with self.lock, self._transaction():
-            rows = self.conn.execute("SELECT path, dev, ino, size, mtime_ns FROM files")
+            if below is None:
+                rows = self.conn.execute("SELECT path, dev, ino, size, mtime_ns FROM files")
+            else:  # "0" follows "/" in code point order: [below/, below0) is everything below
+                rows = self.conn.execute(
+                    "SELECT path, dev, ino, size, mtime_ns FROM files WHERE path >= ? AND path < ?",
+                    (below + "/", below + "0"),
+                )
             known = {row[0]: tuple(row[1:]) for row in rows if scope(row[0])}
             removed = [path for path in known if path not in current]
             stale = sorted(path for path, (_, state) in current.items() if known.get(path) != tuple(state))
             return self._apply(disk, limits, known, removed, [(path, *current[path]) for path in stale])
 
-    def refresh_paths(self, disk: Disk, limits: OpenClawLimits, changed: Iterable[str]) -> Refreshed:
+    def refresh_paths(self, disk: Files, limits: OpenClawLimits, changed: Iterable[str]) -> Refreshed:
         """Bring the index up to date for the files `changed` names (paths below the workspace):
         what a source of changes reported, read without scanning the rest."""
         wanted = sorted(set(changed))
@@ -265,7 +274,7 @@ class Index:
 
     def _apply(
         self,
-        disk: Disk,
+        disk: Files,
         limits: OpenClawLimits,
         known: Dict[str, Tuple[int, ...]],
         removed: List[str],
@@ -303,7 +312,7 @@ class Index:
             self.conn.execute(_DROP_PATH[self.mode], (row[0],))
             self.conn.execute("DELETE FROM files WHERE id = ?", (row[0],))
 
-    def _add(self, disk: Disk, path: str, parts: Tuple[str, ...], scanned: FileState, limits: OpenClawLimits) -> bool:
+    def _add(self, disk: Files, path: str, parts: Tuple[str, ...], scanned: FileState, limits: OpenClawLimits) -> bool:
         """Index one file; False when it is skipped: recorded as such until it changes (too big, not
         UTF-8), or not recorded at all (gone, or not a single-link regular file any more)."""
         if scanned.size > limits.max_index_file_bytes:
@@ -639,7 +648,7 @@ def _create(conn: sqlite3.Connection, mode: str, settings: Dict[str, str]) -> No
     conn.execute("COMMIT")
 
 
-def _open_file(disk: Disk, settings: Dict[str, str], mode: str) -> Tuple[sqlite3.Connection, IndexHandle]:
+def _open_file(disk: Files, settings: Dict[str, str], mode: str) -> Tuple[sqlite3.Connection, IndexHandle]:
     """Connect to the index file; IndexProblem when it cannot be used as it is. The handle is the
     caller's to release once the connection is closed."""
     try:

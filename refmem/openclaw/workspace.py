@@ -3,8 +3,10 @@
 `OpenClawMemory(root)` serves the two tools OpenClaw gives a model, over the same directory the
 memory tool calls `/memories` (so `MEMORY.md` is `/memories/MEMORY.md`), with the memory tool's
 confinement: every disk access goes through `disk.Disk` (the store's walk), links are never
-followed, special files never opened, hard-linked files never read. Like the memory tool's
-handler it never raises for anything a model can send: every outcome is a result object.
+followed, special files never opened, hard-linked files never read. Over any other store (a
+database, `OpenClawMemory(store, tenant=...)`) the same tools go through `storedisk.StoreDisk`, the
+storage interface alone (D-OPENCLAW-STORES). Like the memory tool's handler it never raises for
+anything a model can send: every outcome is a result object.
 """
 
 from __future__ import annotations
@@ -23,14 +25,16 @@ from ..limits import DEFAULT_LIMITS, Limits
 from ..messages import IO_REASONS, escape, is_unsafe_char
 from ..paths import VirtualPath
 from ..problems import FsProblem, NotRegular, ParentNotDir
+from ..storage import Store
 from ..store import Root, TooBig
 from ..text import is_crlf
 from . import embeddings, inputs, paths, search
-from .disk import Disk
-from .fresh import Freshness
+from .disk import Disk, Files
+from .fresh import Freshness, JournalFreshness
 from .index import FORMAT, Embed, Index, Refreshed
 from .limits import DEFAULT_OPENCLAW_LIMITS, OpenClawLimits
 from .messages import NOTICES, Refusal, error_result, problem, search_error
+from .storedisk import StoreDisk
 from .window import read_excerpt
 
 TOOLS = ("memory_get", "memory_search")
@@ -63,11 +67,16 @@ class OpenClawMemory:
     memory_get refuses other files and search never indexes them; read-only, nothing is written
     (`append_daily` is refused). Either keeps the search index in memory: the shared index file
     holds every memory file, and writing it is a write.
+
+    `root` is a directory (the filesystem store, made if missing) or a `storage.Store` object, used as
+    it is (the caller keeps it and closes it). `tenant` names whose memories these are
+    (`storage.tenant_name`, D-STORE-TENANT): the store's `for_tenant(tenant)`, closed by `close`. A store
+    that is not a directory has no index file: its index is in memory (D-OPENCLAW-STORES).
     """
 
     def __init__(
         self,
-        root: Union[str, os.PathLike[str], Root],
+        root: Union[str, os.PathLike[str], Root, Store],
         limits: Union[OpenClawLimits, Mapping[str, int]] = DEFAULT_OPENCLAW_LIMITS,
         path_limits: Union[Limits, Mapping[str, int]] = DEFAULT_LIMITS,
         embed: Optional[Embed] = None,
@@ -76,6 +85,8 @@ class OpenClawMemory:
         clock: Callable[[], float] = time.time,
         allow: Optional[Sequence[str]] = None,
         read_only: bool = False,
+        *,
+        tenant: Optional[str] = None,
     ) -> None:
         if index not in ("file", "memory"):
             raise ValueError('index must be "file" or "memory"')
@@ -85,8 +96,20 @@ class OpenClawMemory:
             index = "memory"
         self.limits = OpenClawLimits.from_mapping(limits)  # before the root is opened: a bad table holds nothing
         self.path_limits = Limits.from_mapping(path_limits)
-        self.root = root if isinstance(root, Root) else Root(root)
-        self.disk = Disk(self.root, self.path_limits, None if self.allow is None else self.allowed)
+        self.root, self._owned = _open_store(root, tenant)
+        allowed = None if self.allow is None else self.allowed
+        self.disk: Files
+        self._new_freshness: Callable[[], Union[Freshness, JournalFreshness]]
+        if isinstance(self.root, Root):  # the one place that tells a directory from another store
+            directory = self.root
+            self.disk = Disk(directory, self.path_limits, allowed)
+            # A read-only handler writes nothing, the journal included (the first reader makes it).
+            self._new_freshness = lambda: Freshness(directory, self.limits, journal=not self.read_only)
+        else:
+            store = self.root
+            self.disk = StoreDisk(store, self.path_limits, allowed, self.limits.max_index_file_bytes)
+            self._new_freshness = lambda: JournalFreshness(store, self.limits)
+            index = "memory"  # a database has no `.refmem/` folder
         self.embed = embed
         self.embed_model = getattr(embed, "model", "") or embed_model
         self.embed_provider = getattr(embed, "provider", "custom") if embed is not None else "none"
@@ -94,14 +117,18 @@ class OpenClawMemory:
         self.clock = clock
         self._index_kind = index
         self._index: Optional[Index] = None
-        self._freshness: Optional[Freshness] = None
+        self._freshness: Optional[Union[Freshness, JournalFreshness]] = None
         self._lock = threading.Lock()
 
     def close(self) -> None:
+        """Close the index, and the store when this workspace opened it (a directory path, a tenant's)."""
         with self._lock:
             if self._index is not None:
                 self._index.close()
                 self._index = None
+            owned, self._owned = self._owned, None
+        if owned is not None:
+            owned.close()
 
     def __enter__(self) -> OpenClawMemory:
         return self
@@ -201,11 +228,10 @@ class OpenClawMemory:
         what the sources of changes report, see `fresh.py`)."""
         return self._fresh().full(self._open_index(), self.disk)
 
-    def _fresh(self) -> Freshness:
+    def _fresh(self) -> Union[Freshness, JournalFreshness]:
         with self._lock:
             if self._freshness is None:
-                # A read-only handler writes nothing, the journal included (the first reader makes it).
-                self._freshness = Freshness(self.root, self.limits, journal=not self.read_only)
+                self._freshness = self._new_freshness()
             return self._freshness
 
     def counts(self) -> Tuple[int, int]:
@@ -285,6 +311,19 @@ class OpenClawMemory:
         with contextlib.suppress(OSError):  # the note is written; a missing workspace tells no one
             self._fresh().announce(relative)
         return {"status": "ok", "path": relative}
+
+
+def _open_store(root: Union[str, os.PathLike[str], Store], tenant: Optional[str]) -> Tuple[Store, Optional[Store]]:
+    """The store a workspace serves, and the same when the workspace opened it (and so closes it)."""
+    if isinstance(root, (str, os.PathLike)):
+        opened = Root(root, tenant=tenant)
+        return opened, opened
+    if not isinstance(root, Store):
+        raise TypeError("OpenClawMemory serves a directory path or a refmem.storage.Store")
+    if tenant is None:
+        return root, None
+    made = root.for_tenant(tenant)
+    return made, made
 
 
 def _echo(raw: Any) -> str:
