@@ -11,7 +11,11 @@ Method
   writer for the whole file whatever the tenant), so one shared tenant would measure that queue instead.
 * Per command and client count: the median and p95 of every call's latency over all clients, and the
   throughput, the calls of all clients divided by the phase's wall time (first start to last end).
-* The floors run the same phases in the same processes' kind, right after the store they belong to:
+* A run is made of rounds, each over every store and client count, with fresh tenants, files and tables;
+  within a round a store and its floor take turns at going first, so that the disk's moods (a folder's
+  fsync here takes 0.1 to 10 ms) hit both alike. Latencies are pooled over the rounds; the throughput is
+  the median of the rounds'.
+* The floors run the same phases in the same kind of processes, beside the store they belong to:
   PostgreSQL's view is a bare ``SELECT data ... WHERE tenant = %s AND path = %s`` on the store's kind of
   psycopg connection, its str_replace a bare locked read-modify-write (``BEGIN; SELECT ... FOR UPDATE;
   UPDATE ...; COMMIT``), both on a table of the same key and no row-level security; SQLite's the same
@@ -237,9 +241,9 @@ def percentile(values: Sequence[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered)) - 1))]
 
 
-def run_clients(store: str, side: str, where: str, clients: int, files: int, label: str) -> Dict[str, Figure]:
-    """`clients` processes of `store` (side "refmem" or "floor"), each on tenant `<label>-c<n>`: a Figure for
-    each command they measure."""
+def run_clients(store: str, side: str, where: str, clients: int, files: int, label: str) -> Dict[str, List[Phase]]:
+    """`clients` processes of `store` (side "refmem" or "floor"), each on tenant `<label>-c<n>`: every client's
+    phase of each command they measure."""
     context = multiprocessing.get_context("fork")
     barrier = context.Barrier(clients)
     results = context.Queue()
@@ -260,14 +264,17 @@ def run_clients(store: str, side: str, where: str, clients: int, files: int, lab
     failures = [why for _, _, why in reports if why]
     if failures:
         raise RuntimeError(f"a {store} {side} client failed:\n{failures[0]}")
-    figures: Dict[str, Figure] = {}
-    for command in reports[0][1]:
-        phases = [phases_of[command] for _, phases_of, _ in reports]
-        latencies = [value for phase in phases for value in phase[2]]
-        wall = max(phase[1] for phase in phases) - min(phase[0] for phase in phases)
-        figures[command] = Figure(statistics.median(latencies), percentile(latencies, 0.95),
-                                  len(latencies) / wall, sum(phase[3] for phase in phases))
-    return figures
+    return {command: [phases_of[command] for _, phases_of, _ in reports] for command in reports[0][1]}
+
+
+def figure(runs: Sequence[Sequence[Phase]]) -> Figure:
+    """One Figure from the rounds of a command (each the phases of all clients): latencies pooled over the
+    rounds; throughput the median of the rounds' (each: calls of all clients over the phase's wall time)."""
+    latencies = [value for phases in runs for phase in phases for value in phase[2]]
+    rates = [sum(len(phase[2]) for phase in phases) / (max(end for _, end, _, _ in phases)
+                                                       - min(start for start, _, _, _ in phases)) for phases in runs]
+    return Figure(statistics.median(latencies), percentile(latencies, 0.95), statistics.median(rates),
+                  sum(phase[3] for phases in runs for phase in phases))
 
 
 Key = Tuple[str, str, int, str]  # store, side, clients, command
@@ -281,6 +288,7 @@ class Report(NamedTuple):
     load_before: str
     load_after: str
     files: int
+    rounds: int
 
 
 def loadavg() -> str:
@@ -296,28 +304,32 @@ def files_for(clients: int, calls: int) -> int:
     return max(2, calls // clients)
 
 
-def measure(base: str, calls: int = 240, clients: Sequence[int] = CLIENTS, stores: Sequence[str] = STORES,
-            dsn: Optional[str] = None, log: Callable[[str], None] = lambda line: None) -> Report:
-    """Every store and its floor at every client count, in one run. PostgreSQL at `dsn` (a schema of its own
-    is made there and dropped), else REFMEM_CONFORMANCE_POSTGRES's server, else a throwaway cluster."""
-    figures: Dict[Key, Figure] = {}
+def measure(base: str, calls: int = 120, clients: Sequence[int] = CLIENTS, stores: Sequence[str] = STORES,
+            dsn: Optional[str] = None, rounds: int = 3, log: Callable[[str], None] = lambda line: None) -> Report:
+    """Every store and its floor at every client count, in one run of `rounds` rounds (each over every store and
+    client count, the store and its floor taking turns at going first: the disk's and the machine's moods hit
+    them alike). PostgreSQL at `dsn` (a schema of its own is made there and dropped), else
+    REFMEM_CONFORMANCE_POSTGRES's server, else a throwaway cluster."""
+    runs: Dict[Key, List[List[Phase]]] = {}
     skipped: Dict[str, str] = {}
     load_before = loadavg()
     with postgres(dsn if "postgresql" in stores else "", skipped) as pg_dsn:
         chosen = tuple(store for store in stores if store not in skipped)
-        for count in clients:
-            files = files_for(count, calls)
-            for turn, store in enumerate(chosen):
-                label = f"n{count}"
-                where = prepare(store, base, label, pg_dsn)
-                sides = ("refmem", "floor") if (turn + count) % 2 else ("floor", "refmem")
-                for side in sides:
-                    began = time.perf_counter()
-                    for command, figure in run_clients(store, side, where[side], count, files, label).items():
-                        figures[(store, side, count, command)] = figure
-                    log(f"  {store} {side} x{count}: {time.perf_counter() - began:.1f} s")
+        for round_ in range(rounds):
+            for count in clients:
+                files = files_for(count, calls)
+                for turn, store in enumerate(chosen):
+                    label = f"r{round_}n{count}"
+                    where = prepare(store, base, label, pg_dsn)
+                    sides = ("refmem", "floor") if (round_ + turn + count) % 2 else ("floor", "refmem")
+                    for side in sides:
+                        began = time.perf_counter()
+                        for command, phases in run_clients(store, side, where[side], count, files, label).items():
+                            runs.setdefault((store, side, count, command), []).append(phases)
+                        log(f"  round {round_ + 1}: {store} {side} x{count}: {time.perf_counter() - began:.1f} s")
+    figures = {key: figure(phases) for key, phases in runs.items()}
     return Report(figures, tuple(s for s in stores if s not in skipped), tuple(clients), skipped, load_before,
-                  loadavg(), files_for(1, calls))
+                  loadavg(), files_for(1, calls), rounds)
 
 
 def prepare(store: str, base: str, label: str, pg_dsn: str) -> Dict[str, str]:
@@ -495,8 +507,9 @@ def markdown(report: Report) -> str:
     lines += ["| " + " | ".join(cells) + " |" for cells in throughput_rows(report)]
     for store, why in report.skipped.items():
         lines.append(f"\n{store}: skipped: {why}")
-    lines.append(f"\n{report.files} files per client for 1 client, each viewed {REPEATS['view']} times and written "
-                 "once by each writing command (fewer each for more clients, about as many in all); "
+    lines.append(f"\n{report.rounds} rounds; in each, {report.files} files per client for 1 client, each viewed "
+                 f"{REPEATS['view']} times and written once by each writing command (fewer each for more clients, "
+                 "about as many in all); "
                  f"load average {report.load_before} before, {report.load_after} after.")
     return "\n".join(lines)
 
@@ -506,7 +519,8 @@ def main_section(base: str, quick: bool) -> str:
     folder = os.path.join(base, "stores")
     os.makedirs(folder, exist_ok=True)
     try:
-        report = measure(folder, calls=24 if quick else 240, log=lambda line: print(line, file=sys.stderr))
+        report = measure(folder, calls=24 if quick else 120, rounds=1 if quick else 3,
+                         log=lambda line: print(line, file=sys.stderr))
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return "## The stores under concurrent clients\n\n" + markdown(report)

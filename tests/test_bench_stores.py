@@ -99,12 +99,12 @@ def check(report: stores.Report, chosen: Sequence[str]) -> None:
 
 def test_filesystem_and_sqlite_rows(tmp_path: Path) -> None:
     chosen = ("filesystem", "sqlite")
-    check(stores.measure(str(tmp_path), calls=2, stores=chosen), chosen)
+    check(stores.measure(str(tmp_path), calls=2, stores=chosen, rounds=2), chosen)
 
 
 def test_postgresql_rows_beside_the_others(tmp_path: Path) -> None:
     dsn = postgres_support.cluster().dsn()  # skips, saying why, where no cluster can be started
-    check(stores.measure(str(tmp_path), calls=2, dsn=dsn), stores.STORES)
+    check(stores.measure(str(tmp_path), calls=2, dsn=dsn, rounds=1), stores.STORES)
 
 
 def test_postgresql_rows_are_skipped_saying_why_without_initdb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -112,7 +112,7 @@ def test_postgresql_rows_are_skipped_saying_why_without_initdb(tmp_path: Path, m
 
     monkeypatch.delenv("REFMEM_CONFORMANCE_POSTGRES", raising=False)
     monkeypatch.setattr(imported, "BIN", tmp_path / "nowhere")
-    report = stores.measure(str(tmp_path), calls=2, clients=(1,), stores=("sqlite", "postgresql"))
+    report = stores.measure(str(tmp_path), calls=2, clients=(1,), stores=("sqlite", "postgresql"), rounds=1)
     assert report.stores == ("sqlite",)
     assert "initdb" in report.skipped["postgresql"]
     assert f"postgresql: skipped: {report.skipped['postgresql']}" in stores.markdown(report)
