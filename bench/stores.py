@@ -289,6 +289,7 @@ class Report(NamedTuple):
     load_after: str
     files: int
     rounds: int
+    statements: Dict[Tuple[str, str, str], int]  # (store, side, command) -> statements one call sends
 
 
 def loadavg() -> str:
@@ -327,9 +328,56 @@ def measure(base: str, calls: int = 120, clients: Sequence[int] = CLIENTS, store
                         for command, phases in run_clients(store, side, where[side], count, files, label).items():
                             runs.setdefault((store, side, count, command), []).append(phases)
                         log(f"  round {round_ + 1}: {store} {side} x{count}: {time.perf_counter() - began:.1f} s")
+        load_after = loadavg()
+        statements: Dict[Tuple[str, str, str], int] = {}
+        for store in chosen:
+            if store != "filesystem":
+                statements.update(count_statements(store, prepare(store, base, "count", pg_dsn)))
     figures = {key: figure(phases) for key, phases in runs.items()}
     return Report(figures, tuple(s for s in stores if s not in skipped), tuple(clients), skipped, load_before,
-                  loadavg(), files_for(1, calls), rounds)
+                  load_after, files_for(1, calls), rounds, statements)
+
+
+class Counting:
+    """A connection that counts the statements sent through it (each one a round trip to a server)."""
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        self.count = 0
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        self.count += 1
+        return self.connection.execute(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.connection, name)
+
+
+def count_statements(store: str, where: Dict[str, str]) -> Dict[Tuple[str, str, str], int]:
+    """The statements one call of each command sends, the store's and its floor's (untimed, one client, after
+    the rounds): what a round trip to PostgreSQL costs, each of them pays. Empty where the store keeps its
+    connection elsewhere than this looks (`_db`, `_conn`: the bench reads a private attribute here)."""
+    counts: Dict[Tuple[str, str, str], int] = {}
+    for side in ("refmem", "floor"):
+        client = open_client(store, side, where[side], f"count-{side}")
+        try:
+            client.setup(1)
+            holder: Any = client.store if isinstance(client, HandlerClient) else client
+            name = "db" if holder is client else ("_db" if store == "sqlite" else "_conn")
+            if not hasattr(holder, name):
+                return {}
+            counting = Counting(getattr(holder, name))
+            setattr(holder, name, counting)
+            try:
+                for command in client.commands:
+                    before = counting.count
+                    client.execute(tool_input(command, 0))
+                    counts[(store, side, command)] = counting.count - before
+            finally:
+                setattr(holder, name, counting.connection)
+        finally:
+            client.close()
+    return counts
 
 
 def prepare(store: str, base: str, label: str, pg_dsn: str) -> Dict[str, str]:
@@ -505,6 +553,16 @@ def markdown(report: Report) -> str:
     head.append("met")
     lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(cells) + " |" for cells in throughput_rows(report)]
+    sql = [store for store in report.stores if any(key[0] == store for key in report.statements)]
+    if sql:
+        lines.append("\nStatements one call sends (each a round trip to the server; counted once, untimed):\n")
+        head = ["store", "command", "store's statements", "floor's statements"]
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for store in sql:
+            for command in COMMANDS:
+                floor_count = report.statements.get((store, "floor", command))
+                lines.append(f"| {store} | {command} | {report.statements[(store, 'refmem', command)]} | "
+                             f"{'-' if floor_count is None else floor_count} |")
     for store, why in report.skipped.items():
         lines.append(f"\n{store}: skipped: {why}")
     lines.append(f"\n{report.rounds} rounds; in each, {report.files} files per client for 1 client, each viewed "

@@ -57,7 +57,7 @@ def close(shown: float, computed: float) -> bool:
 
 def check(report: stores.Report, chosen: Sequence[str]) -> None:
     text = stores.markdown(report)
-    latency, throughput = tables(text)
+    latency, throughput = tables(text)[:2]
     assert report.stores == tuple(chosen)
     keys = [(row["store"], int(row["clients"]), row["command"]) for row in latency]
     assert keys == [(s, n, c) for s in chosen for n in stores.CLIENTS for c in stores.COMMANDS]
@@ -95,6 +95,16 @@ def check(report: stores.Report, chosen: Sequence[str]) -> None:
         grows = exact[1] >= stores.GROWS_FROM_1_TO_4 * exact[0] and exact[2] >= stores.STAYS_FROM_4_TO_16 * exact[1]
         assert row["met"] == ("yes" if grows else "**no**"), row
     assert f"load average {report.load_before} before, {report.load_after} after" in text
+    counted = [store for store in chosen if store != "filesystem"]
+    assert (len(tables(text)) == 3) == bool(counted)
+    if counted:
+        statements = tables(text)[2]
+        assert [(row["store"], row["command"]) for row in statements] == [
+            (s, c) for s in counted for c in stores.COMMANDS]
+        for row in statements:
+            assert int(row["store's statements"]) >= 1, row
+            floor = {"view": "1", "str_replace": "4"}.get(row["command"], "-")  # SELECT; BEGIN, SELECT, UPDATE, COMMIT
+            assert row["floor's statements"] == floor, row
 
 
 def test_filesystem_and_sqlite_rows(tmp_path: Path) -> None:
