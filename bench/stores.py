@@ -102,6 +102,8 @@ class Client:
 
 
 class HandlerClient(Client):
+    """refmem's handler over the store, one connection (or root) of its own, opened in the client's process."""
+
     def __init__(self, store: str, where: str, tenant: str) -> None:
         from refmem import MemoryHandler
 
