@@ -64,7 +64,7 @@ def outcome(output: str, is_error: bool) -> str:
 
 def names_the_location(postgres: Cluster, output: str) -> bool:
     said = output.lower()
-    secrets = (str(postgres.base).lower(), APP_ROLE, "host=", "dbname", "search_path", "postgres")
+    secrets = (str(postgres.base).lower(), APP_ROLE, "host=", "dbname", "search_path", "postgres", "5432", ".s.pgsql")
     return any(secret in said for secret in secrets)
 
 
