@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import mmap
 import multiprocessing
 import os
 import random
@@ -64,7 +65,7 @@ def outcome(output: str, is_error: bool) -> str:
 
 def names_the_location(postgres: Cluster, output: str) -> bool:
     said = output.lower()
-    secrets = (str(postgres.base).lower(), APP_ROLE, "host=", "dbname", "search_path", "postgres")
+    secrets = (str(postgres.base).lower(), APP_ROLE, "host=", "dbname", "search_path", "postgres", "5432", ".s.pgsql")
     return any(secret in said for secret in secrets)
 
 
@@ -247,7 +248,8 @@ def test_a_server_restart_mid_run_loses_nothing_and_answers_every_command(postgr
 # --- clients SIGKILLed in the middle of their commands, by the thousand ---------------------------------
 
 KILLS_MANY = 1000
-"""Clients killed in the middle of their commands in one run (issue 18 asks for at least 1,000)."""
+"""Clients killed in the middle of a command in one run (issue 18 asks for at least 1,000); kills between two
+commands do not count."""
 KILL_BATCH = 100
 """Kills between two checks of the whole state."""
 KILL_CLIENTS = 3
@@ -258,13 +260,25 @@ KILL_FILES = ("f0.md", "f1.md", "f2.md", "sub/g0.md", "sub/g1.md")
 TOKEN_LINE = re.compile(rb"k-\d+-\d+\n")
 
 
-def _churn(dsn: str, seed: int, ready: int) -> None:
+def _churn(dsn: str, seed: int, ready: int, running: Any) -> None:
     """A client that, once connected (it writes a byte to `ready`), moves the folder between /memories/a and
     /memories/b, inserts and str_replaces unique token lines in its files, creates files in /memories/c and deletes
     the one it created before, until killed. Every file it writes is token lines then `x`. (Files are created in a
-    folder that never moves: a create where the moving folder just was would make that folder again.)"""
+    folder that never moves: a create where the moving folder just was would make that folder again.) The shared
+    byte `running` is 1 while a command runs."""
     store = PostgresStore(dsn, tenant=KILL_TENANT, create=False)
-    handler = MemoryHandler(store)
+    inner = MemoryHandler(store)
+
+    class Flagged:
+        @staticmethod
+        def execute(command: Dict[str, Any]) -> Any:
+            running[0] = 1
+            try:
+                return inner.execute(command)
+            finally:
+                running[0] = 0
+
+    handler = Flagged()
     os.write(ready, b"r")
     chooser = random.Random(seed)
     here, made = "/memories/a", None
@@ -331,39 +345,42 @@ def test_a_thousand_clients_killed_mid_command_leave_nothing_torn(postgres: Clus
         assert not handler.execute(create).is_error
     store.close()
     chooser = random.Random(1018)
-    alive: Dict[int, int] = {}  # pid -> the seed it churns with
-    kills, seeds, tokens_seen = 0, itertools.count(), []
+    alive: Dict[int, Any] = {}  # pid -> the byte shared with it: 1 while it runs a command
+    kills, mid_command, seeds, tokens_seen = 0, 0, itertools.count(), []
     started = time.monotonic()
     try:
-        while kills < KILLS_MANY:
+        while mid_command < KILLS_MANY:
             for _ in range(KILL_BATCH):
                 while len(alive) < KILL_CLIENTS:
                     seed = next(seeds)
                     read_end, write_end = os.pipe()
+                    running = mmap.mmap(-1, 1)  # anonymous and shared: the child's writes are seen here
                     pid = os.fork()
                     if pid == 0:  # pragma: no cover - the child never returns
                         try:
                             os.close(read_end)
-                            _churn(dsn, seed, write_end)
+                            _churn(dsn, seed, write_end, running)
                         finally:
                             os._exit(1)
                     os.close(write_end)
                     ready, _, _ = select.select([read_end], [], [], 60)
                     assert ready and os.read(read_end, 1) == b"r", "a client never connected"
                     os.close(read_end)
-                    alive[pid] = seed
+                    alive[pid] = running
                 time.sleep(chooser.uniform(0.0, 0.02))
                 victim = chooser.choice(sorted(alive))
+                in_command = alive[victim][0] == 1  # read just before the kill: a command was running
                 os.kill(victim, signal.SIGKILL)
                 os.waitpid(victim, 0)
-                del alive[victim]
+                alive.pop(victim).close()
                 kills += 1
+                mid_command += in_command
             tokens_seen.append(_check_untorn(postgres, dsn))  # with the others still running: one state, whole
     finally:
         for pid in alive:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
     tokens_seen.append(_check_untorn(postgres, dsn))
-    print(f"{kills} clients killed mid-command in {time.monotonic() - started:.1f} s; token lines after each batch:"
-          f" {tokens_seen}")
-    assert kills >= 1000 and tokens_seen[-1] > tokens_seen[0] > 0  # the clients did work between the kills
+    print(f"{kills} clients killed ({mid_command} in a command) in {time.monotonic() - started:.1f} s; token lines"
+          f" after each batch: {tokens_seen}")
+    assert mid_command >= 1000 and tokens_seen[-1] > tokens_seen[0] > 0  # the clients did work between the kills

@@ -98,3 +98,30 @@ def test_serve_over_a_database_per_root(tmp_path: Path) -> None:
     assert replies[4][p.IS_ERROR] is True  # a new root: a new database
     assert replies[5][p.ERROR][p.ERROR_CODE] == p.UNKNOWN_TOOL
     assert (first / DATABASE_NAME).is_file() and not (first / "a.md").exists()
+
+
+def test_serve_over_one_database_location_gives_each_root_its_namespace(tmp_path: Path) -> None:
+    """`serve --store sqlite:///PATH` (D-SERVE-STORE): the rule of `serve --store postgresql://...`, one database
+    for every root, each root's memories apart, none of them in the root."""
+    first, second = tmp_path / "one", tmp_path / "two"
+    first.mkdir()
+    second.mkdir()
+    database = tmp_path / "shared.db"
+    lines = [
+        {p.CMD: p.CMD_START, p.VERSION_FIELD: p.VERSION},
+        {p.CMD: p.CMD_RESET, p.SEQ: 1, p.ROOT: str(first)},
+        {p.CMD: p.CMD_EXECUTE, p.SEQ: 2, p.INPUT: {"command": "create", "path": "/memories/a.md", "file_text": "1\n"}},
+        {p.CMD: p.CMD_RESET, p.SEQ: 3, p.ROOT: str(second)},
+        {p.CMD: p.CMD_EXECUTE, p.SEQ: 4, p.INPUT: {"command": "view", "path": "/memories/a.md"}},
+        {p.CMD: p.CMD_RESET, p.SEQ: 5, p.ROOT: str(first)},
+        {p.CMD: p.CMD_EXECUTE, p.SEQ: 6, p.INPUT: {"command": "view", "path": "/memories/a.md"}},
+        {p.CMD: p.CMD_STOP},
+    ]
+    stdout = io.StringIO()
+    assert serve(io.StringIO("".join(json.dumps(line) + "\n" for line in lines)), stdout,
+                 location=f"sqlite://{database}") == 0
+    replies = [json.loads(line) for line in stdout.getvalue().splitlines()]
+    assert replies[0][p.STORAGE] == p.STORAGE_OWN and replies[4][p.IS_ERROR] is True
+    assert replies[6][p.OUTPUT].endswith("1\t1") and not replies[6][p.IS_ERROR]
+    assert database.is_file() and not (first / DATABASE_NAME).exists() and not (first / "a.md").exists()
+    assert str(database) not in stdout.getvalue()
