@@ -12,8 +12,6 @@ from typing import Any, Dict, List, Tuple
 import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
 
 FAKE_ADAPTER = HERE / "conformance_fake_adapter.py"
 
