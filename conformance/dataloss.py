@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 import urllib.parse
-from typing import Any, Dict, Iterable, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from refmem import tool
 
@@ -91,15 +91,19 @@ def _follow(path: str, tree: Tree, last: bool = True) -> Optional[str]:
     return None
 
 
+def _commands(inputs: Iterable[Any]) -> Iterator[Tuple[str, Dict[str, Any]]]:
+    """(command name, input) for every input that is an object (the others act on nothing)."""
+    for command in inputs:
+        if isinstance(command, dict):
+            yield str(command.get("command")), command
+
+
 def touched(inputs: Iterable[Any], tree: Tree, shared: Dict[str, Tuple[int, int]]) -> Set[str]:
     """The root-relative paths the commands act on, what links and hard links inside the root share with an
     edited file included, and nothing a deleted or renamed link points to."""
     named: Set[str] = set()
     edited: Set[str] = set()
-    for command in inputs:
-        if not isinstance(command, dict):
-            continue
-        name = str(command.get("command"))
+    for name, command in _commands(inputs):
         for argument in TOUCHING.get(name, ()):
             for path in readings(command.get(argument)):
                 if not path:
@@ -120,10 +124,9 @@ def touched(inputs: Iterable[Any], tree: Tree, shared: Dict[str, Tuple[int, int]
 def placed(inputs: Iterable[Any]) -> Set[str]:
     """The root-relative paths that `create` and `rename`'s `new_path` name: places to make, never to change."""
     found: Set[str] = set()
-    for command in inputs:
-        if isinstance(command, dict):
-            for argument in NAMING.get(str(command.get("command")), ()):
-                found |= readings(command.get(argument))
+    for name, command in _commands(inputs):
+        for argument in NAMING.get(name, ()):
+            found |= readings(command.get(argument))
     found.discard("")
     return found
 
@@ -151,10 +154,7 @@ def shared_inodes(tree: Tree) -> Dict[str, Tuple[int, int]]:
 
 def why_lost(path: str, inputs: Iterable[Any], tree: Tree) -> str:
     """What the case did name about a lost `path`, for the finding's message."""
-    for command in inputs:
-        if not isinstance(command, dict):
-            continue
-        name = str(command.get("command"))
+    for name, command in _commands(inputs):
         for argument in NAMING.get(name, ()):
             if path in readings(command.get(argument)):
                 return f"{name} names it as its {argument}, which must never overwrite what exists"

@@ -64,6 +64,7 @@ from . import hosttree
 from . import session_adapter as late_calls
 from .adapter_client import AdapterTarget, ProtocolViolation
 from .layout import CaseDir, make_case_dir
+from .screen import ScreenedRun
 from .signalling import ErrorPrefix
 from .target_base import DEFAULT_STEP_TIMEOUT, StepResult, TargetError
 from .tiers import DEPLOYMENT_CLASS
@@ -174,15 +175,13 @@ class Sessions:
 # --- one check: its directory, its sessions, every output screened ------------------------------
 
 
-class _Run:
+class _Run(ScreenedRun):
+    crash = "a session crashed during {name}: {detail}"
+
     def __init__(self, check: str, case: CaseDir, sessions: Sessions, canary: str, report: DeploymentReport) -> None:
-        self.check = check
-        self.case = case
+        super().__init__(check, case, canary)
         self.sessions = sessions
-        self.canary = canary
         self.report = report
-        self.host_paths = {str(case.path), os.path.realpath(case.path)}
-        self.failed = False
         self.pool = concurrent.futures.ThreadPoolExecutor(max_workers=16, thread_name_prefix="deployment")
 
     def open(
@@ -196,20 +195,8 @@ class _Run:
         return result
 
     def screen(self, command: Dict[str, Any], result: StepResult, cut: bool = False) -> None:
-        name = str(command.get("command"))
-        if result.timed_out and not cut:
-            self.report.add(self.check, f"{name} did not answer within the step timeout (a hang)")
-            self.failed = True
-        elif result.crashed:
-            self.report.add(self.check, f"a session crashed during {name}: {result.detail[:200]}")
-            self.failed = True
-        output = result.output
-        if self.canary in output:
-            self.report.add(self.check, f"a {name} result holds the canary text from outside the root")
-        if any(path in output for path in self.host_paths):
-            self.report.add(self.check, f"a {name} result holds a host path")
-        if "Traceback (most recent call last)" in output:
-            self.report.add(self.check, f"a {name} result holds a traceback")
+        for problem in self.problems(str(command.get("command")), result, cut):
+            self.report.add(self.check, problem)
 
     def together(self, jobs: Sequence[Callable[[], Any]]) -> List[Any]:
         """Run every job at once, each on its own thread (each session is a process, so they truly overlap);

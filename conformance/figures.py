@@ -249,6 +249,11 @@ def _all_pass(key: str) -> Callable[[Dict[str, Any]], bool]:
     return lambda f: _pair(f.get(key)) == f"{f.get(key, [0, 0])[1]}/{f.get(key, [0, 0])[1]}"
 
 
+def _counted_row(key: str, name: str, meaning: str, tier: str, level: str = "") -> Row:
+    """A row of passed/all cases that says whether the tier (at that level) gates the verdict."""
+    return Row(key, name, meaning, lambda f: f"{_pair(f.get(key))} ({_counted(f, tier, level)})", _all_pass(key))
+
+
 ROWS: Tuple[Row, ...] = (
     Row(
         "safe", "safe",
@@ -268,25 +273,20 @@ ROWS: Tuple[Row, ...] = (
         "must cases: behaviour the documentation states, every reading it allows accepted",
         lambda f: _pair(f.get("documented")), _all_pass("documented"), headline=True,
     ),
-    Row(
+    _counted_row(
         "wording", "documented wording",
-        "should cases: the documentation's strings, which it lets an implementation change",
-        lambda f: f"{_pair(f.get('wording'))} ({_counted(f, DOCUMENTED, SHOULD)})", _all_pass("wording"),
+        "should cases: the documentation's strings, which it lets an implementation change", DOCUMENTED, SHOULD,
     ),
-    Row(
+    _counted_row(
         "suggested", "suggested safeguards",
         "should cases: refusals the documentation suggests (\"Consider...\"); escaping is a safety finding anyway",
-        lambda f: f"{_pair(f.get('suggested'))} ({_counted(f, DOCUMENTED, SHOULD)})", _all_pass("suggested"),
+        DOCUMENTED, SHOULD,
     ),
-    Row(
-        "reference", "reference-exact",
-        "the reference's decisions (docs/spec-notes.md), byte for byte",
-        lambda f: f"{_pair(f.get('reference'))} ({_counted(f, REFERENCE)})", _all_pass("reference"),
+    _counted_row(
+        "reference", "reference-exact", "the reference's decisions (docs/spec-notes.md), byte for byte", REFERENCE,
     ),
-    Row(
-        "hardening", "hardening",
-        "safe refusals not required on this platform",
-        lambda f: f"{_pair(f.get('hardening'))} ({_counted(f, HARDENING)})", _all_pass("hardening"),
+    _counted_row(
+        "hardening", "hardening", "safe refusals not required on this platform", HARDENING,
     ),
     Row(
         "signalling", "signalling",

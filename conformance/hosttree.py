@@ -334,17 +334,24 @@ def remove_in(parent_fd: int, name: str) -> None:
     pending = [name]
     while pending:
         current = pending.pop()
-        try:
-            info = os.lstat(current, dir_fd=parent_fd)
-        except OSError:
-            continue
-        if not stat.S_ISDIR(info.st_mode):
-            with contextlib.suppress(OSError):
-                os.unlink(current, dir_fd=parent_fd)
+        if not _folder_or_unlink(parent_fd, current):
             continue
         pending.extend(_empty(parent_fd, current))
         with contextlib.suppress(OSError):
             os.rmdir(current, dir_fd=parent_fd)
+
+
+def _folder_or_unlink(parent_fd: int, name: str) -> bool:
+    """True when `name` (in `parent_fd`) is a folder, to empty and remove; anything else is unlinked (or was gone)."""
+    try:
+        info = os.lstat(name, dir_fd=parent_fd)
+    except OSError:
+        return False
+    if stat.S_ISDIR(info.st_mode):
+        return True
+    with contextlib.suppress(OSError):
+        os.unlink(name, dir_fd=parent_fd)
+    return False
 
 
 def _empty(parent_fd: int, name: str) -> List[str]:
@@ -369,13 +376,7 @@ def _empty(parent_fd: int, name: str) -> List[str]:
                     with contextlib.suppress(OSError):
                         os.rmdir(_own, dir_fd=stack[-1][0])
                 continue
-            try:
-                info = os.lstat(child, dir_fd=fd)
-            except OSError:
-                continue
-            if not stat.S_ISDIR(info.st_mode):
-                with contextlib.suppress(OSError):
-                    os.unlink(child, dir_fd=fd)
+            if not _folder_or_unlink(fd, child):
                 continue
             if len(stack) >= MAX_DEPTH:
                 away = f".hosttree-deep-{secrets.token_hex(8)}"

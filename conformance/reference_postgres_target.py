@@ -16,10 +16,9 @@ from __future__ import annotations
 import hashlib
 import os
 import pathlib
-from typing import Mapping, Optional, Sequence
+from typing import Any, MutableMapping, Optional, Tuple
 
-from .reference_target import StoreReference, version
-from .reference_target import make as make_reference
+from .reference_target import StoreReference, over_store, version
 
 __all__ = ["ENVIRONMENT", "PostgresReference", "make", "version"]
 
@@ -44,27 +43,14 @@ def dsn() -> Optional[str]:
     return os.environ.get(ENVIRONMENT) or None
 
 
-def make(
-    root: pathlib.Path,
-    *,
-    read_only: bool = False,
-    allow: Optional[Sequence[str]] = None,
-    limits: Optional[Mapping[str, int]] = None,
-    content_policy: Optional[str] = None,
-    tenant: Optional[str] = None,
-) -> StoreReference:
-    """A `refmem.MemoryHandler` over `refmem.stores.postgres.PostgresStore` in a tenant of its own for this case's
-    root (and the model's `tenant` in it, when named), configured as the `refmem` target configures it.
-
-    Handlers made on one root, in any process, share that tenant (the deployment tier's sessions). The first to
-    open the root (it makes the marker file `MARKER` there) starts from an empty tenant and erases it when it
-    closes; the others join it and leave it be."""
+def _open(root: pathlib.Path, options: MutableMapping[str, Any]) -> Tuple[Any, bool]:
     from refmem.storage import tenant_name
     from refmem.stores.postgres import PostgresStore
 
     location = dsn()
     if location is None:
         raise RuntimeError(f"refmem+postgres needs the database's connection string in {ENVIRONMENT}")
+    tenant = options.pop("tenant", None)
     if tenant is not None:
         tenant_name(tenant)  # refused as the reference refuses it
     folder = pathlib.Path(root).resolve()
@@ -76,17 +62,19 @@ def make(
         owner = False
     seed = f"{folder}\0{tenant or ''}".encode()
     store = PostgresStore(location, tenant="case-" + hashlib.sha256(seed).hexdigest()[:24])
-    try:
-        if owner:
+    if owner:
+        try:
             store.erase()  # a root path used again starts from nothing
-        handler = make_reference(
-            store, read_only=read_only, allow=allow, limits=limits, content_policy=content_policy  # type: ignore[arg-type]
-        )
-    except BaseException:
-        store.close()
-        raise
-    return StoreReference(handler, store, erase_on_close=owner)
+        except BaseException:
+            store.close()
+            raise
+    return store, owner
 
 
-make.storage = "own"  # type: ignore[attr-defined]  # what InProcessTarget reads from a factory
-make.shared = True  # type: ignore[attr-defined]  # handlers on one root share its tenant (see make)
+make = over_store(_open)
+"""A `refmem.MemoryHandler` over `refmem.stores.postgres.PostgresStore` in a tenant of its own for this case's
+root (and the model's `tenant` in it, when named), configured as the `refmem` target configures it.
+
+Handlers made on one root, in any process, share that tenant (the deployment tier's sessions). The first to open
+the root (it makes the marker file `MARKER` there) starts from an empty tenant and erases it when it closes; the
+others join it and leave it be."""

@@ -11,10 +11,9 @@ runner's reason, because none of those can stand in a database (docs/spec-notes.
 from __future__ import annotations
 
 import pathlib
-from typing import Mapping, Optional, Sequence
+from typing import Any, MutableMapping, Tuple
 
-from .reference_target import StoreReference, version
-from .reference_target import make as make_reference
+from .reference_target import StoreReference, over_store, version
 
 __all__ = ["DATABASE_NAME", "SqliteReference", "make", "version"]
 
@@ -26,37 +25,14 @@ SqliteReference = StoreReference
 """The reference handler over its own SQLite store; `close` closes both."""
 
 
-def make(
-    root: pathlib.Path,
-    *,
-    read_only: bool = False,
-    allow: Optional[Sequence[str]] = None,
-    limits: Optional[Mapping[str, int]] = None,
-    content_policy: Optional[str] = None,
-    tenant: Optional[str] = None,
-) -> StoreReference:
-    """A `refmem.MemoryHandler` over `refmem.stores.sqlite.SqliteStore(root / DATABASE_NAME)`, configured as the
-    `refmem` target configures it (for `tenant`'s memories when named: rows of their own, D-STORE-TENANT)."""
+def _open(root: pathlib.Path, options: MutableMapping[str, Any]) -> Tuple[Any, bool]:
     from refmem.stores.sqlite import SqliteStore
 
-    pathlib.Path(root).mkdir(parents=True, exist_ok=True)
-    store = SqliteStore(pathlib.Path(root) / DATABASE_NAME)
-    try:
-        handler = make_reference(
-            store,  # type: ignore[arg-type]
-            read_only=read_only,
-            allow=allow,
-            limits=limits,
-            content_policy=content_policy,
-            tenant=tenant,
-        )
-    except BaseException:
-        store.close()
-        raise
-    return StoreReference(handler, store)
+    root.mkdir(parents=True, exist_ok=True)
+    return SqliteStore(root / DATABASE_NAME), False
 
 
-make.storage = "own"  # type: ignore[attr-defined]  # what InProcessTarget reads from a factory
-# Handlers made on one root in several processes open the same database file: they share what they store (the
-# deployment tier's sessions), each command one transaction.
-make.shared = True  # type: ignore[attr-defined]
+make = over_store(_open)
+"""A `refmem.MemoryHandler` over `refmem.stores.sqlite.SqliteStore(root / DATABASE_NAME)`, configured as the
+`refmem` target configures it (for `tenant`'s memories when named: rows of their own, D-STORE-TENANT). Handlers
+made on one root in several processes open the same database file, each command one transaction."""

@@ -7,8 +7,9 @@ options as plain data (conformance/CASE-FORMAT.md `options`).
 
 from __future__ import annotations
 
+import inspect
 import pathlib
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Mapping, MutableMapping, Optional, Sequence, Tuple
 
 
 def version() -> str:
@@ -61,6 +62,32 @@ class StoreReference:
                 self.store.erase()
         finally:
             self.store.close()
+
+
+StoreOpener = Callable[[pathlib.Path, MutableMapping[str, Any]], Tuple[Any, bool]]
+"""Opens a target's store for a case root, given the case's options (it may take out those it serves itself):
+the store, and whether closing the handler erases what the store holds."""
+
+
+def over_store(open_store: StoreOpener) -> Callable[..., StoreReference]:
+    """A factory with `make`'s options (its signature, which the runner reads) for the reference handler over the
+    store `open_store` opens: own storage, shared by handlers on one root; the store is closed if the handler
+    cannot be made."""
+
+    def make_over(root: pathlib.Path, **options: Any) -> StoreReference:
+        store, erase_on_close = open_store(pathlib.Path(root), options)
+        try:
+            handler = make(store, **options)
+        except BaseException:
+            store.close()
+            raise
+        return StoreReference(handler, store, erase_on_close)
+
+    make_over.__signature__ = inspect.signature(make)  # type: ignore[attr-defined]
+    make_over.storage = "own"  # type: ignore[attr-defined]  # what InProcessTarget reads from a factory
+    # Handlers made on one root, in any process, share what they store (the deployment tier's sessions).
+    make_over.shared = True  # type: ignore[attr-defined]
+    return make_over
 
 
 class OpenClawTools:

@@ -11,7 +11,7 @@ import html
 import json
 import pathlib
 import xml.etree.ElementTree as ET
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List
 
 from . import excerpt
 from .checks import Finding
@@ -428,34 +428,40 @@ def _first(result: CaseResult) -> str:
     return f"[{finding.cls}] {finding.kind}: {finding.message}" if finding else "-"
 
 
-def _failing_table(failed: List[CaseResult]) -> List[str]:
-    lines = [
-        f"## Failing hand-written cases ({len(failed)})",
-        "",
-        "| id | level, tier | description | classes | first finding | documentation |",
-        "|---|---|---|---|---|---|",
-    ]
-    for result in failed[:TABLE_LIMIT]:
-        cited = _cell(quote(result.case.cite), 200) if result.failed_in(DOCUMENTED) else ""
-        lines.append(
-            f"| `{result.case.id}` | {_label(result)} | {_cell(result.case.description)} | "
-            f"{', '.join(result.classes())} | {_cell(_first(result))} | {cited} |"
-        )
-    if len(failed) > TABLE_LIMIT:
-        lines += ["", f"{len(failed) - TABLE_LIMIT} more failing cases: see the JSON report (`--report-json`)."]
+def _table(
+    heading: str, head: List[str], results: List[CaseResult], row: Callable[[CaseResult], str], more: str
+) -> List[str]:
+    """A Markdown section: the heading, a table of the first TABLE_LIMIT results, and a line saying how many more."""
+    lines = [heading, "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += [row(result) for result in results[:TABLE_LIMIT]]
+    if len(results) > TABLE_LIMIT:
+        lines += ["", f"{len(results) - TABLE_LIMIT} {more}: see the JSON report (`--report-json`)."]
     return lines + [""]
+
+
+def _failing_row(result: CaseResult) -> str:
+    cited = _cell(quote(result.case.cite), 200) if result.failed_in(DOCUMENTED) else ""
+    return (
+        f"| `{result.case.id}` | {_label(result)} | {_cell(result.case.description)} | "
+        f"{', '.join(result.classes())} | {_cell(_first(result))} | {cited} |"
+    )
+
+
+def _failing_table(failed: List[CaseResult]) -> List[str]:
+    head = ["id", "level, tier", "description", "classes", "first finding", "documentation"]
+    return _table(f"## Failing hand-written cases ({len(failed)})", head, failed, _failing_row, "more failing cases")
+
+
+def _unsafe_row(result: CaseResult) -> str:
+    finding = next(f for f in result.findings if f.cls == SAFETY)
+    return f"| `{result.case.id}` | {_cell(finding.kind + ': ' + finding.message, 240)} |"
 
 
 def _unsafe_table(unsafe: List[CaseResult]) -> List[str]:
     if not unsafe:
         return []
-    lines = [f"## Cases with safety findings ({len(unsafe)})", "", "| id | first safety finding |", "|---|---|"]
-    for result in unsafe[:TABLE_LIMIT]:
-        finding = next(f for f in result.findings if f.cls == SAFETY)
-        lines.append(f"| `{result.case.id}` | {_cell(finding.kind + ': ' + finding.message, 240)} |")
-    if len(unsafe) > TABLE_LIMIT:
-        lines += ["", f"{len(unsafe) - TABLE_LIMIT} more: see the JSON report (`--report-json`)."]
-    return lines + [""]
+    head = ["id", "first safety finding"]
+    return _table(f"## Cases with safety findings ({len(unsafe)})", head, unsafe, _unsafe_row, "more")
 
 
 def _details(failed: List[CaseResult]) -> List[str]:

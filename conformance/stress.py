@@ -61,6 +61,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 from . import hosttree, usage
 from .layout import CaseDir, make_case_dir, outside_snapshot
 from .layout import remove as remove_case_dir
+from .screen import ScreenedRun
 from .targets import InProcessTarget, StepResult, Target
 
 SAFETY, COST = "safety", "cost"
@@ -167,18 +168,13 @@ class _Skip(Exception):
 # --- one check's directory, target and screening -----------------------------------------------
 
 
-class _Run:
+class _Run(ScreenedRun):
     """A fresh case directory and target for one check; every result goes through `execute`."""
 
     def __init__(self, check: str, case: CaseDir, target: Target, canary: str, report: StressReport) -> None:
-        self.check = check
-        self.case = case
+        super().__init__(check, case, canary)
         self.target = target
-        self.canary = canary
         self.report = report
-        self.host_paths = {str(case.path), os.path.realpath(case.path)}
-        self.failed = False
-        """Set when the target hung or crashed: the check stops there."""
 
     @property
     def filesystem(self) -> bool:
@@ -191,19 +187,9 @@ class _Run:
 
     def screen(self, command: Dict[str, Any], result: StepResult) -> None:
         name = str(command.get("command"))
-        if result.timed_out:
-            self.report.add(SAFETY, self.check, f"{name} did not answer within the step timeout (a hang)")
-            self.failed = True
-        elif result.crashed:
-            self.report.add(SAFETY, self.check, f"the implementation crashed during {name}")
-            self.failed = True
+        for problem in self.problems(name, result):
+            self.report.add(SAFETY, self.check, problem)
         output = result.output
-        if self.canary in output:
-            self.report.add(SAFETY, self.check, f"a {name} result holds the canary text from outside the root")
-        if any(path in output for path in self.host_paths):
-            self.report.add(SAFETY, self.check, f"a {name} result holds a host path")
-        if "Traceback (most recent call last)" in output:
-            self.report.add(SAFETY, self.check, f"a {name} result holds a traceback")
         if len(output) > OUTPUT_BOUND:
             self.report.add(
                 COST,

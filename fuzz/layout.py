@@ -34,16 +34,23 @@ remove = suite_layout.remove
 
 Fixture = Dict[str, str]
 
+def symlinks(*links: Tuple[str, str]) -> List[Fixture]:
+    """A symlink fixture for each (path in the root, where it points)."""
+    return [{"type": "symlink", "path": path, "target": target} for path, target in links]
+
+
 HOSTILE_FIXTURES: List[Fixture] = [
     {"type": "file", "path": "notes.md", "text": "first line\nsecond line\n"},
     {"type": "dir", "path": "docs"},
     {"type": "file", "path": "docs/a.txt", "text": "alpha\r\nbeta\r\n"},
-    {"type": "symlink", "path": "link_out", "target": "../outside"},
-    {"type": "symlink", "path": "link_secret", "target": "../outside/secret.txt"},
-    {"type": "symlink", "path": "link_evil", "target": "../memories_evil"},
-    {"type": "symlink", "path": "docs/link_up", "target": "../.."},
-    {"type": "symlink", "path": "dangling", "target": "../outside/new.txt"},
-    {"type": "symlink", "path": "link_inside", "target": "notes.md"},
+    *symlinks(
+        ("link_out", "../outside"),
+        ("link_secret", "../outside/secret.txt"),
+        ("link_evil", "../memories_evil"),
+        ("docs/link_up", "../.."),
+        ("dangling", "../outside/new.txt"),
+        ("link_inside", "notes.md"),
+    ),
     {"type": "fifo", "path": "pipe"},
     {"type": "hardlink", "path": "hard", "target": "outside/secret.txt"},
     {"type": "file", "path": "binary.bin", "base64": base64.b64encode(b"\xff\xfe\x00bad\x80").decode()},

@@ -77,28 +77,40 @@ def ddmin(items: List[Any], still_fails: Predicate) -> List[Any]:
     return current
 
 
+_DROP = object()
+"""A trial value meaning: remove the field."""
+
+
+def _try(current: List[Any], index: int, field: str, value: Any, still_fails: Predicate) -> Tuple[List[Any], bool]:
+    """`current` with command `index`'s `field` set to `value` (or removed, for _DROP) when that still fails, and
+    whether it does; else `current` unchanged."""
+    trial = copy.deepcopy(current)
+    if value is _DROP:
+        del trial[index][field]
+    else:
+        trial[index][field] = value
+    return (trial, True) if still_fails(trial) else (current, False)
+
+
+def _objects(commands: List[Any]) -> List[int]:
+    """The indexes of the commands that are objects (the others have no fields to simplify)."""
+    return [index for index, command in enumerate(commands) if isinstance(command, dict)]
+
+
 def simplify_texts(commands: List[Any], still_fails: Predicate, fields: Fields = MEMORY_TOOL) -> List[Any]:
     """Drop optional fields, then try one character, then halves, for every text field, keeping what still fails."""
     current = copy.deepcopy(commands)
-    for index, command in enumerate(current):
-        if not isinstance(command, dict):
-            continue
+    for index in _objects(current):
         for field in fields.optional:
-            if field in command:
-                trial = copy.deepcopy(current)
-                del trial[index][field]
-                if still_fails(trial):
-                    current = trial
-        command = current[index]
+            if field in current[index]:
+                current, _ = _try(current, index, field, _DROP, still_fails)
         for field in fields.texts:
-            value = command.get(field)
+            value = current[index].get(field)
             if not isinstance(value, str) or len(value) <= 1:
                 continue
             for candidate in (value[:1], value[: len(value) // 2]):
-                trial = copy.deepcopy(current)
-                trial[index][field] = candidate
-                if still_fails(trial):
-                    current = trial
+                current, kept = _try(current, index, field, candidate, still_fails)
+                if kept:
                     break
     return current
 
@@ -106,9 +118,7 @@ def simplify_texts(commands: List[Any], still_fails: Predicate, fields: Fields =
 def simplify_paths(commands: List[Any], still_fails: Predicate, fields: Fields = MEMORY_TOOL) -> List[Any]:
     """Drop one name at a time from every path (never the leading `/memories`-like part)."""
     current = copy.deepcopy(commands)
-    for index, command in enumerate(current):
-        if not isinstance(command, dict):
-            continue
+    for index in _objects(current):
         for field in fields.paths:
             position = fields.kept_names
             while True:
@@ -118,11 +128,9 @@ def simplify_paths(commands: List[Any], still_fails: Predicate, fields: Fields =
                 parts = value.split("/")
                 if position >= len(parts) or len(parts) <= fields.kept_names + 1:
                     break
-                trial = copy.deepcopy(current)
-                trial[index][field] = "/".join(parts[:position] + parts[position + 1 :])
-                if still_fails(trial):
-                    current = trial
-                else:
+                shorter = "/".join(parts[:position] + parts[position + 1 :])
+                current, kept = _try(current, index, field, shorter, still_fails)
+                if not kept:
                     position += 1
     return current
 

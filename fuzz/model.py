@@ -198,34 +198,25 @@ class Model:
         return True
 
     def _str_replace(self, command: Dict[str, Any]) -> bool:
-        vpath = self._path(command["path"])
-        if vpath is None:
-            return False
         old, new = command["old_str"], command["new_str"]
-        text = self._editable(vpath)
-        if text is None or old == "":
+        edited = self._edited(command)
+        if edited is None or old == "":
             return False
-        crlf = is_crlf(text)
+        parts, work, crlf = edited
         if crlf:  # D-STR-CRLF: \r\n in a parameter is one line ending
             old, new = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
-        work = text.replace("\r\n", "\n") if crlf else text
         if count_overlapping(work, old) != 1:
             return False
-        result = work.replace(old, new, 1)
-        return self._write(vpath.parts, result.replace("\n", "\r\n") if crlf else result)
+        return self._write_text(parts, work.replace(old, new, 1), crlf)
 
     def _insert(self, command: Dict[str, Any]) -> bool:
-        vpath = self._path(command["path"])
-        if vpath is None:
-            return False
         line, inserted = command["insert_line"], command["insert_text"]
-        text = self._editable(vpath)
-        if text is None:
+        edited = self._edited(command)
+        if edited is None:
             return False
-        crlf = is_crlf(text)
+        parts, work, crlf = edited
         if crlf:  # D-INSERT-CRLF: \r\n in insert_text is one line ending
             inserted = inserted.replace("\r\n", "\n")
-        work = text.replace("\r\n", "\n") if crlf else text
         lines = work.split("\n")
         if work.endswith("\n"):
             lines.pop()
@@ -238,19 +229,13 @@ class Model:
         final_newline = inserted.endswith("\n") if work == "" else work.endswith("\n")
         if not final_newline and result_lines[-1] == "":
             raise _Unknown()  # an empty last line without a newline cannot be told from no line
-        result = "\n".join(result_lines) + ("\n" if final_newline else "")
-        return self._write(vpath.parts, result.replace("\n", "\r\n") if crlf else result)
+        return self._write_text(parts, "\n".join(result_lines) + ("\n" if final_newline else ""), crlf)
 
     def _delete(self, command: Dict[str, Any]) -> bool:
         vpath = self._path(command["path"])
         if vpath is None or vpath.is_root:
             return False
-        node = self._lookup(vpath.parts)
-        if not isinstance(node, tuple):
-            return False
-        if vpath.trailing_slash and node != DIR:
-            if node == OPAQUE:
-                raise _Unknown()
+        if self._existing(vpath) is None:
             return False
         for key in [key for key in self.tree if key[: len(vpath.parts)] == vpath.parts]:
             del self.tree[key]
@@ -260,12 +245,8 @@ class Model:
         old, new = self._path(command["old_path"]), self._path(command["new_path"])
         if old is None or new is None or old.is_root or new.is_root:
             return False
-        node = self._lookup(old.parts)
-        if not isinstance(node, tuple):
-            return False
-        if old.trailing_slash and node != DIR:
-            if node == OPAQUE:
-                raise _Unknown()
+        node = self._existing(old)
+        if node is None:
             return False
         if new.trailing_slash and node != DIR:
             raise _Unknown()
@@ -284,6 +265,32 @@ class Model:
         return True
 
     # --- helpers -----------------------------------------------------------------------------
+
+    def _edited(self, command: Dict[str, Any]) -> Optional[Tuple[Parts, str, bool]]:
+        """(parts, text with \\n line endings, whether the file's were \\r\\n) of the file str_replace or insert edits,
+        or None (an error)."""
+        vpath = self._path(command["path"])
+        text = None if vpath is None else self._editable(vpath)
+        if vpath is None or text is None:
+            return None
+        crlf = is_crlf(text)
+        return vpath.parts, text.replace("\r\n", "\n") if crlf else text, crlf
+
+    def _write_text(self, parts: Parts, text: str, crlf: bool) -> bool:
+        """Write an edit's text back, in the file's own line endings."""
+        return self._write(parts, text.replace("\n", "\r\n") if crlf else text)
+
+    def _existing(self, vpath: Any) -> Optional[Node]:
+        """What stands at the path a delete or rename acts on, or None where the command fails (nothing there, or a
+        file named with a trailing slash); raises _Unknown where the model cannot tell (an opaque object)."""
+        node = self._lookup(vpath.parts)
+        if not isinstance(node, tuple):
+            return None
+        if vpath.trailing_slash and node != DIR:
+            if node == OPAQUE:
+                raise _Unknown()
+            return None
+        return node
 
     def _make_parents(self, parts: Parts) -> bool:
         """Could the missing parents of parts be created (no file or opaque object on the way)?"""

@@ -43,7 +43,7 @@ from . import finding as finding_files
 from .byte_reader import ByteReader
 from .finding import Finding, FindingError
 from .harness import Harness, Options
-from .layout import Layout, scratch_dir
+from .layout import Layout, scratch_dir, symlinks
 from .minimise import Fields
 from .oracles import Violation, check_result
 from .replay import replay
@@ -58,10 +58,12 @@ LAYOUT: List[Dict[str, str]] = [
     {"type": "file", "path": "memory/ok.md", "text": "an ordinary note\n"},
     {"type": "file", "path": "memory/crlf.md", "text": "one\r\ntwo\r\n"},
     {"type": "file", "path": "memory/bin.md", "base64": "aGVsbG8g//4K"},
-    {"type": "symlink", "path": "memory/link.md", "target": "../../outside/secret.md"},
-    {"type": "symlink", "path": "memory/out", "target": "../../outside"},
-    {"type": "symlink", "path": "memory/dangling.md", "target": "../../outside/nothing.md"},
-    {"type": "symlink", "path": "USER.md", "target": "../outside/secret.md"},
+    *symlinks(
+        ("memory/link.md", "../../outside/secret.md"),
+        ("memory/out", "../../outside"),
+        ("memory/dangling.md", "../../outside/nothing.md"),
+        ("USER.md", "../outside/secret.md"),
+    ),
     {"type": "hardlink", "path": "memory/hard.md", "target": "outside/secret.md"},
     {"type": "fifo", "path": "memory/fifo.md"},
     {"type": "dir", "path": "memory/dir.md"},

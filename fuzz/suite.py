@@ -16,12 +16,7 @@ if TYPE_CHECKING:
     from conformance.openclaw import runner as openclaw_runner
 else:
     NAME = __package__[: -len("fuzz")] + "conformance"
-    hosttree = importlib.import_module(NAME + ".hosttree")
-    layout = importlib.import_module(NAME + ".layout")
-    targets = importlib.import_module(NAME + ".targets")
-    openclaw_runner = importlib.import_module(NAME + ".openclaw.runner")
-    visible = importlib.import_module(NAME + ".visible")
-    terminal = importlib.import_module(NAME + ".terminal")
-    usage = importlib.import_module(NAME + ".usage")
+    _MODULES = ("hosttree", "layout", "targets", "openclaw.runner", "visible", "terminal", "usage")
+    globals().update({module.replace(".", "_"): importlib.import_module(f"{NAME}.{module}") for module in _MODULES})
 
 __all__ = ["hosttree", "layout", "openclaw_runner", "targets", "terminal", "usage", "visible"]

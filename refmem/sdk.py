@@ -56,23 +56,11 @@ class RefmemMemoryTool(BetaAbstractMemoryTool):
         # construction would otherwise be a second, looser parser in front of ours.
         return self._run(input)
 
-    def view(self, command: Any) -> str:
+    def _command(self, command: Any) -> str:
+        """Every command method: the SDK's typed command back to the plain input, which the handler checks."""
         return self._run(_as_input(command))
 
-    def create(self, command: Any) -> str:
-        return self._run(_as_input(command))
-
-    def str_replace(self, command: Any) -> str:
-        return self._run(_as_input(command))
-
-    def insert(self, command: Any) -> str:
-        return self._run(_as_input(command))
-
-    def delete(self, command: Any) -> str:
-        return self._run(_as_input(command))
-
-    def rename(self, command: Any) -> str:
-        return self._run(_as_input(command))
+    view = create = str_replace = insert = delete = rename = _command
 
 
 class AsyncRefmemMemoryTool(BetaAsyncAbstractMemoryTool):
@@ -110,23 +98,11 @@ class AsyncRefmemMemoryTool(BetaAsyncAbstractMemoryTool):
         # The raw input goes straight to the handler, which checks it itself (as in the sync tool).
         return await self._run(input)
 
-    async def view(self, command: Any) -> str:
+    async def _command(self, command: Any) -> str:
+        """Every command method, as in the sync tool."""
         return await self._run(_as_input(command))
 
-    async def create(self, command: Any) -> str:
-        return await self._run(_as_input(command))
-
-    async def str_replace(self, command: Any) -> str:
-        return await self._run(_as_input(command))
-
-    async def insert(self, command: Any) -> str:
-        return await self._run(_as_input(command))
-
-    async def delete(self, command: Any) -> str:
-        return await self._run(_as_input(command))
-
-    async def rename(self, command: Any) -> str:
-        return await self._run(_as_input(command))
+    view = create = str_replace = insert = delete = rename = _command
 
     async def aclose(self) -> None:
         """Close the handler once the commands already queued have run (on the worker, so the loop does not

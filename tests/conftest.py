@@ -3,7 +3,7 @@
 
 The session's host guard: no test may touch anything outside its temporary folders. The shared devices, the
 working tree and a sentinel file are recorded when the session starts and compared when it ends; any
-difference fails the run, named in a "host changed" section (see host_guard). The devices are also looked at
+difference fails the run, named in a "host changed" section (see host_guard_support). The devices are also looked at
 after every test, so that the section names the test after which a device was first seen changed.
 
 Folders below keep their own conftest files for their own fixtures; none of them defines these.
@@ -17,7 +17,7 @@ from typing import Iterator
 
 import postgres_support
 import pytest
-from host_guard import Sentinel, devices, differences, snapshot
+from host_guard_support import Sentinel, devices, differences, snapshot
 from memory_support import Memory
 
 from refmem import kernel

@@ -2,7 +2,7 @@
 
 Linear work takes about 4 times as long on an input 4 times as large; quadratic work 16 times. The
 bound, 8, sits between the two and far from both, and no absolute time is ever compared, so the test
-holds on a slow or loaded machine. The clock is this thread's CPU time (tests/cpu_clock.py): it leaves out
+holds on a slow or loaded machine. The clock is this thread's CPU time (tests/cpu_clock_support.py): it leaves out
 waiting (fsync, other programs, other threads of this process); the sizes are measured in interleaved rounds,
 each keeping its least time, and a ratio over the bound is measured again before it fails the test.
 Sizes are chosen so that the size-dependent work dominates each command's fixed cost at n.
@@ -17,7 +17,7 @@ import tempfile
 from typing import Any, Callable, Dict, Iterator, Tuple
 
 import pytest
-from cpu_clock import least_seconds, ratio_within
+from cpu_clock_support import count_before_each, least_seconds, ratio_within
 
 from refmem import MemoryHandler
 
@@ -175,11 +175,7 @@ def test_the_sizes_make_the_size_dependent_work_visible(tmp_path: pathlib.Path) 
     occurrence from the start (the old str_replace error path) at these sizes is caught."""
 
     def recount(text: str) -> int:
-        total, position = 0, text.find("a")
-        while position != -1:
-            total += text.count("\n", 0, position)
-            position = text.find("a", position + 1)
-        return total
+        return count_before_each(text, "a", "\n")
 
     n = CASES["str_replace, many occurrences"][1]
     small, large = "a\n" * n, "a\n" * (FACTOR * n)

@@ -13,7 +13,7 @@ import string
 from typing import Callable, Dict, Tuple
 
 import pytest
-from cpu_clock import least_seconds, ratio_within
+from cpu_clock_support import count_before_each, least_seconds, ratio_within
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -387,7 +387,7 @@ GROWTH_BOUND = 8.0
 
 
 def grows_linearly(run: Callable[[str], object], make: Callable[[int], str], n: int = 1000) -> Tuple[bool, str]:
-    """t(4n) < 8 t(n) in CPU time of this thread, least of 5 interleaved rounds (tests/cpu_clock.py); a ratio
+    """t(4n) < 8 t(n) in CPU time of this thread, least of 5 interleaved rounds (tests/cpu_clock_support.py); a ratio
     over the bound is measured again, up to three times in all: a quadratic cost fails every time."""
     small, large = make(n), make(GROWTH * n)
 
@@ -404,11 +404,7 @@ def test_the_growth_check_catches_a_quadratic_detector() -> None:
     the audit's 34-second finding) is caught at these sizes, and its linear twin is not."""
 
     def rescans(text: str) -> int:
-        total, at = 0, text.find("-----")
-        while at != -1:
-            total += text.count("-", 0, at)
-            at = text.find("-----", at + 5)
-        return total
+        return count_before_each(text, "-----", "-")
 
     def scans_once(text: str) -> int:
         return text.count("-----")

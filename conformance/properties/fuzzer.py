@@ -10,16 +10,11 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
+__all__ = ["byte_reader", "decode", "finding", "model", "oracles", "tokens"]
+
 if TYPE_CHECKING:
     from fuzz import byte_reader, decode, finding, model, oracles, tokens
 else:
     _SUITE = __package__.rsplit(".", 1)[0]
     NAME = _SUITE[: -len("conformance")] + "fuzz"
-    byte_reader = importlib.import_module(NAME + ".byte_reader")
-    decode = importlib.import_module(NAME + ".decode")
-    finding = importlib.import_module(NAME + ".finding")
-    model = importlib.import_module(NAME + ".model")
-    oracles = importlib.import_module(NAME + ".oracles")
-    tokens = importlib.import_module(NAME + ".tokens")
-
-__all__ = ["byte_reader", "decode", "finding", "model", "oracles", "tokens"]
+    globals().update({module: importlib.import_module(f"{NAME}.{module}") for module in __all__})

@@ -22,7 +22,7 @@ The bugs (`BUGS`), one per factory:
   not a bug the model can cause (it cannot make a hard link), so the suite calls it host-layout, not unsafe.
 
 Error conventions: this module's `make_<bug>` factories raise `BackendError(message)` on error and
-return the text on success; `buggy_backends_plain` returns errors as text starting with "Error: ".
+return the text on success; `plain_backends` returns errors as text starting with "Error: ".
 `CarefulMemory` itself returns `Result(output, is_error)` (used by the stress backends). POSIX only.
 Never use any of this as a real backend.
 """
@@ -602,9 +602,13 @@ class CarefulMemory:
                     f"Error: Invalid `insert_line` parameter: {line}. It should be within the range "
                     f"of lines of the file: [0, {n_lines}]"
                 )
-            return insert_lines(text, line, insert_text), f"The file {shown} has been edited."
+            return self.inserted(text, line, insert_text), f"The file {shown} has been edited."
 
         return self._edit(command, change)
+
+    def inserted(self, text: str, line: int, insert_text: str) -> str:
+        """The text with insert_text after line `line` (where a planted retry bug goes)."""
+        return insert_lines(text, line, insert_text)
 
     # -- delete and rename --
 
@@ -690,14 +694,18 @@ def _remove(fd: int, name: str) -> None:
 # --- the raising convention ---------------------------------------------------------------------
 
 
-class RaisingMemory:
-    """Returns the text on success, raises BackendError(text) on error."""
+class Convention:
+    """The careful backend seen through one error convention: a subclass's `execute` says how an error reads."""
 
     storage = "filesystem"
 
     def __init__(self, backend: CarefulMemory) -> None:
         self.backend = backend
         self.implementation = backend.implementation
+
+
+class RaisingMemory(Convention):
+    """Returns the text on success, raises BackendError(text) on error."""
 
     def execute(self, command: Any) -> str:
         result = self.backend.execute(command)
@@ -706,24 +714,17 @@ class RaisingMemory:
         return result.output
 
 
-def _factory(bug: Optional[str]) -> Callable[[Path], RaisingMemory]:
-    def make(root: Path) -> RaisingMemory:
-        return RaisingMemory(CarefulMemory(root, bug))
+def factories(convention: Callable[[CarefulMemory], Convention]) -> Dict[str, Callable[[Path], Convention]]:
+    """`make_clean` and a `make_<bug>` per bug in BUGS, each the careful backend seen through `convention`."""
 
-    make.__name__ = f"make_{bug or 'clean'}"
-    return make
+    def factory(bug: Optional[str]) -> Callable[[Path], Convention]:
+        def make(root: Path) -> Convention:
+            return convention(CarefulMemory(root, bug))
+
+        make.__name__ = f"make_{bug or 'clean'}"
+        return make
+
+    return {f"make_{bug or 'clean'}": factory(bug) for bug in (None, *BUGS)}
 
 
-make_clean = _factory(None)
-make_prefix_no_separator = _factory("prefix_no_separator")
-make_decode_after_dotdot_check = _factory("decode_after_dotdot_check")
-make_backslash_after_check = _factory("backslash_after_check")
-make_nfkc_after_check = _factory("nfkc_after_check")
-make_follows_symlink = _factory("follows_symlink")
-make_fifo_blocking_open = _factory("fifo_blocking_open")
-make_host_path_in_errors = _factory("host_path_in_errors")
-make_rename_overwrites = _factory("rename_overwrites")
-make_delete_root_wipes = _factory("delete_root_wipes")
-make_delete_follows_link = _factory("delete_follows_link")
-make_listing_follows_links = _factory("listing_follows_links")
-make_edits_in_place = _factory("edits_in_place")
+globals().update(factories(RaisingMemory))  # python:buggy_backends:make_clean, ...:make_<bug> per bug

@@ -1,21 +1,22 @@
-"""Helpers for the runner's own tests: fake targets importable as `conformance_fakes`, and case sets."""
+"""Helpers for the runner's own tests: fake targets importable as `fake_backends`, and case sets."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
 import pathlib
+import shutil
 import sys
-from typing import Any, Dict, List, Tuple
+import tempfile
+from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 
 HERE = pathlib.Path(__file__).resolve().parent
-if str(HERE) not in sys.path:
-    sys.path.insert(0, str(HERE))
 
-FAKE_ADAPTER = HERE / "conformance_fake_adapter.py"
+FAKE_ADAPTER = HERE / "fake_adapter.py"
 
 
 def case(case_id: str, steps: List[Dict[str, Any]], level: str = "must", **extra: Any) -> Dict[str, Any]:
@@ -86,6 +87,19 @@ SHM = pathlib.Path("/dev/shm")
 WORKDIR = ["--workdir", str(SHM)] if SHM.is_dir() and os.access(SHM, os.W_OK) else []
 
 
+@contextlib.contextmanager
+def scratch_folder(tmp_path: pathlib.Path, prefix: str) -> Iterator[pathlib.Path]:
+    """A fresh folder on the tmpfs when there is one (removed after), else `tmp_path`: the tiers fsync every write."""
+    if not WORKDIR:
+        yield tmp_path
+        return
+    directory = pathlib.Path(tempfile.mkdtemp(prefix=prefix, dir=SHM))
+    try:
+        yield directory
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def run_cli(*argv: str) -> Tuple[int, str, str]:
     """`refmem-conformance ARGV` in-process: (exit status, stdout, stderr)."""
     from refmem_conformance.cli import main
@@ -99,3 +113,22 @@ def run_cli(*argv: str) -> Tuple[int, str, str]:
 def adapter(*modes: str) -> str:
     """A `cmd:` target spec for the fake adapter in the given modes."""
     return "cmd:" + " ".join([sys.executable, str(FAKE_ADAPTER), *modes])
+
+
+SCHEMAS = HERE.parents[1] / "conformance" / "schema" / "protocol"
+
+
+def exchange(requests: List[Any]) -> List[Dict[str, Any]]:
+    """`refmem serve` in-process over the requests (a string sent as it is, anything else as its JSON): the replies."""
+    from refmem.serve import serve
+
+    lines = (request if isinstance(request, str) else json.dumps(request) for request in requests)
+    out = io.StringIO()
+    assert serve(io.StringIO("".join(line + "\n" for line in lines)), out) == 0
+    return [json.loads(line) for line in out.getvalue().splitlines()]
+
+
+def valid(message: Dict[str, Any], schema: str) -> None:
+    """Fails unless `message` follows the protocol's schema `schema` (skips without jsonschema)."""
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(message, json.loads((SCHEMAS / f"{schema}.schema.json").read_text()))

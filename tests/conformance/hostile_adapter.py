@@ -1,4 +1,4 @@
-"""A protocol adapter around `conformance_fakes.Tiny` that attacks the harness reading it, when a path asks.
+"""A protocol adapter around `fake_backends.Tiny` that attacks the harness reading it, when a path asks.
 
 Each attack is keyed by a word in the input path, so that one case set holds several:
 
@@ -23,9 +23,7 @@ import os
 import pathlib
 import sys
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-
-from conformance_fakes import Tiny  # noqa: E402
+from fake_backends import Tiny  # run by path: this folder is sys.path[0]
 
 DEPTH = 100_000
 HOSTILE_BYTES = int(os.environ.get("HOSTILE_BYTES", str(64 * 1024 * 1024)))

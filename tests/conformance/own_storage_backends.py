@@ -4,26 +4,20 @@ own handler (D-STORE-OWN-SETUP, D-STORE-OWN-FINAL)."""
 
 from __future__ import annotations
 
+import inspect
 import pathlib
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any
 
-from conformance.reference_sqlite_target import SqliteReference
 from conformance.reference_sqlite_target import make as make_sqlite
 
 
-def unshared(
-    root: pathlib.Path,
-    *,
-    read_only: bool = False,
-    allow: Optional[Sequence[str]] = None,
-    limits: Optional[Mapping[str, int]] = None,
-    content_policy: Optional[str] = None,
-) -> Any:
-    """The reference over SQLite, declaring own storage and nothing about sharing it."""
-    built: SqliteReference = make_sqlite(
-        root, read_only=read_only, allow=allow, limits=limits, content_policy=content_policy
-    )
-    return built
+def unshared(root: pathlib.Path, **options: Any) -> Any:
+    """The reference over SQLite, declaring own storage and nothing about sharing it (nor taking a tenant)."""
+    return make_sqlite(root, **options)
 
 
+_SQLITE = inspect.signature(make_sqlite)
+unshared.__signature__ = _SQLITE.replace(  # type: ignore[attr-defined]
+    parameters=[parameter for name, parameter in _SQLITE.parameters.items() if name != "tenant"]
+)
 unshared.storage = "own"  # type: ignore[attr-defined]

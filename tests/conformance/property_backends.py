@@ -16,12 +16,12 @@ Never use any of this as a real backend.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping, Tuple
+from typing import Any
 
 if __package__:
-    from .buggy_backends import SIGNALLING, CarefulMemory, RaisingMemory, Refusal, insert_lines, split_lines
+    from .buggy_backends import SIGNALLING, CarefulMemory, RaisingMemory, insert_lines
 else:  # imported as a top-level module, with this folder on sys.path
-    from buggy_backends import SIGNALLING, CarefulMemory, RaisingMemory, Refusal, insert_lines, split_lines
+    from buggy_backends import SIGNALLING, CarefulMemory, RaisingMemory, insert_lines
 
 __all__ = ["SIGNALLING", "make_double_insert", "make_own_storage", "make_with_index"]
 
@@ -29,18 +29,8 @@ __all__ = ["SIGNALLING", "make_double_insert", "make_own_storage", "make_with_in
 class DoubleInsert(CarefulMemory):
     """Inserts insert_text twice at insert_line: the classic retry that re-applies an edit."""
 
-    def _insert(self, command: Mapping[str, Any]) -> str:
-        line = self._param(command, "insert_line", int)
-        insert_text = self._param(command, "insert_text", str)
-
-        def change(shown: str, text: str) -> Tuple[str, str]:
-            n_lines = len(split_lines(text))
-            if not 0 <= line <= n_lines:
-                raise Refusal(f"Error: Invalid `insert_line` parameter: {line}.")
-            once = insert_lines(text, line, insert_text)
-            return insert_lines(once, line, insert_text), f"The file {shown} has been edited."
-
-        return self._edit(command, change)
+    def inserted(self, text: str, line: int, insert_text: str) -> str:
+        return insert_lines(insert_lines(text, line, insert_text), line, insert_text)
 
 
 class Unsignalled:

@@ -71,7 +71,7 @@ def run_action(
 def test_an_unsafe_backend_fails_the_job_even_with_its_case_listed_as_expected(tmp_path: pathlib.Path) -> None:
     known = tmp_path / "known.json"
     known.write_text(json.dumps([{"id": UNSAFE_CASE, "expect": "fail", "reason": "we know", "issue": ""}]))
-    status, outputs, summary = run_action(tmp_path, "python:buggy_backends_plain:make_delete_follows_link", str(known))
+    status, outputs, summary = run_action(tmp_path, "python:plain_backends:make_delete_follows_link", str(known))
     assert status == 1 and outputs["status"] == "1" and outputs["safe"] == "no", outputs
     assert "**NO" in summary and os.path.exists(outputs["report"])
     report = json.loads(pathlib.Path(outputs["report"]).read_text())
@@ -79,14 +79,14 @@ def test_an_unsafe_backend_fails_the_job_even_with_its_case_listed_as_expected(t
 
 
 def test_the_careful_backend_passes_the_same_step(tmp_path: pathlib.Path) -> None:
-    status, outputs, summary = run_action(tmp_path, "python:buggy_backends_plain:make_clean")
+    status, outputs, summary = run_action(tmp_path, "python:plain_backends:make_clean")
     assert (status, outputs["status"], outputs["safe"]) == (0, "0", "yes"), summary[-2000:]
     assert outputs["badges"] == ""  # not asked for
 
 
 def test_the_step_writes_badges_when_asked_and_says_where(tmp_path: pathlib.Path) -> None:
     status, outputs, _summary = run_action(
-        tmp_path, "python:buggy_backends_plain:make_delete_follows_link", badges="true"
+        tmp_path, "python:plain_backends:make_delete_follows_link", badges="true"
     )
     assert status == 1 and outputs["safe"] == "no"  # the badge does not soften the gate
     folder = pathlib.Path(outputs["badges"])
@@ -100,14 +100,14 @@ def test_the_step_writes_badges_when_asked_and_says_where(tmp_path: pathlib.Path
 
 
 def test_the_badges_input_is_true_or_false(tmp_path: pathlib.Path) -> None:
-    status, _outputs, _summary = run_action(tmp_path, "python:buggy_backends_plain:make_clean", badges="yes")
+    status, _outputs, _summary = run_action(tmp_path, "python:plain_backends:make_clean", badges="yes")
     assert status == 2
 
 
 def test_baseline_refuses_to_record_an_unsafe_case_and_says_why(tmp_path: pathlib.Path) -> None:
     out_file = tmp_path / "known.json"
     status, _out, err = run_cli(
-        "baseline", "--target", "python:buggy_backends_plain:make_delete_follows_link",
+        "baseline", "--target", "python:plain_backends:make_delete_follows_link",
         *SELECTION.split(), "--output", str(out_file),
     )
     assert status == 1, err

@@ -160,7 +160,7 @@ def test_adapter_text_is_printable_and_bounded_where_it_is_taken_in(tmp_path: pa
 
 @pytest.mark.parametrize("factory", ["make", "declared"])
 def test_an_in_process_implementation_describes_itself_printably(tmp_path: pathlib.Path, factory: str) -> None:
-    target = open_target(f"python:hostile_fakes:{factory}", tmp_path)
+    target = open_target(f"python:hostile_name_backends:{factory}", tmp_path)
     for value in target.implementation.values():
         assert _harmless(value) == [], value
         assert len(value) <= target_base.NAME_CHARS + 40, value

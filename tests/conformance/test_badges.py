@@ -39,7 +39,7 @@ def test_a_safe_run_writes_both_badges_from_its_figures(tmp_path: pathlib.Path) 
     # t-005: a must case the tiny fake fails (it words the error otherwise)
     missed = case("t-005", [view("/memories/missing", True, match={"regex": "No such memory.*"})])
     cases = write_cases(tmp_path / "cases", BASIC + [missed])
-    report = _run(tmp_path, "--cases-dir", str(cases), "--no-matrix", "--target", "python:conformance_fakes:tiny")
+    report = _run(tmp_path, "--cases-dir", str(cases), "--no-matrix", "--target", "python:fake_backends:tiny")
     written = _written(tmp_path)
     assert sorted(written) == sorted(BADGE_FILES)
     for badge in written.values():
@@ -55,7 +55,7 @@ def test_a_safe_run_writes_both_badges_from_its_figures(tmp_path: pathlib.Path) 
 
 def test_an_unsafe_run_gets_a_red_error_badge(tmp_path: pathlib.Path) -> None:
     report = _run(
-        tmp_path, "--target", "python:buggy_backends_plain:make_delete_follows_link", "--run", UNSAFE_CASE,
+        tmp_path, "--target", "python:plain_backends:make_delete_follows_link", "--run", UNSAFE_CASE,
         "--run", "view-file-002",
     )
     assert report["figures"]["safe"] is False

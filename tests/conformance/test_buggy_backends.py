@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Tuple
 
 import buggy_backends
-import buggy_backends_plain
+import plain_backends
 import pytest
 
 from refmem_conformance.hosttree import read as read_host_tree
@@ -47,7 +47,7 @@ def _plain_call(backend: Any, command: Dict[str, Any]) -> Outcome:
     return Outcome(text, text.startswith("Error:"))
 
 
-CONVENTIONS = {"raising": (buggy_backends, _raising_call), "plain": (buggy_backends_plain, _plain_call)}
+CONVENTIONS = {"raising": (buggy_backends, _raising_call), "plain": (plain_backends, _plain_call)}
 
 
 class Demo(NamedTuple):

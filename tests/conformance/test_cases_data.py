@@ -18,7 +18,7 @@ import sys
 from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
-from cpu_clock import least_seconds
+from cpu_clock_support import least_seconds
 
 from refmem_conformance.documentation import may_be_must
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import pathlib
 
-import conformance_fakes
+import fake_backends
 import pytest
 from conformance_support import BASIC, adapter, case, run_cli, view, write_cases
 
@@ -68,17 +68,17 @@ def test_an_in_process_hang_times_out(basic_cases: pathlib.Path) -> None:
     """Abandoned, not waited for: the hung call returns only when released after the run. This test times the
     machine (a 2 s step timeout): a case that is not the hang, timed out on a stalled machine, is run again, up to
     three times in all."""
-    conformance_fakes.HANGER_RELEASE.clear()
-    conformance_fakes.HANGER_WOKE.clear()
+    fake_backends.HANGER_RELEASE.clear()
+    fake_backends.HANGER_WOKE.clear()
     try:
         for _ in range(3):
-            status, _, _, report = _report(basic_cases, "--target", "python:conformance_fakes:hanger", "--timeout", "2")
+            status, _, _, report = _report(basic_cases, "--target", "python:fake_backends:hanger", "--timeout", "2")
             kinds = {entry["id"]: [f["kind"] for f in entry.get("findings", [])] for entry in report["cases"]}
             if kinds["t-001"] == []:
                 break
-        assert not conformance_fakes.HANGER_WOKE.is_set()
+        assert not fake_backends.HANGER_WOKE.is_set()
     finally:
-        conformance_fakes.HANGER_RELEASE.set()
+        fake_backends.HANGER_RELEASE.set()
     assert status == 1
     assert kinds["t-004"] == ["timed_out"] and kinds["t-001"] == []
 

@@ -7,7 +7,7 @@ import pathlib
 from typing import Any, Dict, Tuple
 
 from conformance_support import run_cli
-from page_reader import Page, read
+from page_support import Page, read
 
 from refmem_conformance.figures import rows as figure_rows
 from refmem_conformance.htmlpage import OUTCOMES, figure_text
@@ -20,7 +20,7 @@ def _read(path: pathlib.Path) -> Page:
 def _run(basic_cases: pathlib.Path, tmp_path: pathlib.Path, target: str) -> Tuple[Dict[str, Any], Page]:
     report, page = tmp_path / f"{target}.json", tmp_path / f"{target}.html"
     run_cli(
-        "--cases-dir", str(basic_cases), "--no-matrix", "--target", f"python:conformance_fakes:{target}",
+        "--cases-dir", str(basic_cases), "--no-matrix", "--target", f"python:fake_backends:{target}",
         "--report-json", str(report), "--html", str(page),
     )
     return json.loads(report.read_text()), _read(page)

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import io
 import json
 import pathlib
 from typing import Any, Dict, List
 
 import pytest
-from conformance_support import adapter, case, run_cli, view, write_cases
-
+from conformance_support import adapter, case, exchange, run_cli, valid, view, write_cases
 from refmem_conformance.targets import open_target, option_converters
-from refmem.serve import serve
 
-SCHEMAS = pathlib.Path(__file__).resolve().parents[2] / "conformance" / "schema" / "protocol"
 READ_ONLY = "Error: The memory directory is read-only; create is not allowed."
 
 CASES = [
@@ -51,7 +47,7 @@ def _statuses(report: Dict[str, Dict[str, Any]]) -> Dict[str, str]:
 
 
 def test_a_python_target_that_accepts_no_options_skips_the_cases_using_them(tmp_path: pathlib.Path) -> None:
-    report = _report(write_cases(tmp_path, CASES), "python:conformance_fakes:tiny")
+    report = _report(write_cases(tmp_path, CASES), "python:fake_backends:tiny")
     assert _statuses(report) == {
         "o-001": "skip: option read_only not supported",
         "o-002": "skip: option limits not supported",
@@ -60,7 +56,7 @@ def test_a_python_target_that_accepts_no_options_skips_the_cases_using_them(tmp_
 
 
 def test_a_python_target_gets_the_options_its_signature_names(tmp_path: pathlib.Path) -> None:
-    report = _report(write_cases(tmp_path, CASES), "python:conformance_fakes:read_only_tiny")
+    report = _report(write_cases(tmp_path, CASES), "python:fake_backends:read_only_tiny")
     assert _statuses(report) == {"o-001": "pass", "o-002": "skip: option limits not supported", "o-003": "pass"}
 
 
@@ -104,16 +100,6 @@ def test_option_converters_follow_the_signature() -> None:
 # --- the reference server ------------------------------------------------------------------------
 
 
-def _exchange(requests: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    out = io.StringIO()
-    assert serve(io.StringIO("".join(json.dumps(request) + "\n" for request in requests)), out) == 0
-    return [json.loads(line) for line in out.getvalue().splitlines()]
-
-
-def _valid(message: Dict[str, Any], schema: str) -> None:
-    jsonschema = pytest.importorskip("jsonschema")
-    jsonschema.validate(message, json.loads((SCHEMAS / f"{schema}.schema.json").read_text()))
-
 
 def test_serve_lists_and_honours_every_option(tmp_path: pathlib.Path) -> None:
     root = tmp_path / "memories"
@@ -135,9 +121,9 @@ def test_serve_lists_and_honours_every_option(tmp_path: pathlib.Path) -> None:
         {"cmd": "stop"},
     ]
     for request in requests[1:-1]:
-        _valid(request, f"{request['cmd']}-request")
-    replies = _exchange(requests)
-    _valid(replies[0], "start-reply")
+        valid(request, f"{request['cmd']}-request")
+    replies = exchange(requests)
+    valid(replies[0], "start-reply")
     assert replies[0]["options"] == ["read_only", "allow", "limits", "content_policy"]
     assert replies[2]["output"] == READ_ONLY and not (root / "b.md").exists()
     assert replies[4]["output"] == "Error: The path /memories/a.txt is not one of the allowed memory paths."
@@ -160,8 +146,8 @@ def test_serve_lists_and_honours_every_option(tmp_path: pathlib.Path) -> None:
     ],
 )
 def test_serve_refuses_options_it_cannot_build(tmp_path: pathlib.Path, options: Any) -> None:
-    replies = _exchange(
+    replies = exchange(
         [{"cmd": "start", "version": 1}, {"cmd": "reset", "seq": 1, "root": str(tmp_path), "options": options}]
     )
-    _valid(replies[1], "error-reply")
+    valid(replies[1], "error-reply")
     assert replies[1]["seq"] == 1 and replies[1]["error"]["code"] == "bad-request"

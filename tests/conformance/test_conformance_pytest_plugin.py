@@ -47,6 +47,11 @@ def _pytest(tmp_path: pathlib.Path, cases: pathlib.Path, *options: str) -> subpr
     )
 
 
+def _expecting(known: pathlib.Path, fake: str) -> List[str]:
+    """The options that run the fake target `fake` (fake_backends.py) with the expectations file."""
+    return ["--memory-target", f"python:fake_backends:{fake}", "--memory-expectations", str(known)]
+
+
 def test_each_case_is_a_test(basic_cases: pathlib.Path, tmp_path: pathlib.Path) -> None:
     known = tmp_path / "known.json"
     known.write_text(
@@ -57,15 +62,7 @@ def test_each_case_is_a_test(basic_cases: pathlib.Path, tmp_path: pathlib.Path) 
             ]
         )
     )
-    result = _pytest(
-        tmp_path,
-        basic_cases,
-        "--memory-target",
-        "python:conformance_fakes:wrong",
-        "--memory-expectations",
-        str(known),
-        "-rA",
-    )
+    result = _pytest(tmp_path, basic_cases, *_expecting(known, "wrong"), "-rA")
     assert result.returncode == 1, result.stdout
     assert "1 failed, 1 passed, 1 skipped, 1 xfailed" in result.stdout
     assert "FAIL t-002 [must, documented]" in result.stdout  # the runner's own description of the failure
@@ -74,15 +71,7 @@ def test_each_case_is_a_test(basic_cases: pathlib.Path, tmp_path: pathlib.Path) 
 def test_strict_turns_an_unexpected_pass_into_a_failure(basic_cases: pathlib.Path, tmp_path: pathlib.Path) -> None:
     known = tmp_path / "known.json"
     known.write_text(json.dumps([{"id": "t-001", "expect": "fail", "reason": "", "issue": ""}]))
-    result = _pytest(
-        tmp_path,
-        basic_cases,
-        "--memory-target",
-        "python:conformance_fakes:tiny",
-        "--memory-expectations",
-        str(known),
-        "--memory-strict",
-    )
+    result = _pytest(tmp_path, basic_cases, *_expecting(known, "tiny"), "--memory-strict")
     assert result.returncode == 1, result.stdout
     assert "1 failed, 3 passed" in result.stdout
 
@@ -140,7 +129,7 @@ def entry_points_pytest11() -> List[Any]:
 
 def test_collect_only_lists_every_case(pytester: pytest.Pytester) -> None:
     options = _project(pytester)
-    result = pytester.runpytest(*options, "--memory-target", "python:conformance_fakes:tiny", "--collect-only", "-q")
+    result = pytester.runpytest(*options, "--memory-target", "python:fake_backends:tiny", "--collect-only", "-q")
     listed = [line for line in result.outlines if "::" in line]
     assert listed == ["test_own.py::test_own"] + [f"memory-conformance::t-00{n}" for n in range(1, 5)]
     assert "5 tests collected" in result.stdout.str()
@@ -153,14 +142,14 @@ def test_without_a_target_only_the_projects_own_tests_run(pytester: pytest.Pytes
 
 def test_a_node_id_selects_one_case(pytester: pytest.Pytester) -> None:
     options = _project(pytester)
-    target = ["--memory-target", "python:conformance_fakes:tiny"]
+    target = ["--memory-target", "python:fake_backends:tiny"]
     result = pytester.runpytest(*options, *target, "memory-conformance::t-003")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*1 passed*"])
 
 
 def test_keywords_and_markers_choose_cases(pytester: pytest.Pytester) -> None:
-    options = _project(pytester) + ["--memory-target", "python:conformance_fakes:tiny", "--strict-markers"]
+    options = _project(pytester) + ["--memory-target", "python:fake_backends:tiny", "--strict-markers"]
     by_level = pytester.runpytest(*options, "-m", "memory_should")
     by_level.assert_outcomes(passed=1, deselected=4)  # t-001 is the only should case
     by_feature = pytester.runpytest(*options, "-m", "memory_feature_view and memory_documented", "-k", "not t-001")
@@ -174,7 +163,7 @@ def test_expected_failures_come_from_the_expectations_file(pytester: pytest.Pyte
     known = pytester.path / "known.json"
     known.write_text(json.dumps([{"id": "t-001", "expect": "fail", "reason": "trailing space", "issue": ""}]))
     result = pytester.runpytest(
-        *options, "--memory-target", "python:conformance_fakes:wrong", "--memory-expectations", str(known), "-m",
+        *options, "--memory-target", "python:fake_backends:wrong", "--memory-expectations", str(known), "-m",
         "memory_should",
     )
     result.assert_outcomes(xfailed=1, deselected=4)
@@ -198,7 +187,7 @@ def test_a_printed_node_id_is_pasteable_when_the_workdir_moves_the_rootdir(
     # A path given as a separate option value takes part in pytest's choice of rootdir: outside the project, it
     # moves the rootdir up, and pytest prints node IDs relative to the current folder ("../../memory-...").
     workdir = tmp_path_factory.mktemp("elsewhere")
-    options = _project(pytester) + ["--memory-target", "python:conformance_fakes:tiny", "--memory-workdir", str(workdir)]
+    options = _project(pytester) + ["--memory-target", "python:fake_backends:tiny", "--memory-workdir", str(workdir)]
     first = pytester.runpytest(*options, "-rA", "-k", "t-003")
     first.assert_outcomes(passed=1, deselected=4)
     printed = _printed_ids(first.outlines)
@@ -244,7 +233,7 @@ def test_the_ini_file_configures_the_plugin_and_the_command_line_wins(
     pytester.makepyfile(test_own="def test_own():\n    assert True\n")
     pytester.makeini(
         "[pytest]\n"
-        "memory_target = python:conformance_fakes:tiny\n"
+        "memory_target = python:fake_backends:tiny\n"
         f"memory_cases_dir = {cases.name}\n"  # relative to the ini file's folder
         "memory_no_matrix = true\n"
         "memory_skip = t-001 t-002\n"
@@ -261,7 +250,7 @@ def test_pyproject_settings_and_a_bad_value_are_reported(pytester: pytest.Pytest
     cases = write_cases(pytester.path / "cases", BASIC)
     pytester.makepyprojecttoml(
         "[tool.pytest.ini_options]\n"
-        'memory_target = "python:conformance_fakes:wrong"\n'
+        'memory_target = "python:fake_backends:wrong"\n'
         f'memory_cases_dir = "{cases.name}"\n'
         'memory_no_matrix = "true"\n'
         'memory_profile = "documented"\n'
@@ -277,7 +266,7 @@ def test_pyproject_settings_and_a_bad_value_are_reported(pytester: pytest.Pytest
 def test_skip_features_leaves_cases_out(pytester: pytest.Pytester) -> None:
     cases = write_cases(pytester.path / "cases", BASIC[:2] + [dict(BASIC[2], features=["delete"]), BASIC[3]])
     options = ["-p", "no:cacheprovider", "--memory-cases-dir", str(cases), "--memory-no-matrix"]
-    target = ["--memory-target", "python:conformance_fakes:tiny", "--collect-only", "-q"]
+    target = ["--memory-target", "python:fake_backends:tiny", "--collect-only", "-q"]
     kept = pytester.runpytest(*options, *target, "--memory-skip-features", "delete")
     assert [line for line in kept.outlines if "::" in line] == [
         "memory-conformance::t-001", "memory-conformance::t-002", "memory-conformance::t-004"

@@ -19,7 +19,7 @@ def test_all_three_reports_are_written(basic_cases: pathlib.Path, tmp_path: path
         str(basic_cases),
         "--no-matrix",
         "--target",
-        "python:conformance_fakes:wrong",
+        "python:fake_backends:wrong",
         "--report-json",
         str(paths["r.json"]),
         "--junit",
@@ -75,7 +75,7 @@ def test_junit_survives_control_characters(tmp_path: pathlib.Path) -> None:
         str(write_cases(tmp_path / "c", cases)),
         "--no-matrix",
         "--target",
-        "python:conformance_fakes:tiny",
+        "python:fake_backends:tiny",
         "--profile",
         "standard",  # the documentation's wording gates: the should case fails and its failure is written
         "--junit",

@@ -10,7 +10,7 @@ from conformance_support import case, run_cli, view, write_cases
 
 def test_a_correct_target_passes_with_exit_0(basic_cases: pathlib.Path) -> None:
     status, out, _ = run_cli(
-        "--cases-dir", str(basic_cases), "--no-matrix", "--target", "python:conformance_fakes:tiny"
+        "--cases-dir", str(basic_cases), "--no-matrix", "--target", "python:fake_backends:tiny"
     )
     assert status == 0, out
     assert "safe: yes" in out and "documented: 3/3" in out and "documented wording: 1/1 (shown, not gating)" in out
@@ -20,7 +20,7 @@ def test_a_correct_target_passes_with_exit_0(basic_cases: pathlib.Path) -> None:
 
 def test_a_wrong_target_fails_with_exit_1_and_drawn_diffs(basic_cases: pathlib.Path) -> None:
     status, out, _ = run_cli(
-        "--cases-dir", str(basic_cases), "--no-matrix", "--target", "python:conformance_fakes:wrong"
+        "--cases-dir", str(basic_cases), "--no-matrix", "--target", "python:fake_backends:wrong"
     )
     assert status == 1
     assert "FAIL t-001 [should, documented]" in out and "FAIL t-002 [must, documented]" in out
@@ -38,7 +38,7 @@ def test_an_unexpected_exception_is_an_error_result_and_a_raised_finding(basic_c
         str(basic_cases),
         "--no-matrix",
         "--target",
-        "python:conformance_fakes:raiser",
+        "python:fake_backends:raiser",
         "--report-json",
         str(basic_cases / "r.json"),
     )
@@ -55,14 +55,14 @@ def test_an_unexpected_exception_is_an_error_result_and_a_raised_finding(basic_c
 
 def test_plain_strings_and_tool_errors_are_understood(basic_cases: pathlib.Path) -> None:
     status, out, _ = run_cli(
-        "--cases-dir", str(basic_cases), "--no-matrix", "--target", "python:conformance_fakes:plain"
+        "--cases-dir", str(basic_cases), "--no-matrix", "--target", "python:fake_backends:plain"
     )
     assert status == 0, out
 
 
 def test_leaks_of_the_canary_and_host_path_are_findings(basic_cases: pathlib.Path) -> None:
     status, out, _ = run_cli(
-        "--cases-dir", str(basic_cases), "--no-matrix", "--target", "python:conformance_fakes:leaker"
+        "--cases-dir", str(basic_cases), "--no-matrix", "--target", "python:fake_backends:leaker"
     )
     assert status == 1
     assert "t-002" in out and "leak: the output holds the host path" in out
@@ -72,7 +72,7 @@ def test_internals_in_the_case_itself_are_not_leaks(tmp_path: pathlib.Path) -> N
     text = "Traceback ValueError( [Errno 2]"
     cases = [case("t-010", [view("/memories/t.txt", False)], setup={"files": {"t.txt": text}})]
     status, out, _ = run_cli(
-        "--cases-dir", str(write_cases(tmp_path, cases)), "--no-matrix", "--target", "python:conformance_fakes:tiny"
+        "--cases-dir", str(write_cases(tmp_path, cases)), "--no-matrix", "--target", "python:fake_backends:tiny"
     )
     assert status == 0, out
 
@@ -81,7 +81,7 @@ def test_writing_outside_the_root_is_a_finding(tmp_path: pathlib.Path) -> None:
     create = {"input": {"command": "create", "path": "/memories/n.txt", "file_text": "n"}, "is_error": False}
     cases = [case("t-050", [create], final={"files": {"n.txt": "n"}, "exact": True})]
     status, out, _ = run_cli(
-        "--cases-dir", str(write_cases(tmp_path, cases)), "--no-matrix", "--target", "python:conformance_fakes:escaper"
+        "--cases-dir", str(write_cases(tmp_path, cases)), "--no-matrix", "--target", "python:fake_backends:escaper"
     )
     assert status == 1
     assert "outside: outside/dropped.txt: was nothing" in out
@@ -97,7 +97,7 @@ def test_final_state_exact_reports_extra_and_changed_files(tmp_path: pathlib.Pat
         )
     ]
     status, out, _ = run_cli(
-        "--cases-dir", str(write_cases(tmp_path, cases)), "--no-matrix", "--target", "python:conformance_fakes:tiny"
+        "--cases-dir", str(write_cases(tmp_path, cases)), "--no-matrix", "--target", "python:fake_backends:tiny"
     )
     assert status == 1
     assert "final: a.txt: expected a file holding one↵" in out
@@ -118,7 +118,7 @@ def test_fixtures_are_made_on_disk_and_links_are_not_followed_by_the_checks(tmp_
         case("t-030", [view("/memories/none", True)], requires="fixtures", setup={"fixtures": fixtures}, final=final)
     ]
     status, out, _ = run_cli(
-        "--cases-dir", str(write_cases(tmp_path, cases)), "--no-matrix", "--target", "python:conformance_fakes:tiny"
+        "--cases-dir", str(write_cases(tmp_path, cases)), "--no-matrix", "--target", "python:fake_backends:tiny"
     )
     assert status == 0, out
 
@@ -155,6 +155,6 @@ def test_a_missing_matrix_is_a_loud_warning(basic_cases: pathlib.Path, monkeypat
     import refmem_conformance.cases
 
     monkeypatch.setattr(refmem_conformance.cases, "generated_cases", lambda: None)
-    status, out, err = run_cli("--cases-dir", str(basic_cases), "--target", "python:conformance_fakes:tiny")
+    status, out, err = run_cli("--cases-dir", str(basic_cases), "--target", "python:fake_backends:tiny")
     assert status == 0
     assert "WARNING: the generated security matrix" in err and "WARNING" in out

@@ -36,7 +36,7 @@ def test_a_report_and_a_baseline_follow_their_schemas(basic_cases: pathlib.Path,
             ]
         )
     )
-    common = ["--cases-dir", str(basic_cases), "--no-matrix", "--target", "python:conformance_fakes:wrong"]
+    common = ["--cases-dir", str(basic_cases), "--no-matrix", "--target", "python:fake_backends:wrong"]
     run_cli(*common, "--expectations", str(known), "--report-json", str(report))
     written = json.loads(report.read_text())
     assert {case["outcome"] for case in written["cases"]} >= {"xfail", "fail"} and written["stale_expectations"]
@@ -51,7 +51,7 @@ def test_the_schemas_refuse_what_the_readers_refuse(basic_cases: pathlib.Path, t
     assert _errors("expectations", [{"id": "x", "expect": "maybe"}])
     assert _errors("expectations", [{"expect": "fail"}])
     report = tmp_path / "r.json"
-    run_cli("--cases-dir", str(basic_cases), "--no-matrix", "--target", "python:conformance_fakes:wrong",
+    run_cli("--cases-dir", str(basic_cases), "--no-matrix", "--target", "python:fake_backends:wrong",
             "--report-json", str(report))
     written = json.loads(report.read_text())
     case = next(case for case in written["cases"] if case.get("findings"))

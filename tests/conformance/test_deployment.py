@@ -13,10 +13,10 @@ import os
 import pathlib
 import shutil
 import sys
-import tempfile
 from typing import Any, Iterator, Set, Tuple
 
 import pytest
+from conformance_support import scratch_folder
 
 from refmem import protocol
 from refmem.serve import Session, handle_line
@@ -30,14 +30,8 @@ SMALL = deployment.Plan(rounds=16, reader_rounds=8, views_per_round=2, cut_trial
 
 @pytest.fixture
 def workdir(tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
-    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
-        directory = pathlib.Path(tempfile.mkdtemp(prefix="deployment-test-", dir="/dev/shm"))
-        try:
-            yield directory
-        finally:
-            shutil.rmtree(directory, ignore_errors=True)
-    else:
-        yield tmp_path
+    with scratch_folder(tmp_path, "deployment-test-") as directory:
+        yield directory
 
 
 def _flagged(report: deployment.DeploymentReport) -> Set[Tuple[str, str]]:

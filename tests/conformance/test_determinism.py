@@ -1,6 +1,6 @@
 """The same backend gets the same verdicts run after run, even when it writes where a payload points on the host.
 
-`conformance_simple` trusts absolute paths below the system's temporary folder, so the matrix's
+`simple_backend` trusts absolute paths below the system's temporary folder, so the matrix's
 `/tmp/outside/secret.txt` lands on the host. Without the host watch, what the first run created there made
 the second run's `view` succeed and its `create` fail ("already exists"): two cases flipped. The watch
 reports the write (a safety finding) and puts the host back, so both runs agree.
@@ -29,7 +29,7 @@ def _outcomes(report: pathlib.Path) -> Dict[str, Tuple[str, Tuple[str, ...]]]:
 def _run(tmp_path: pathlib.Path, name: str) -> Dict[str, Tuple[str, Tuple[str, ...]]]:
     report = tmp_path / f"{name}.json"
     # case folders on the same filesystem as the host path, so that a rename onto it succeeds
-    argv = ["--target", "python:conformance_simple:make", "--run", "sec-absolute-*", "--run", "sec-dotdot-plain-*"]
+    argv = ["--target", "python:simple_backend:make", "--run", "sec-absolute-*", "--run", "sec-dotdot-plain-*"]
     argv += ["--workdir", str(tmp_path), "--report-json", str(report), "-q"]
     main(argv, out=io.StringIO(), err=io.StringIO())
     return _outcomes(report)

@@ -11,7 +11,7 @@ from typing import Any, Dict, List
 
 import pytest
 from conformance_support import BASIC, case, run_cli, view, write_cases
-from page_reader import Page, read
+from page_support import Page, read
 
 from refmem_conformance.families import STATES, case_state, families, family_of, matrix_family
 from refmem_conformance.htmlpage import CSP, profile_text
@@ -169,7 +169,7 @@ def _versions(tmp_path: pathlib.Path) -> List[Dict[str, Any]]:
     reports = []
     for version, cases, fake in runs:
         report = _report(tmp_path, version, "--cases-dir", str(cases), "--no-matrix", "--target",
-                         f"python:conformance_fakes:{fake}")
+                         f"python:fake_backends:{fake}")
         report["implementation"] = dict(report["implementation"], name="fake", version=version)
         reports.append(report)
     return reports

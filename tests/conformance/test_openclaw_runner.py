@@ -22,7 +22,7 @@ from refmem_conformance.tiers import DOCUMENTED, HOST_LAYOUT, REFERENCE, SAFETY
 
 from refmem_conformance import runner as suite_runner
 
-PLANTED = "python:openclaw_planted:"
+PLANTED = "python:openclaw_backends:"
 
 
 def _by_id(run: RunResult) -> Dict[str, CaseResult]:
@@ -79,7 +79,7 @@ class Vandal:
     tools = ("memory_get", "memory_search")
 
     def __init__(self, root: pathlib.Path) -> None:
-        from openclaw_planted import careful
+        from openclaw_backends import careful
 
         self.root = root
         self.inner = careful(root)
@@ -119,7 +119,7 @@ def test_the_command_line_keeps_its_options_reports_and_exit_statuses(
     planted = ["--target", PLANTED + "follows_links", "--run", "oc-get-fs-001", "--workdir", str(tmp_path)]
     assert runner.main(planted) == 1
     assert "FAIL oc-get-fs-001 [must, safety]" in capsys.readouterr().out
-    assert runner.main(["--target", "python:hostile_fakes:make", "--workdir", str(tmp_path)]) == 2
+    assert runner.main(["--target", "python:hostile_name_backends:make", "--workdir", str(tmp_path)]) == 2
     assert "does not run memory_get, memory_search" in capsys.readouterr().err
 
 

@@ -83,7 +83,7 @@ PLANTED = [
     ("python:buggy_backends:make_decode_after_dotdot_check", "safety", "", ()),  # %2e%2e decoded after the check
     ("python:buggy_backends:make_rename_overwrites", "safety", "data_loss", ()),  # rename replaces what exists
     ("python:property_backends:make_double_insert", "documented", "final", ("safety",)),  # insert applied twice
-    ("python:property_unsignalled:make", "signalling", "is_error", ()),  # errors that do not say they are
+    ("python:unsignalled_backend:make", "signalling", "is_error", ()),  # errors that do not say they are
 ]
 
 

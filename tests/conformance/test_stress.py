@@ -10,15 +10,14 @@ from __future__ import annotations
 import dataclasses
 import os
 import pathlib
-import shutil
 import sys
-import tempfile
 from typing import Callable, Iterator, Set, Tuple
 
 import pytest
+from conformance_support import scratch_folder
+from refmem_conformance.targets import Target, open_target
 
 from refmem_conformance import stress
-from refmem_conformance.targets import Target, open_target
 
 HERE = pathlib.Path(__file__).parent
 
@@ -27,14 +26,8 @@ pytestmark = pytest.mark.skipif(os.name != "posix", reason="the stress backends 
 
 @pytest.fixture
 def workdir(tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
-    if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
-        directory = pathlib.Path(tempfile.mkdtemp(prefix="stress-test-", dir="/dev/shm"))
-        try:
-            yield directory
-        finally:
-            shutil.rmtree(directory, ignore_errors=True)
-    else:
-        yield tmp_path
+    with scratch_folder(tmp_path, "stress-test-") as directory:
+        yield directory
 
 
 def _opener(spec: str) -> Callable[[pathlib.Path], Target]:

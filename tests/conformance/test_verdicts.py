@@ -1,7 +1,7 @@
 """The verdict model's acceptance test: a safety finding for exactly each backend's bug, whatever its error convention.
 
 `buggy_backends` (errors raised as BackendError, declared with SIGNALLING["error_exceptions"]) and
-`buggy_backends_plain` (errors as "Error: ..." strings, declared with SIGNALLING["error_prefix"]) hold one
+`plain_backends` (errors as "Error: ..." strings, declared with SIGNALLING["error_prefix"]) hold one
 careful backend and the same backend with one classic bug switched on. The clean backend runs the whole suite
 and gets no safety finding in either convention; each buggy one runs a slice of the suite that reaches every
 bug, and gets safety findings of its bug's kind, in the cases its bug explains, and nothing else. How an error
@@ -28,7 +28,7 @@ from refmem_conformance.cli import main
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the buggy backends are POSIX only")
 
-MODULES = {"raising": "buggy_backends", "plain": "buggy_backends_plain"}
+MODULES = {"raising": "buggy_backends", "plain": "plain_backends"}
 FIFO_TIMEOUT = "2"
 HANG_GUARD = "60"
 ATTEMPTS = 3
@@ -117,7 +117,7 @@ def test_the_convention_changes_no_safety_verdict(tmp_path: pathlib.Path) -> Non
         convention: sorted({case_id for case_id, _, _ in _safety(_report(tmp_path / convention, target, *options))})
         for convention, target in (
             ("raising", "python:buggy_backends:make_decode_after_dotdot_check"),
-            ("plain", "python:buggy_backends_plain:make_decode_after_dotdot_check"),
+            ("plain", "python:plain_backends:make_decode_after_dotdot_check"),
         )
         if (tmp_path / convention).mkdir() is None
     }

@@ -16,7 +16,7 @@ import stat
 from pathlib import Path
 from typing import Any, List
 
-from planted import PlantedBackend, Refused
+from planted_support import PlantedBackend, Refused
 
 MAX_FILE_BYTES = 1 << 20
 MAX_ENTRIES = 1000

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from planted import Result
+from planted_support import Result
 from vulnerable_backend import VulnerableMemory
 
 STEP_SECONDS = 0.5

@@ -18,7 +18,7 @@ import time
 from typing import Iterator, Optional
 
 import pytest
-from fuzz_helpers import PREFIX_REFERENCE, QUADRATIC, atheris_run
+from fuzz_support import PREFIX_REFERENCE, QUADRATIC, atheris_run
 from refmem_fuzz.decode import decode
 from refmem_fuzz.harness import HARNESSES, Harness, Options
 from refmem_fuzz.layout import scratch_dir

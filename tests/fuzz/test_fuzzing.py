@@ -6,7 +6,7 @@ import json
 import pathlib
 
 import pytest
-from fuzz_helpers import VULNERABLE, VULNERABLE_PERCENT_ONLY, atheris_run, harness
+from fuzz_support import VULNERABLE, VULNERABLE_PERCENT_ONLY, atheris_run, harness
 from refmem_fuzz.cli import main
 from refmem_fuzz.to_case import to_case_file
 

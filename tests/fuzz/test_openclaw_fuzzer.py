@@ -21,7 +21,7 @@ from refmem_fuzz import finding as finding_files
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 COMMITTED = sorted((ROOT / "fuzz" / "findings" / "openclaw").glob("*.json"))
-PLANTED = "python:openclaw_planted:openclaw_like"
+PLANTED = "python:openclaw_backends:openclaw_like"
 OPENCLAWS_FINDINGS = {"leak:canary:memory_get", "leak:canary:memory_search", "leak:host-path:memory_get"}
 
 

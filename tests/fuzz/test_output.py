@@ -11,7 +11,7 @@ import sys
 from typing import Any, Dict
 
 import pytest
-from fuzz_helpers import HERE, REPO
+from fuzz_support import HERE, REPO
 from refmem_fuzz.cli import SHOWN_CHARS, main, shown
 
 FORGED = "\x1b]0;owned\x07\x1b[2J\r\nREPRODUCED: forged\u2028\x00"

@@ -15,7 +15,7 @@ import tracemalloc
 from typing import Any, Dict
 
 import pytest
-from fuzz_helpers import VULNERABLE
+from fuzz_support import VULNERABLE
 from refmem_fuzz.cli import main
 
 REPO = pathlib.Path(__file__).resolve().parent.parent.parent

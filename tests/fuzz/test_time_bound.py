@@ -17,7 +17,7 @@ import time
 from typing import Any, List
 
 import pytest
-from fuzz_helpers import HERE, REPO, VULNERABLE, harness
+from fuzz_support import HERE, REPO, VULNERABLE, harness
 from refmem_fuzz.cli import RUN_SLACK
 from refmem_fuzz.reach import StepResult
 from refmem_fuzz.layout import Layout

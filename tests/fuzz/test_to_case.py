@@ -12,7 +12,7 @@ import sys
 from typing import Any, Dict, List
 
 import pytest
-from fuzz_helpers import REPO
+from fuzz_support import REPO
 from refmem_fuzz.cli import main
 from refmem_fuzz.finding import Finding
 from refmem_fuzz.layout import HOSTILE_FIXTURES

@@ -23,7 +23,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from planted import PlantedBackend, Refused
+from planted_support import PlantedBackend, Refused
 
 
 class VulnerableMemory(PlantedBackend):

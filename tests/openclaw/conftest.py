@@ -6,7 +6,7 @@ import pathlib
 
 import pytest
 
-from .support import CANARY
+from .openclaw_support import CANARY
 
 
 @pytest.fixture()

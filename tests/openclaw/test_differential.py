@@ -15,7 +15,7 @@ import pytest
 from bench.openclaw_workspace import agreement, generate, write
 from refmem.openclaw import OpenClawMemory
 
-from .support import openclaw_ready
+from .openclaw_support import openclaw_ready
 
 RECORDED = pathlib.Path(__file__).resolve().parent / "data" / "openclaw-2026.9.6-search.json"
 

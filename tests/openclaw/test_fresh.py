@@ -13,7 +13,7 @@ from refmem import MemoryHandler
 from refmem.openclaw import OpenClawLimits, OpenClawMemory, changes
 from refmem.openclaw.disk import Disk
 
-from .support import NOW, paths_of, write
+from .openclaw_support import NOW, paths_of, write
 
 
 class CountingDisk(Disk):

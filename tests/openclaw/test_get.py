@@ -17,11 +17,16 @@ from refmem.openclaw.paths import is_indexed, is_readable
 from refmem.openclaw.window import excerpt_from_text, read_excerpt
 from refmem.text import ViewWindow
 
-from .support import CANARY, write
+from .openclaw_support import CANARY, write
 
 
 def workspace(case: pathlib.Path, **kwargs: Any) -> OpenClawMemory:
     return OpenClawMemory(case / "memories", **kwargs)
+
+
+def ok(text: str, path: str, start: int, lines: int) -> Dict[str, Any]:
+    """A whole window's reply: no truncation keys."""
+    return {"status": "ok", "text": text, "path": path, "from": start, "lines": lines}
 
 
 def no_leak(result: Dict[str, Any], case: pathlib.Path) -> None:
@@ -36,13 +41,7 @@ def no_leak(result: Dict[str, Any], case: pathlib.Path) -> None:
 
 def test_whole_small_file(case: pathlib.Path) -> None:
     write(case, "MEMORY.md", "# Prefs\n- green\n")
-    assert workspace(case).memory_get("MEMORY.md") == {
-        "status": "ok",
-        "text": "# Prefs\n- green",
-        "path": "MEMORY.md",
-        "from": 1,
-        "lines": 2,
-    }
+    assert workspace(case).memory_get("MEMORY.md") == ok("# Prefs\n- green", "MEMORY.md", 1, 2)
 
 
 def test_default_window_is_120_lines_with_notice(case: pathlib.Path) -> None:
@@ -58,35 +57,17 @@ def test_default_window_is_120_lines_with_notice(case: pathlib.Path) -> None:
 def test_last_window_has_no_truncation_keys(case: pathlib.Path) -> None:
     write(case, "memory/long.md", "".join(f"line {n}\n" for n in range(1, 11)))
     result = workspace(case).memory_get("memory/long.md", 8, 5)
-    assert result == {
-        "status": "ok",
-        "text": "line 8\nline 9\nline 10",
-        "path": "memory/long.md",
-        "from": 8,
-        "lines": 3,
-    }
+    assert result == ok("line 8\nline 9\nline 10", "memory/long.md", 8, 3)
 
 
 def test_from_past_the_end_is_an_empty_ok(case: pathlib.Path) -> None:
     write(case, "MEMORY.md", "a\nb\n")
-    assert workspace(case).memory_get("MEMORY.md", 9) == {
-        "status": "ok",
-        "text": "",
-        "path": "MEMORY.md",
-        "from": 9,
-        "lines": 0,
-    }
+    assert workspace(case).memory_get("MEMORY.md", 9) == ok("", "MEMORY.md", 9, 0)
 
 
 def test_empty_file(case: pathlib.Path) -> None:
     write(case, "USER.md", "")
-    assert workspace(case).memory_get("USER.md") == {
-        "status": "ok",
-        "text": "",
-        "path": "USER.md",
-        "from": 1,
-        "lines": 0,
-    }
+    assert workspace(case).memory_get("USER.md") == ok("", "USER.md", 1, 0)
 
 
 def test_character_budget_keeps_whole_lines(case: pathlib.Path) -> None:
@@ -288,7 +269,7 @@ def test_existing_notes_with_names_legal_on_the_host_are_read_and_found(case: pa
     """The memory tool's rules for names a model creates are not OpenClaw's rules for notes that exist."""
     write(case, name, "quokka sighting\n")
     memory = workspace(case)
-    assert memory.memory_get(name) == {"status": "ok", "text": "quokka sighting", "path": name, "from": 1, "lines": 1}
+    assert memory.memory_get(name) == ok("quokka sighting", name, 1, 1)
     assert [hit["path"] for hit in memory.memory_search("quokka")["results"]] == [name]
 
 

@@ -16,7 +16,7 @@ import pytest
 from refmem.openclaw import OpenClawMemory
 from refmem.openclaw.index import Index, fts5_available
 
-from .support import CANARY, write
+from .openclaw_support import CANARY, write
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,7 @@ from refmem.openclaw import OpenClawLimits, OpenClawMemory, bm25, chunks, rank, 
 from refmem.openclaw.disk import Disk
 from refmem.openclaw.index import Index
 
-from .support import CANARY, NOW, paths_of, write
+from .openclaw_support import CANARY, NOW, paths_of, write
 
 
 def workspace(case: pathlib.Path, **kwargs: Any) -> OpenClawMemory:

@@ -15,7 +15,7 @@ from refmem.openclaw import OpenClawMemory
 from refmem.openclaw.embeddings import EmbeddingError, OpenAIEmbeddings, WordLlamaEmbeddings
 from refmem.openclaw.index import Index, _load_sqlite_vec
 
-from .support import NOW, paths_of, write
+from .openclaw_support import NOW, paths_of, write
 
 KEY = "sk-test-secret-0123456789"
 

@@ -10,7 +10,7 @@ from typing import Any, Dict, List
 
 from refmem import serve
 
-from .support import write
+from .openclaw_support import write
 
 SECRET = "kept-out-of-reach"
 

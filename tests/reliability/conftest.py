@@ -1,4 +1,4 @@
-"""Fixtures for the reliability tests; helpers live in `_support.py`."""
+"""Fixtures for the reliability tests; helpers live in `reliability_support.py`."""
 
 from __future__ import annotations
 

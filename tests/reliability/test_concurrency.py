@@ -18,7 +18,7 @@ from typing import Dict, List, Tuple
 
 import pytest
 
-from ._support import MemoryHandler, all_temps, assert_clean_listing, explain, report
+from .reliability_support import MemoryHandler, all_temps, assert_clean_listing, explain, report
 
 PROCESSES = int(os.environ.get("REFMEM_CONC_PROCESSES", "4"))
 THREADS = int(os.environ.get("REFMEM_CONC_THREADS", "3"))

@@ -30,7 +30,7 @@ from typing import Dict, List, Optional, Tuple
 
 import pytest
 
-from ._support import MemoryHandler, assert_clean_listing, disk_files, explain, report
+from .reliability_support import MemoryHandler, assert_clean_listing, disk_files, explain, report
 
 KILLS = int(os.environ.get("REFMEM_KILLS", "1000"))
 PARALLEL = max(1, int(os.environ.get("REFMEM_KILL_PARALLEL", "4")))

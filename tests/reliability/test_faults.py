@@ -28,7 +28,7 @@ from typing import Callable, Dict, List, Optional
 
 import pytest
 
-from ._support import (
+from .reliability_support import (
     INTERNAL_ERROR,
     IO_REASONS,
     MemoryHandler,

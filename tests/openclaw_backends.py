@@ -2,9 +2,9 @@
 conformance runner's and fuzzer's tests. They use the in-process tool convention of conformance/targets.py
 (`tools` and `run_tool`, answering with the protocol's reply fields) and are reached as `python:` targets:
 
-    python:openclaw_planted:careful         no planted bug: safe on every case and every fuzzed call
-    python:openclaw_planted:follows_links   memory_get follows a symbolic link out of the workspace
-    python:openclaw_planted:openclaw_like   OpenClaw 2026.9.6's three findings (fuzz/findings/openclaw): a hard link
+    python:openclaw_backends:careful         no planted bug: safe on every case and every fuzzed call
+    python:openclaw_backends:follows_links   memory_get follows a symbolic link out of the workspace
+    python:openclaw_backends:openclaw_like   OpenClaw 2026.9.6's three findings (fuzz/findings/openclaw): a hard link
                                             to a file outside is read and indexed; a path through a link to a
                                             folder outside is refused with the workspace's host path in the error
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pathlib
 
-from conformance_fakes import Tiny
+from fake_backends import Tiny
 from hostile_adapter import EVIL
 
 IMPLEMENTATION = {"name": EVIL, "language": EVIL, "version": EVIL, "homepage": EVIL * 100}

@@ -6,7 +6,7 @@ occurrences), under the root's write lock, and listed every one of them in the e
 keeps the fixed reference for everything, and for that one error path redoes the old work and
 returns the old, unbounded message, so the cost is exactly the old cost on top of the new one.
 
-Test code only: `make(root)` is a `python:prefix_reference:make` target for the fuzzer.
+Test code only: `make(root)` is a `python:prefix_backend:make` target for the fuzzer.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A fake protocol adapter around `conformance_fakes.Tiny`, with switchable misbehaviour.
+"""A fake protocol adapter around `fake_backends.Tiny`, with switchable misbehaviour.
 
 Modes (argv): crash (exit on an input path containing "crash"), hang (sleep on "hang" for HANG_SECONDS, then
 write the file $REFMEM_FAKE_ADAPTER_WOKE names, when it names one), garbage
@@ -17,9 +17,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-
-from conformance_fakes import ReadOnlyTiny  # noqa: E402
+from fake_backends import ReadOnlyTiny  # run by path: this folder is sys.path[0]
 
 MODES = set(sys.argv[1:])
 OWN_FOLDERS: list = []

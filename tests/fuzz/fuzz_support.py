@@ -13,7 +13,7 @@ from refmem_fuzz.harness import HARNESSES, Harness, Options
 VULNERABLE = "python:vulnerable_backend:make"
 VULNERABLE_PERCENT_ONLY = "python:vulnerable_backend:make_percent_only"
 QUADRATIC = "python:quadratic_backend:make"
-PREFIX_REFERENCE = "python:prefix_reference:make"
+PREFIX_REFERENCE = "python:prefix_backend:make"
 HERE = pathlib.Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 

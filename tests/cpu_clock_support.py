@@ -57,3 +57,13 @@ def ratio_within(
         if large / small < bound:
             return True, seen
     return False, seen
+
+
+def count_before_each(text: str, marker: str, counted: str) -> int:
+    """A planted quadratic for a growth check to catch: for every `marker`, count `counted` in all the text before
+    it (the shape of a line recount from the start at each occurrence)."""
+    total, at = 0, text.find(marker)
+    while at != -1:
+        total += text.count(counted, 0, at)
+        at = text.find(marker, at + len(marker))
+    return total
