@@ -26,7 +26,7 @@ from refmem.store import Root
 from refmem.stores import core
 from refmem.stores.sqlite import SqliteStore
 
-from .support import NOW, paths_of
+from .openclaw_support import NOW, paths_of
 
 KINDS = ["sqlite", "postgres"]
 
