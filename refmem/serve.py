@@ -156,7 +156,7 @@ def _drop_handler(session: Session) -> None:
     store, session.store = session.store, None
     session.root = None
     session.options = {}
-    for held in (handler, workspace, store):
+    for held in (workspace, handler, store):  # the workspace reads through the handler's store: first
         close = getattr(held, "close", None)
         if close is not None:
             with contextlib.suppress(Exception):  # one that fails to close is dropped all the same
@@ -281,19 +281,20 @@ def _workspace_options(options: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _execute_openclaw(session: Session, tool: Any, tool_input: Any) -> Dict[str, Any]:
-    """`memory_get` or `memory_search` over the root of the last reset (the same files, the same walk),
-    under the same options as the memory tool."""
+    """`memory_get` or `memory_search` over the memory tool's own store (the reset's tenant's: the same files, the
+    same walk), under the same options as the memory tool. Never over the reset's root as such: a reset with a
+    tenant would then read and search the default namespace's memories (D-OPENCLAW-STORES)."""
     if tool not in p.TOOL_NAMES or session.database:
         runs = [p.TOOL_MEMORY] if session.database else p.TOOL_NAMES
         raise _Refusal(p.UNKNOWN_TOOL, f"this server runs the tools {', '.join(runs)}")
     from refmem.openclaw import OpenClawMemory
     from refmem.openclaw.tools import reply
 
-    if session.root is None:
+    if session.handler is None:
         raise _Refusal(p.NO_ROOT, "send reset before execute")
     if session.workspace is None:
-        try:
-            session.workspace = OpenClawMemory(session.root, **_workspace_options(session.options))
+        try:  # the handler's store stays the handler's: the workspace does not close it
+            session.workspace = OpenClawMemory(session.handler.store, **_workspace_options(session.options))
         except Exception as exc:  # noqa: BLE001 - reported, never fatal
             raise _Refusal(p.RESET_FAILED, f"the workspace could not be opened: {type(exc).__name__}") from exc
     return reply(session.workspace, tool, tool_input)

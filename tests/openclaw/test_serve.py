@@ -10,7 +10,7 @@ from typing import Any, Dict, List
 
 from refmem import serve
 
-from .openclaw_support import write
+from .openclaw_support import paths_of, write
 
 SECRET = "kept-out-of-reach"
 
@@ -66,3 +66,23 @@ def test_no_options_keep_the_shared_index(case: pathlib.Path) -> None:
     session = session_with(root, {})
     assert len(execute(session, "memory_search", {"query": "quokka", "minScore": 0})["result"]["results"]) == 2
     assert (root / ".refmem" / "openclaw-index.sqlite").is_file()
+
+
+def test_a_tenants_reset_reads_and_searches_that_tenants_memories_only(case: pathlib.Path) -> None:
+    """A reset with a tenant: memory_get and memory_search see what the memory tool wrote for that tenant, and
+    nothing of the default namespace (the reset's root) nor of another tenant (D-OPENCLAW-STORES)."""
+    root = seed(case)  # the default namespace: SECRET in MEMORY.md, a quokka note
+    session = serve.Session()
+    assert serve.handle_line(session, json.dumps({"cmd": "start", "version": 1}))["ready"]
+    for seq, (tenant, word) in enumerate((("alice", "wombat"), ("bob", "platypus")), 1):
+        reset = {"cmd": "reset", "seq": seq, "root": str(root), "options": {}, "tenant": tenant}
+        assert serve.handle_line(session, json.dumps(reset)) == {"seq": seq, "ok": True}
+        made = execute(session, "memory", {"command": "create", "path": "/memories/memory/log.md",
+                                           "file_text": f"{tenant}'s {word} notes\n"})
+        assert not made["is_error"], made
+        found = execute(session, "memory_search", {"query": f"quokka {word} wombat", "minScore": 0})
+        assert paths_of(found["result"]) == ["memory/log.md"], found
+        assert word in found["output"] and SECRET not in found["output"] and "quokka" not in found["output"]
+        assert (tenant == "alice") or "wombat" not in found["output"]  # bob never sees alice's note
+        got = execute(session, "memory_get", {"path": "MEMORY.md"})
+        assert got["result"]["status"] == "not_found" and SECRET not in got["output"], got
