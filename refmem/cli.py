@@ -15,7 +15,7 @@ import argparse
 import json
 import os
 import sys
-from typing import List, Optional, TextIO, Union
+from typing import Any, Callable, List, Optional, TextIO, Union
 
 from . import __version__
 from .protocol import MAX_LINE_BYTES
@@ -251,6 +251,15 @@ file's last use is the later of its recorded last view and its modification
 time), then the folders left empty."""
 
 
+def subcommand(commands: Any, name: str, summary: str, description: str, run: Callable[..., int]) -> Any:
+    """One `refmem NAME` sub-parser: its one-line summary, its description as written, the function it runs."""
+    parser = commands.add_parser(
+        name, help=summary, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.set_defaults(func=run)
+    return parser
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="refmem", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -264,10 +273,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="{exec,serve,prune,db,history,restore,log,memory-get,memory-search,memory-index}",
     )
 
-    raw = argparse.RawDescriptionHelpFormatter
-    run = commands.add_parser(
-        "exec", help="run one tool input given as JSON", description=_EXEC_DESCRIPTION, formatter_class=raw
-    )
+    run = subcommand(commands, "exec", "run one tool input given as JSON", _EXEC_DESCRIPTION, _exec)
     where = run.add_mutually_exclusive_group()
     where.add_argument("--root", help=_ROOT_HELP)
     where.add_argument(
@@ -284,13 +290,13 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"the tool input as JSON; {STDIN_INPUT} reads it from standard input (for inputs longer than a command "
         f"line may be, up to {MAX_STDIN_BYTES // (1024 * 1024)} MiB)",
     )
-    run.set_defaults(func=_exec)
 
-    serve = commands.add_parser(
+    serve = subcommand(
+        commands,
         "serve",
-        help=f"answer the conformance adapter protocol (version {PROTOCOL_VERSION}) on stdin and stdout",
-        description=_SERVE_DESCRIPTION,
-        formatter_class=raw,
+        f"answer the conformance adapter protocol (version {PROTOCOL_VERSION}) on stdin and stdout",
+        _SERVE_DESCRIPTION,
+        _serve,
     )
     serve.add_argument(
         "--store",
@@ -300,13 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
         f"database, each reset's root a namespace of its own in it; also read from {_STORE_VARIABLE}, never printed "
         "(both database modes: the memory tool only, storage 'own')",
     )
-    serve.set_defaults(func=_serve)
 
-    prune = commands.add_parser(
-        "prune",
-        help="remove memories nobody viewed or changed for a while",
-        description=_PRUNE_DESCRIPTION,
-        formatter_class=raw,
+    prune = subcommand(
+        commands, "prune", "remove memories nobody viewed or changed for a while", _PRUNE_DESCRIPTION, _prune
     )
     prune.add_argument("--root", required=True, help="the real directory that /memories stands for (it must exist)")
     prune.add_argument(
@@ -316,13 +318,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="how long unused: a number and a unit (s, m, h, d, w), e.g. 30d, 12h, 90m, 1w2d",
     )
     prune.add_argument("--dry-run", action="store_true", help="list what would go, remove nothing")
-    prune.set_defaults(func=_prune)
 
-    database = commands.add_parser(
-        "db",
-        help="make (init) or upgrade (migrate) a database store's schema",
-        description=_DB_DESCRIPTION,
-        formatter_class=raw,
+    database = subcommand(
+        commands, "db", "make (init) or upgrade (migrate) a database store's schema", _DB_DESCRIPTION, _db
     )
     database.add_argument("db_action", choices=["init", "migrate"], metavar="{init,migrate}")
     database.add_argument(
@@ -336,7 +334,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="PostgreSQL: grant this role (the application's, not the tables' owner) reading and writing refmem's "
         "rows and nothing more",
     )
-    database.set_defaults(func=_db)
 
     from .history_cli import register as register_history  # history, restore
     from .openclaw_cli import register as register_openclaw  # log, memory-get, memory-search, memory-index

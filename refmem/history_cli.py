@@ -144,22 +144,13 @@ def _where(parser: argparse.ArgumentParser) -> None:
 
 def register(commands: Any) -> None:
     """Add `history` and `restore` to an argparse sub-parser collection (refmem/cli.py)."""
-    raw = argparse.RawDescriptionHelpFormatter
-    shown = commands.add_parser(
-        "history",
-        help="list the versions a database store keeps of a memory file",
-        description=_HISTORY_DESCRIPTION,
-        formatter_class=raw,
+    from .cli import subcommand
+
+    shown = subcommand(
+        commands, "history", "list the versions a database store keeps of a memory file", _HISTORY_DESCRIPTION, _history
     )
     _where(shown)
-    shown.set_defaults(func=_history)
-    back = commands.add_parser(
-        "restore",
-        help="bring a kept version of a memory file back",
-        description=_RESTORE_DESCRIPTION,
-        formatter_class=raw,
-    )
+    back = subcommand(commands, "restore", "bring a kept version of a memory file back", _RESTORE_DESCRIPTION, _restore)
     _where(back)
     back.add_argument("--version", type=int, required=True, metavar="N", help="the version's number (refmem history)")
     back.add_argument("--actor", help="who restores: kept with the version of the content the restore replaces")
-    back.set_defaults(func=_restore)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import gc
 import os
 import subprocess
 import sys
@@ -151,6 +152,7 @@ def test_sdk_adapter_routes_to_the_handler_and_raises_tool_error(tmp_path: Path)
 def test_handler_is_a_context_manager_that_releases_its_descriptors(tmp_path: Path) -> None:
     from refmem import MemoryHandler
 
+    gc.collect()  # what earlier tests left in reference cycles closes now, not while this one counts
     before = len(os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
     with MemoryHandler(tmp_path / "memories") as memory:
         assert not memory.execute({"command": "create", "path": "/memories/a.md", "file_text": "x"}).is_error
