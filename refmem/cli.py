@@ -15,12 +15,13 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Callable, List, Optional, TextIO, Union
+from typing import List, Optional, TextIO, Union
 
 from . import __version__
 from .protocol import MAX_LINE_BYTES
 from .protocol import VERSION as PROTOCOL_VERSION
 from .stores.location import ENVIRONMENT as _STORE_VARIABLE
+from .subcommands import subcommand
 
 STDIN_INPUT = "-"
 """The `exec` input argument that means "read the tool input from standard input"."""
@@ -249,15 +250,6 @@ that owns the tables; row-level security is forced on that role too (SECURITY.md
 _PRUNE_DESCRIPTION = """Remove the files under /memories that nobody viewed or changed for a while (a
 file's last use is the later of its recorded last view and its modification
 time), then the folders left empty."""
-
-
-def subcommand(commands: Any, name: str, summary: str, description: str, run: Callable[..., int]) -> Any:
-    """One `refmem NAME` sub-parser: its one-line summary, its description as written, the function it runs."""
-    parser = commands.add_parser(
-        name, help=summary, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.set_defaults(func=run)
-    return parser
 
 
 def build_parser() -> argparse.ArgumentParser:

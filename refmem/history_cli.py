@@ -27,6 +27,7 @@ from .messages import (
     escape,
 )
 from .paths import PathError, VirtualPath, parse_path
+from .subcommands import subcommand
 
 ECHO_CHARS = 200
 """Longest PATH argument echoed back in a refusal."""
@@ -144,8 +145,6 @@ def _where(parser: argparse.ArgumentParser) -> None:
 
 def register(commands: Any) -> None:
     """Add `history` and `restore` to an argparse sub-parser collection (refmem/cli.py)."""
-    from .cli import subcommand
-
     shown = subcommand(
         commands, "history", "list the versions a database store keeps of a memory file", _HISTORY_DESCRIPTION, _history
     )
