@@ -1,8 +1,10 @@
 """Side-by-side benchmarks: refmem, the SDK's local memory tool, and the raw `os` floor.
 
 Run ``python -m bench`` (full, a few minutes) or ``python -m bench --quick`` (CI, well under 30 s).
-It prints one table; a full run also writes ``bench/results.md`` (a quick run writes nothing unless
-``--out`` says where, so it never replaces the committed full-run figures).
+It prints one table; a full run also writes ``bench/results.md`` (a quick run, or one of some scenarios
+with ``--only``, writes nothing unless ``--out`` says where, so it never replaces the committed full-run
+figures). ``--only stores`` runs the stores under concurrent clients (bench/stores.py), which the default
+run leaves out.
 
 Method
 ------
@@ -34,7 +36,7 @@ import tracemalloc
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import growth as scaling
-from . import impls
+from . import impls, stores
 
 NAMES = ("refmem", "sdk", "floor")
 FIRST_VIEW = "refmem, first view"
@@ -399,6 +401,11 @@ class Bench:
         """Every command as its input doubles, with the growth exponent (bench/growth.py)."""
         self.scaling = scaling.Growth(os.path.join(self.base, "scaling"), self.names, self.quick).all()
 
+    def stores(self) -> None:
+        """The filesystem, SQLite and PostgreSQL stores at 1, 4 and 16 client processes, each against its floor
+        (bench/stores.py); only with `--only stores`."""
+        self.extra.append(stores.main_section(self.base, self.quick))
+
 
 def make_tree_spread(root: str, files: int, folders: int) -> None:
     """`files` small files f00000.md... spread over `folders` folders d000... (file i in folder i % folders)."""
@@ -564,7 +571,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--out", default=None,
                         help="markdown report (default: bench/results.md for a full run, none for --quick); "
                              "'-' for none")
-    parser.add_argument("--only", help="comma-separated scenarios: " + ", ".join(SCENARIOS))
+    parser.add_argument("--only", help="comma-separated scenarios: " + ", ".join(SCENARIOS)
+                        + f" (the default: all but {', '.join(OPT_IN)})")
     parser.add_argument("--no-sdk", action="store_true", help="leave the sdk column out")
     parser.add_argument("--baseline", metavar="DIR",
                         help="also measure the refmem package in DIR (e.g. an earlier commit's refmem/, from "
@@ -572,8 +580,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--baseline-label", default="an earlier copy of refmem",
                         help="what the baseline is, for the report (e.g. a commit); never a host path")
     args = parser.parse_args(argv)
-    if args.out is None:  # a quick run never replaces the committed full-run results
-        args.out = "-" if args.quick else os.path.join(os.path.dirname(__file__), "results.md")
+    if args.out is None:  # a quick or partial run never replaces the committed full-run results
+        args.out = "-" if args.quick or args.only else os.path.join(os.path.dirname(__file__), "results.md")
 
     names = list(NAMES)
     if args.baseline:
@@ -586,7 +594,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"sdk column skipped: {why}", file=sys.stderr)
     base = tempfile.mkdtemp(prefix="refmem-bench-", dir=args.dir)
     bench = Bench(base, args.quick, names)
-    chosen = args.only.split(",") if args.only else list(SCENARIOS)
+    chosen = args.only.split(",") if args.only else [key for key in SCENARIOS if key not in OPT_IN]
+    unknown = [key for key in chosen if key not in SCENARIOS]
+    if unknown:
+        parser.error(f"unknown scenario {', '.join(unknown)}: choose from {', '.join(SCENARIOS)}")
     started = time.perf_counter()
     try:
         for key in chosen:
@@ -596,12 +607,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     finally:
         shutil.rmtree(base, ignore_errors=True)
     elapsed = time.perf_counter() - started
-    body = table(bench)
+    body = table(bench) if bench.rows else ""
     growth = growth_tables(bench)
-    print(body)
+    if body:
+        print(body)
     if growth:
         print()
         print(growth)
+    for section in bench.extra:
+        print()
+        print(section)
     print(f"\n{machine()}; {'quick' if args.quick else 'full'} run took {elapsed:.1f} s", file=sys.stderr)
     if args.out != "-":
         with open(args.out, "w", encoding="utf-8") as out:
@@ -622,6 +637,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     out.write(f"- {row.scenario}: {row.note}\n")
             if growth:
                 out.write("\n## Breakdown and growth\n\n" + growth + "\n")
+            for section in bench.extra:
+                out.write("\n" + section + "\n")
             out.write("\n## Method\n" + __doc__.split("Method\n------", 1)[1])
     return 0
 
@@ -638,4 +655,7 @@ SCENARIOS = {
     "mixed": "mixed",
     "growth": "growth",
     "command-growth": "command_growth",
+    "stores": "stores",
 }
+OPT_IN = ("stores",)
+"""Scenarios a run makes only when `--only` names them: the stores start processes and a PostgreSQL cluster."""

@@ -1,0 +1,586 @@
+"""The three stores side by side under concurrent clients, each against its floor (issue 18, "Bench").
+
+``python -m bench --only stores`` (not part of the default run: it starts processes and a PostgreSQL cluster).
+
+Method
+------
+* Every client is a process of its own with its own connection (as separate hosts would have), forked
+  before anything is opened; the clients of one run start each command's phase together (a barrier) and
+  each works on a tenant of its own (the filesystem store: a tenant's folder below one root), as the
+  agents of many users would. Writers of one tenant queue by design (D-STORE-PG-WRITERS; SQLite has one
+  writer for the whole file whatever the tenant), so one shared tenant would measure that queue instead.
+* Per command and client count: the median and p95 of every call's latency over all clients, and the
+  throughput, the calls of all clients divided by the phase's wall time (first start to last end).
+* A run is made of rounds, each over every store and client count, with fresh tenants, files and tables;
+  within a round a store and its floor take turns at going first, so that the disk's moods (a folder's
+  fsync here takes 0.1 to 10 ms) hit both alike. Latencies are pooled over the rounds; the throughput is
+  the median of the rounds'.
+* The floors run the same phases in the same kind of processes, beside the store they belong to:
+  PostgreSQL's view is a bare ``SELECT data ... WHERE tenant = %s AND path = %s`` on the store's kind of
+  psycopg connection, its str_replace a bare locked read-modify-write (``BEGIN; SELECT ... FOR UPDATE;
+  UPDATE ...; COMMIT``), both on a table of the same key and no row-level security; SQLite's the same
+  with ``sqlite3`` (``BEGIN IMMEDIATE``; WAL and synchronous=FULL as the store's); the filesystem's are
+  the bench's ``os`` floor (bench/impls.py), which has every command.
+* The PostgreSQL cluster is the tests' throwaway one (tests/postgres_support.py: a Unix socket,
+  ``fsync=off``) unless REFMEM_CONFORMANCE_POSTGRES names a server; its rows are skipped, saying why,
+  where no cluster can be started. PostgreSQL commits do not reach the disk there, SQLite's and the
+  filesystem's do: compare each store with its floor, not the stores with each other.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import sqlite3
+import statistics
+import sys
+import time
+import traceback
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+
+from . import impls
+
+COMMANDS = ("view", "create", "str_replace", "insert", "rename", "delete")
+CLIENTS = (1, 4, 16)
+STORES = ("filesystem", "sqlite", "postgresql")
+SQL_FLOORS = ("view", "str_replace")
+FLOOR_TABLE = "refmem_bench_floor"
+OLD, NEW = "line 7: the quick", "line 7: THE QUICK"
+TARGETS: Dict[Tuple[str, str], float] = {("postgresql", "view"): 2.0, ("postgresql", "str_replace"): 1.5}
+"""(store, command) -> the most the store's median may be, as a multiple of its floor's (issue 18)."""
+GROWS_FROM_1_TO_4 = 1.2
+STAYS_FROM_4_TO_16 = 0.8
+"""Throughput's target on a machine of 2 cores: it grows from 1 client to 4 (two of them run at once) and does
+not collapse from 4 to 16 (flat is what 2 cores allow)."""
+PHASE_SECONDS = 600
+REPEATS = {"view": 10}
+"""Calls per file in a command's phase: a view is cheap, and a phase much shorter than a scheduler's time slice
+would measure how the clients' processes were woken rather than the store."""
+
+
+def body(lines: int = 20) -> str:
+    return "".join(f"line {i}: the quick brown fox jumps over the lazy dog {i * 7}\n" for i in range(lines))
+
+
+def tool_input(command: str, i: int) -> Dict[str, Any]:
+    """Call `i` of a phase: each call on a file of its own (f{i}), so every client's phases chain: the
+    files viewed are edited, renamed into /memories/moved, then deleted there."""
+    path = f"/memories/f{i:04d}.md"
+    made: Dict[str, Callable[[], Dict[str, Any]]] = {
+        "view": lambda: {"command": "view", "path": path},
+        "create": lambda: {"command": "create", "path": f"/memories/new/c{i:04d}.md", "file_text": body(5)},
+        "str_replace": lambda: {"command": "str_replace", "path": path, "old_str": OLD, "new_str": NEW},
+        "insert": lambda: {"command": "insert", "path": path, "insert_line": 1, "insert_text": f"note {i}"},
+        "rename": lambda: {"command": "rename", "old_path": path, "new_path": f"/memories/moved/m{i:04d}.md"},
+        "delete": lambda: {"command": "delete", "path": f"/memories/moved/m{i:04d}.md"},
+    }
+    return made[command]()
+
+
+def is_error(output: object) -> bool:
+    return bool(getattr(output, "is_error", False))
+
+
+# --- what a client runs -----------------------------------------------------------------------------------
+
+
+class Client:
+    """One client's side of a run: `commands` it measures, `setup` (untimed), `execute`, `close`."""
+
+    commands: Tuple[str, ...] = COMMANDS
+
+    def setup(self, files: int) -> None:
+        for i in range(files):
+            self.execute({"command": "create", "path": f"/memories/f{i:04d}.md", "file_text": body()})
+
+    def execute(self, tool_input: Dict[str, Any]) -> object:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class HandlerClient(Client):
+    """refmem's handler over the store, one connection (or root) of its own, opened in the client's process."""
+
+    def __init__(self, store: str, where: str, tenant: str) -> None:
+        from refmem import MemoryHandler
+
+        self.store: Any = None
+        if store == "filesystem":
+            self.handler = MemoryHandler(where, tenant=tenant)
+        elif store == "sqlite":
+            from refmem.stores.sqlite import SqliteStore
+
+            self.store = SqliteStore(where, tenant=tenant)
+            self.handler = MemoryHandler(self.store)
+        else:
+            from refmem.stores.postgres import PostgresStore
+
+            self.store = PostgresStore(where, tenant=tenant, create=False)
+            self.handler = MemoryHandler(self.store)
+
+    def setup(self, files: int) -> None:
+        super().setup(files)
+        for i in range(files):  # a first view, so that every timed view is of a file viewed before
+            self.execute(tool_input("view", i))
+
+    def execute(self, tool_input: Dict[str, Any]) -> object:
+        return self.handler.execute(tool_input)
+
+    def close(self) -> None:
+        self.handler.close()
+        if self.store is not None:
+            self.store.close()
+
+
+class FsFloor(Client):
+    """The bench's `os` floor (bench/impls.py) over a folder of the client's own."""
+
+    def __init__(self, where: str, tenant: str) -> None:
+        root = os.path.join(where, tenant)
+        os.makedirs(root, exist_ok=True)
+        self.floor = impls.Floor(root)
+
+    def execute(self, tool_input: Dict[str, Any]) -> object:
+        return self.floor.execute(tool_input)
+
+
+class SqlFloor(Client):
+    """View and str_replace as the least SQL can do them: one SELECT; one locked read-modify-write."""
+
+    commands = SQL_FLOORS
+
+    def __init__(self, store: str, where: str, tenant: str) -> None:
+        self.tenant = tenant
+        if store == "sqlite":
+            self.db: Any = sqlite3.connect(where, timeout=30, isolation_level=None)
+            self.db.execute("PRAGMA synchronous=FULL")
+            self.p, self.begin, self.lock = "?", "BEGIN IMMEDIATE", ""
+        else:
+            from refmem.stores.postgres import connect
+
+            self.db = connect(where)
+            self.p, self.begin, self.lock = "%s", "BEGIN ISOLATION LEVEL READ COMMITTED", " FOR UPDATE"
+        p = self.p
+        self.select = f"SELECT data FROM {FLOOR_TABLE} WHERE tenant = {p} AND path = {p}"  # noqa: S608
+        self.update = f"UPDATE {FLOOR_TABLE} SET data = {p} WHERE tenant = {p} AND path = {p}"  # noqa: S608
+        self.insert = f"INSERT INTO {FLOOR_TABLE} (tenant, path, data) VALUES ({p}, {p}, {p})"  # noqa: S608
+
+    def setup(self, files: int) -> None:
+        self.db.execute(self.begin)
+        for i in range(files):
+            self.db.execute(self.insert, (self.tenant, f"f{i:04d}.md", body().encode()))
+        self.db.execute("COMMIT")
+
+    def execute(self, tool_input: Dict[str, Any]) -> object:
+        path = tool_input["path"][len("/memories/"):]
+        if tool_input["command"] == "view":
+            return self.db.execute(self.select, (self.tenant, path)).fetchone()[0]
+        self.db.execute(self.begin)
+        data = bytes(self.db.execute(self.select + self.lock, (self.tenant, path)).fetchone()[0])
+        text = data.decode().replace(tool_input["old_str"], tool_input["new_str"], 1)
+        self.db.execute(self.update, (text.encode(), self.tenant, path))
+        self.db.execute("COMMIT")
+        return None
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def open_client(store: str, side: str, where: str, tenant: str) -> Client:
+    if side == "refmem":
+        return HandlerClient(store, where, tenant)
+    if store == "filesystem":
+        return FsFloor(where, tenant)
+    return SqlFloor(store, where, tenant)
+
+
+Phase = Tuple[float, float, List[float], int]  # start, end, latencies (s), error results
+
+
+def client_main(store: str, side: str, where: str, tenant: str, files: int, barrier: Any, results: Any,
+                number: int) -> None:
+    """A client process: opens its own connection, sets up its files, then runs each phase when all do."""
+    try:
+        client = open_client(store, side, where, tenant)
+        try:
+            client.setup(files)
+            phases: Dict[str, Phase] = {}
+            for command in client.commands:
+                barrier.wait(PHASE_SECONDS)
+                latencies: List[float] = []
+                errors = 0
+                began = time.perf_counter()
+                for i in range(files * REPEATS.get(command, 1)):
+                    request = tool_input(command, i % files)
+                    started = time.perf_counter()
+                    output = client.execute(request)
+                    latencies.append(time.perf_counter() - started)
+                    errors += is_error(output)
+                phases[command] = (began, time.perf_counter(), latencies, errors)
+        finally:
+            client.close()
+        results.put((number, phases, ""))
+    except BaseException:  # noqa: BLE001 - whatever happened, the parent must hear and the others stop waiting
+        barrier.abort()
+        results.put((number, {}, traceback.format_exc(limit=4)))
+
+
+# --- one run, and the whole set -----------------------------------------------------------------------------
+
+
+class Figure(NamedTuple):
+    median: float
+    p95: float
+    throughput: float  # calls per second, summed over the clients
+    errors: int
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered)) - 1))]
+
+
+def run_clients(store: str, side: str, where: str, clients: int, files: int, label: str) -> Dict[str, List[Phase]]:
+    """`clients` processes of `store` (side "refmem" or "floor"), each on tenant `<label>-c<n>`: every client's
+    phase of each command they measure."""
+    context = multiprocessing.get_context("fork")
+    barrier = context.Barrier(clients)
+    results = context.Queue()
+    processes = [
+        context.Process(target=client_main, args=(store, side, where, f"{label}-c{n}", files, barrier, results, n))
+        for n in range(clients)
+    ]
+    for process in processes:
+        process.start()
+    try:
+        reports = [results.get(timeout=PHASE_SECONDS * len(COMMANDS)) for _ in processes]
+    finally:
+        for process in processes:
+            process.join(30)
+            if process.is_alive():
+                process.kill()
+                process.join()
+    failures = [why for _, _, why in reports if why]
+    if failures:
+        raise RuntimeError(f"a {store} {side} client failed:\n{failures[0]}")
+    return {command: [phases_of[command] for _, phases_of, _ in reports] for command in reports[0][1]}
+
+
+def figure(runs: Sequence[Sequence[Phase]]) -> Figure:
+    """One Figure from the rounds of a command (each the phases of all clients): latencies pooled over the
+    rounds; throughput the median of the rounds' (each: calls of all clients over the phase's wall time)."""
+    latencies = [value for phases in runs for phase in phases for value in phase[2]]
+    rates = [sum(len(phase[2]) for phase in phases) / (max(end for _, end, _, _ in phases)
+                                                       - min(start for start, _, _, _ in phases)) for phases in runs]
+    return Figure(statistics.median(latencies), percentile(latencies, 0.95), statistics.median(rates),
+                  sum(phase[3] for phases in runs for phase in phases))
+
+
+Key = Tuple[str, str, int, str]  # store, side, clients, command
+
+
+class Report(NamedTuple):
+    figures: Dict[Key, Figure]
+    stores: Tuple[str, ...]
+    clients: Tuple[int, ...]
+    skipped: Dict[str, str]  # store -> why its rows are missing
+    load_before: str
+    load_after: str
+    files: int
+    rounds: int
+    statements: Dict[Tuple[str, str, str], int]  # (store, side, command) -> statements one call sends
+
+
+def loadavg() -> str:
+    try:
+        with open("/proc/loadavg", encoding="ascii") as source:
+            return " ".join(source.read().split()[:3])
+    except OSError:
+        return "unknown"
+
+
+def files_for(clients: int, calls: int) -> int:
+    """Calls each client makes per command: about `calls` in all, at least 2 each."""
+    return max(2, calls // clients)
+
+
+def measure(base: str, calls: int = 120, clients: Sequence[int] = CLIENTS, stores: Sequence[str] = STORES,
+            dsn: Optional[str] = None, rounds: int = 3, log: Callable[[str], None] = lambda line: None) -> Report:
+    """Every store and its floor at every client count, in one run of `rounds` rounds (each over every store and
+    client count, the store and its floor taking turns at going first: the disk's and the machine's moods hit
+    them alike). PostgreSQL at `dsn` (a schema of its own is made there and dropped), else
+    REFMEM_CONFORMANCE_POSTGRES's server, else a throwaway cluster."""
+    runs: Dict[Key, List[List[Phase]]] = {}
+    skipped: Dict[str, str] = {}
+    load_before = loadavg()
+    with postgres(dsn if "postgresql" in stores else "", skipped) as pg_dsn:
+        chosen = tuple(store for store in stores if store not in skipped)
+        for round_ in range(rounds):
+            for count in clients:
+                files = files_for(count, calls)
+                for turn, store in enumerate(chosen):
+                    label = f"r{round_}n{count}"
+                    where = prepare(store, base, label, pg_dsn)
+                    sides = ("refmem", "floor") if (round_ + turn + count) % 2 else ("floor", "refmem")
+                    for side in sides:
+                        began = time.perf_counter()
+                        for command, phases in run_clients(store, side, where[side], count, files, label).items():
+                            runs.setdefault((store, side, count, command), []).append(phases)
+                        log(f"  round {round_ + 1}: {store} {side} x{count}: {time.perf_counter() - began:.1f} s")
+        load_after = loadavg()
+        statements: Dict[Tuple[str, str, str], int] = {}
+        for store in chosen:
+            if store != "filesystem":
+                statements.update(count_statements(store, prepare(store, base, "count", pg_dsn)))
+    figures = {key: figure(phases) for key, phases in runs.items()}
+    return Report(figures, tuple(s for s in stores if s not in skipped), tuple(clients), skipped, load_before,
+                  load_after, files_for(1, calls), rounds, statements)
+
+
+class Counting:
+    """A connection that counts the statements sent through it (each one a round trip to a server)."""
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        self.count = 0
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        self.count += 1
+        return self.connection.execute(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.connection, name)
+
+
+def count_statements(store: str, where: Dict[str, str]) -> Dict[Tuple[str, str, str], int]:
+    """The statements one call of each command sends, the store's and its floor's (untimed, one client, after
+    the rounds): what a round trip to PostgreSQL costs, each of them pays. Empty where the store keeps its
+    connection elsewhere than this looks (`_db`, `_conn`: the bench reads a private attribute here)."""
+    counts: Dict[Tuple[str, str, str], int] = {}
+    for side in ("refmem", "floor"):
+        client = open_client(store, side, where[side], f"count-{side}")
+        try:
+            client.setup(1)
+            holder: Any = client.store if isinstance(client, HandlerClient) else client
+            name = "db" if holder is client else ("_db" if store == "sqlite" else "_conn")
+            if not hasattr(holder, name):
+                return {}
+            counting = Counting(getattr(holder, name))
+            setattr(holder, name, counting)
+            try:
+                for command in client.commands:
+                    before = counting.count
+                    client.execute(tool_input(command, 0))
+                    counts[(store, side, command)] = counting.count - before
+            finally:
+                setattr(holder, name, counting.connection)
+        finally:
+            client.close()
+    return counts
+
+
+def prepare(store: str, base: str, label: str, pg_dsn: str) -> Dict[str, str]:
+    """Where the store and its floor live for one run (fresh folders and files; a fresh floor table)."""
+    if store == "filesystem":
+        where = {side: os.path.join(base, "fs", label, side, "memories") for side in ("refmem", "floor")}
+        for folder in where.values():
+            os.makedirs(folder, exist_ok=True)
+        return where
+    if store == "sqlite":
+        folder = os.path.join(base, "sqlite", label)
+        os.makedirs(folder, exist_ok=True)
+        where = {"refmem": os.path.join(folder, "store.db"), "floor": os.path.join(folder, "floor.db")}
+        from refmem.stores.sqlite import SqliteStore
+
+        SqliteStore(where["refmem"]).close()  # the schema, made once before the clients start
+        db = sqlite3.connect(where["floor"], isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute(f"CREATE TABLE {FLOOR_TABLE} (tenant TEXT NOT NULL, path TEXT NOT NULL, data BLOB,"
+                       " PRIMARY KEY (tenant, path))")
+        finally:
+            db.close()
+        return where
+    from refmem.stores.postgres import connect, migrate
+
+    migrate(pg_dsn)
+    db = connect(pg_dsn)
+    try:
+        db.execute(f"DROP TABLE IF EXISTS {FLOOR_TABLE}")
+        db.execute(f'CREATE TABLE {FLOOR_TABLE} (tenant TEXT COLLATE "C" NOT NULL, path TEXT COLLATE "C" NOT NULL,'
+                   " data BYTEA, PRIMARY KEY (tenant, path))")
+    finally:
+        db.close()
+    return {"refmem": pg_dsn, "floor": pg_dsn}
+
+
+class postgres:
+    """The DSN of a schema of its own for this run (dropped after), on the server `dsn` names, else on
+    REFMEM_CONFORMANCE_POSTGRES's, else on a throwaway cluster (tests/postgres_support.py) started and stopped
+    here; "" with the reason in `skipped` when there is none. `dsn` "" means PostgreSQL is not wanted."""
+
+    def __init__(self, dsn: Optional[str], skipped: Dict[str, str]) -> None:
+        self.dsn, self.skipped = dsn, skipped
+        self.cluster: Any = None
+        self.schema = f"refmem_bench_{os.getpid()}"
+        self.server = ""
+
+    def __enter__(self) -> str:
+        if self.dsn == "":
+            return ""
+        try:
+            import psycopg
+            from psycopg.conninfo import make_conninfo
+        except ImportError:
+            self.skipped["postgresql"] = "psycopg 3 is not installed (pip install 'refmem[postgres]')"
+            return ""
+        server = self.dsn or os.environ.get("REFMEM_CONFORMANCE_POSTGRES", "")
+        if not server:
+            server = self._start_cluster()
+            if not server:
+                return ""
+        try:
+            with psycopg.connect(server, autocommit=True) as connection:
+                connection.execute(f"CREATE SCHEMA {self.schema}")
+        except psycopg.Error as error:
+            self.skipped["postgresql"] = f"no schema could be made for the bench ({type(error).__name__})"
+            self._stop_cluster()
+            return ""
+        self.server = server
+        return make_conninfo(server, options=f"-c search_path={self.schema}")
+
+    def _start_cluster(self) -> str:
+        try:
+            from tests import postgres_support
+        except ImportError as error:
+            self.skipped["postgresql"] = f"tests/postgres_support.py cannot be imported ({error})"
+            return ""
+        why = postgres_support.missing()
+        if why is not None:
+            self.skipped["postgresql"] = why
+            return ""
+        cluster = postgres_support.Cluster()
+        try:
+            cluster.start()
+        except Exception as error:  # noqa: BLE001 - any failure: the rows are skipped, saying why
+            cluster.stop()
+            self.skipped["postgresql"] = f"the throwaway cluster did not start: {error}"
+            return ""
+        self.cluster = cluster
+        return str(cluster.dsn())
+
+    def _stop_cluster(self) -> None:
+        if self.cluster is not None:
+            self.cluster.stop()
+            self.cluster = None
+
+    def __exit__(self, *exc: object) -> None:
+        try:
+            if self.server and self.cluster is None:  # a server of someone else's: leave nothing behind
+                import psycopg
+
+                with psycopg.connect(self.server, autocommit=True) as connection:
+                    connection.execute(f"DROP SCHEMA {self.schema} CASCADE")
+        finally:
+            self._stop_cluster()
+
+
+# --- the tables ---------------------------------------------------------------------------------------------
+
+
+def seconds(value: float) -> str:
+    """Three significant digits, in the unit that suits."""
+    for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
+        if value >= scale or unit == "µs":
+            scaled = value / scale
+            return f"{scaled:.{max(0, 2 - len(str(int(scaled))) + 1)}f} {unit}"
+    raise AssertionError("not reached")
+
+
+def rate(value: float) -> str:
+    return f"{value:,.0f}/s" if value >= 100 else f"{value:.3g}/s"
+
+
+def verdict(met: Optional[bool]) -> str:
+    return {True: "yes", False: "**no**", None: ""}[met]
+
+
+def latency_rows(report: Report) -> Iterator[List[str]]:
+    for store in report.stores:
+        for count in report.clients:
+            for command in COMMANDS:
+                mine = report.figures[(store, "refmem", count, command)]
+                floor = report.figures.get((store, "floor", count, command))
+                cells = [store, str(count), command, seconds(mine.median), seconds(mine.p95), rate(mine.throughput)]
+                if floor is None:
+                    cells += ["-", "-", "-", "-"]
+                else:
+                    cells += [seconds(floor.median), seconds(floor.p95), rate(floor.throughput),
+                              f"{mine.median / floor.median:.2f}x"]
+                limit = TARGETS.get((store, command))
+                met = None if limit is None or floor is None else mine.median <= limit * floor.median
+                cells += [f"<= {limit:g}x floor" if limit is not None else "", verdict(met),
+                          str(mine.errors + (floor.errors if floor else 0))]
+                yield cells
+
+
+def throughput_rows(report: Report) -> Iterator[List[str]]:
+    counts = report.clients
+    for store in report.stores:
+        for command in COMMANDS:
+            rates = [report.figures[(store, "refmem", count, command)].throughput for count in counts]
+            cells = [store, command] + [rate(value) for value in rates]
+            cells += [f"{later / rates[0]:.2f}x" for later in rates[1:]]
+            met = None
+            if counts[:3] == (1, 4, 16):
+                met = rates[1] >= GROWS_FROM_1_TO_4 * rates[0] and rates[2] >= STAYS_FROM_4_TO_16 * rates[1]
+            yield cells + [verdict(met)]
+
+
+def markdown(report: Report) -> str:
+    counts = report.clients
+    head = ["store", "clients", "command", "median", "p95", "cmd/s", "floor median", "floor p95", "floor cmd/s",
+            "median ÷ floor", "target", "met", "error results"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(cells) + " |" for cells in latency_rows(report)]
+    lines.append("")
+    lines.append(f"Throughput (commands per second over all clients) as clients grow; {os.cpu_count()} CPUs here, "
+                 f"so the target is growth from 1 to {counts[1] if len(counts) > 1 else '-'} clients "
+                 f"(>= {GROWS_FROM_1_TO_4:g}x) and no collapse after (>= {STAYS_FROM_4_TO_16:g}x of it):")
+    lines.append("")
+    head = ["store", "command"] + [f"{count} clients" for count in counts] + [f"{c} ÷ {counts[0]}" for c in counts[1:]]
+    head.append("met")
+    lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(cells) + " |" for cells in throughput_rows(report)]
+    sql = [store for store in report.stores if any(key[0] == store for key in report.statements)]
+    if sql:
+        lines.append("\nStatements one call sends (each a round trip to the server; counted once, untimed):\n")
+        head = ["store", "command", "store's statements", "floor's statements"]
+        lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for store in sql:
+            for command in COMMANDS:
+                floor_count = report.statements.get((store, "floor", command))
+                lines.append(f"| {store} | {command} | {report.statements[(store, 'refmem', command)]} | "
+                             f"{'-' if floor_count is None else floor_count} |")
+    for store, why in report.skipped.items():
+        lines.append(f"\n{store}: skipped: {why}")
+    lines.append(f"\n{report.rounds} rounds; in each, {report.files} files per client for 1 client, each viewed "
+                 f"{REPEATS['view']} times and written once by each writing command (fewer each for more clients, "
+                 "about as many in all); "
+                 f"load average {report.load_before} before, {report.load_after} after.")
+    return "\n".join(lines)
+
+
+def main_section(base: str, quick: bool) -> str:
+    """The section `python -m bench --only stores` prints."""
+    folder = os.path.join(base, "stores")
+    os.makedirs(folder, exist_ok=True)
+    try:
+        report = measure(folder, calls=24 if quick else 120, rounds=1 if quick else 3,
+                         log=lambda line: print(line, file=sys.stderr))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    return "## The stores under concurrent clients\n\n" + markdown(report)
