@@ -403,18 +403,29 @@ def test_tenants_never_see_each_others_history(opener: Opener) -> None:
 
 
 def test_postgres_keeps_row_level_security_on_the_versions_table(postgres: Any, tmp_path: Path) -> None:
-    from refmem.stores.postgres import PostgresStore
+    from refmem.stores.postgres import PostgresStore, connect
 
-    store = PostgresStore(postgres.location_dsn(f"test_history:rls:{tmp_path}:{os.getpid()}"), tenant="alice")
-    store.write(vp("/memories/a.md"), b"secret\n", None)
-    store.write(vp("/memories/a.md"), b"other\n", sha(b"secret\n"))
+    dsn = postgres.location_dsn(f"test_history:rls:{tmp_path}:{os.getpid()}")
+    store, bob = PostgresStore(dsn, tenant="alice"), PostgresStore(dsn, tenant="bob")
+    for each in (store, bob):
+        each.write(vp("/memories/a.md"), b"secret\n", None)
+        each.write(vp("/memories/a.md"), b"other\n", sha(b"secret\n"))
     connection = store._conn  # type: ignore[attr-defined]
     row = connection.execute(
         "SELECT relrowsecurity, relforcerowsecurity FROM pg_class WHERE oid = to_regclass('refmem_versions')"
     ).fetchone()
     assert tuple(row) == (True, True)
-    assert connection.execute("SELECT count(*) FROM refmem_versions").fetchone()[0] == 0  # no tenant set: nothing
+    # The store's connection is alice's for its life (D-STORE-PG-RLS): a query without a tenant filter sees hers only.
+    assert connection.execute("SELECT tenant, count(*) FROM refmem_versions GROUP BY tenant").fetchall() == [
+        ("alice", 1)
+    ]
+    unset = connect(dsn)
+    try:
+        assert unset.execute("SELECT count(*) FROM refmem_versions").fetchone()[0] == 0  # no tenant set: nothing
+    finally:
+        unset.close()
     store.close()
+    bob.close()
 
 
 # --- schema 1 to 2 ------------------------------------------------------------------------------------

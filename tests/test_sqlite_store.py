@@ -428,4 +428,7 @@ def test_every_statement_is_rendered_for_each_dialect_and_names_the_tenant() -> 
         if any(table in one for table in ("refmem_nodes", "refmem_changes", "refmem_tenants", "refmem_versions")):
             assert "tenant" in one, name  # no statement on memories without its tenant
     assert 'COLLATE "C"' in " ".join(postgres.ddl) and "BYTEA" in " ".join(postgres.ddl)
-    assert postgres.version.endswith(" FOR UPDATE") and not sqlite.version.endswith("UPDATE")
+    assert postgres.read_for_edit.endswith(" FOR UPDATE") and not sqlite.read_for_edit.endswith("UPDATE")
+    for name in ("next_generation_returning", "count_kept_returning"):  # PostgreSQL's one statement for two
+        returning = getattr(postgres, name)
+        assert getattr(sqlite, name) is None and " RETURNING " in returning and "tenant = %s" in returning, name

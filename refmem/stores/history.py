@@ -67,22 +67,34 @@ def keep(
         store._run(q.keep_below, values + below)
     else:
         store._run(q.keep_one, values + (one,))
-    store._run(q.count_kept, (tenant, generation, tenant))
-    trim(store, generation)
+    total: Optional[int] = None
+    if q.count_kept_returning is not None:  # the new total comes back with the count: no statement to read it
+        counted = store._one(q.count_kept_returning, (tenant, generation, tenant))
+        if counted is None:
+            raise OsFailure("bookkeeping")
+        total = int(counted[0])
+    else:
+        store._run(q.count_kept, (tenant, generation, tenant))
+    trim(store, generation, total)
 
 
-def trim(store: SqlRows, generation: int) -> None:
-    """Retention after the versions numbered `generation` were kept (see the module docstring)."""
+def trim(store: SqlRows, generation: int, total: Optional[int] = None) -> None:
+    """Retention after the versions numbered `generation` were kept (see the module docstring); `total`: the
+    tenant's version bytes after they were counted, when the count returned them (else they are read)."""
     q, tenant, limits = store.queries, store.tenant_key, store.history_limits
     per_file = limits.versions_per_file
     for path, count in store._all(q.crowded, (tenant, generation, per_file)):
         dropped = store._all(q.oldest_of_path, (tenant, path, int(count) - per_file))
         store._run(q.drop_of_path, (tenant, path, dropped[-1][0]))
-        store._run(q.uncount, (sum(int(size) for _, size in dropped), tenant))
-    row = store._one(q.version_bytes, (tenant,))
-    if row is None:
-        raise OsFailure("bookkeeping")
-    excess = int(row[0]) - limits.bytes_per_tenant
+        dropped_bytes = sum(int(size) for _, size in dropped)
+        store._run(q.uncount, (dropped_bytes, tenant))
+        total = None if total is None else total - dropped_bytes
+    if total is None:
+        row = store._one(q.version_bytes, (tenant,))
+        if row is None:
+            raise OsFailure("bookkeeping")
+        total = int(row[0])
+    excess = total - limits.bytes_per_tenant
     if excess <= 0:
         return
     covered, after, cutoff = 0, 0, None

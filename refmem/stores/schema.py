@@ -20,7 +20,7 @@ tenant's running total of version bytes, so the retention rule never sums over t
 
 from __future__ import annotations
 
-from typing import Callable, Dict, NamedTuple, Tuple
+from typing import Callable, Dict, NamedTuple, Optional, Tuple
 
 SCHEMA_VERSION = 2
 """The schema this refmem writes and reads. A database of a later version is refused (the store's open)."""
@@ -42,6 +42,7 @@ class Dialect(NamedTuple):
     begin_write: str  # the statement that starts a writing transaction
     for_update: str  # appended to a read of a row a transaction will change ("" where the write lock is global)
     sha256_hex: str  # an expression's SHA-256 as 64 lower-case hex digits, "{}" standing for the expression
+    returning: bool  # whether an UPDATE may end in RETURNING (one statement where two would be: a round trip less)
 
 
 SQLITE = Dialect(
@@ -55,6 +56,7 @@ SQLITE = Dialect(
     begin_write="BEGIN IMMEDIATE",
     for_update="",
     sha256_hex="refmem_sha256({})",  # a function the SQLite store registers on its connection
+    returning=False,  # SQLite has it from 3.35 only, older than CPython 3.9 may bring; in process, a statement is cheap
 )
 
 POSTGRES = Dialect(
@@ -68,6 +70,7 @@ POSTGRES = Dialect(
     begin_write="BEGIN ISOLATION LEVEL READ COMMITTED",
     for_update=" FOR UPDATE",
     sha256_hex="encode(sha256({}), 'hex')",
+    returning=True,
 )
 """The PostgreSQL store's dialect (`refmem.stores.postgres`): the same schema and statements, rendered for psycopg.
 A writer's transaction is serialised per tenant by the lock the store takes on its tenant's row when it begins
@@ -197,6 +200,9 @@ class Queries:
         )
         self.generation = q("SELECT generation, floor FROM refmem_tenants WHERE tenant = {p}")
         self.next_generation = q("UPDATE refmem_tenants SET generation = generation + 1 WHERE tenant = {p}")
+        self.next_generation_returning: Optional[str] = (  # the new generation in the same statement, where it can
+            self.next_generation + " RETURNING generation" if dialect.returning else None
+        )
         self.trim_floor = q("UPDATE refmem_tenants SET floor = {p} WHERE tenant = {p} AND floor < {p}")
         self.journal = q("INSERT INTO refmem_changes (tenant, generation, path) VALUES ({p}, {p}, {p})")
         self.trim_journal = q("DELETE FROM refmem_changes WHERE tenant = {p} AND generation <= {p}")
@@ -209,7 +215,6 @@ class Queries:
         self.read_for_edit = q(
             "SELECT kind, size, data, version FROM refmem_nodes WHERE tenant = {p} AND path = {p}" + upd  # noqa: S608  # nosec B608
         )
-        self.version = q("SELECT version FROM refmem_nodes WHERE tenant = {p} AND path = {p}" + upd)  # noqa: S608  # nosec B608
         self.children = q(
             "SELECT name, kind, size FROM refmem_nodes WHERE tenant = {p} AND parent = {p} ORDER BY name"
         )
@@ -225,6 +230,8 @@ class Queries:
         self.rewrite = q(
             "UPDATE refmem_nodes SET data = {p}, size = {p}, version = {p} WHERE tenant = {p} AND path = {p}"
         )
+        # an edit's write: only while the row still holds the version the edit read (else it changes no row)
+        self.rewrite_if = q(self.rewrite + " AND version = {p}")
         self.delete_one = q("DELETE FROM refmem_nodes WHERE tenant = {p} AND path = {p}")
         self.delete_below = q("DELETE FROM refmem_nodes WHERE tenant = {p} AND path > {p} AND path < {p}")
         self.move_one = q(
@@ -254,6 +261,9 @@ class Queries:
         self.count_kept = q(
             "UPDATE refmem_tenants SET version_bytes = version_bytes + (SELECT coalesce(sum(size), 0)"
             " FROM refmem_versions WHERE tenant = {p} AND number = {p}) WHERE tenant = {p}"
+        )
+        self.count_kept_returning: Optional[str] = (  # the tenant's new total in the same statement, where it can
+            self.count_kept + " RETURNING version_bytes" if dialect.returning else None
         )
         self.crowded = q(  # the paths a change kept versions of, with more versions than {p}: one count per path
             "SELECT path, kept FROM (SELECT k.path AS path, (SELECT count(*) FROM refmem_versions v"
