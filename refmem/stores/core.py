@@ -364,16 +364,19 @@ class SqlStore:
         """Start a new generation recording `paths` in the change journal; the generation (the version of what the
         mutation writes). Every `JOURNAL_TRIM_EVERY` generations, lines older than `JOURNAL_KEPT` go."""
         q, tenant = self.queries, self.tenant_key
-        if q.next_generation_returning is not None:
-            row = self._one(q.next_generation_returning, (tenant,))
+        if q.note_returning is not None:  # the generation and its journal lines: one statement
+            row = self._one(q.note_returning, (tenant, tenant, list(dict.fromkeys(paths))))
+            if row is None:
+                raise OsFailure("bookkeeping")
+            generation = int(row[0])
         else:
             self._run(q.next_generation, (tenant,))
             row = self._one(q.generation, (tenant,))
-        if row is None:
-            raise OsFailure("bookkeeping")
-        generation = int(row[0])
-        for path in dict.fromkeys(paths):
-            self._run(q.journal, (tenant, generation, path))
+            if row is None:
+                raise OsFailure("bookkeeping")
+            generation = int(row[0])
+            for path in dict.fromkeys(paths):
+                self._run(q.journal, (tenant, generation, path))
         if generation % JOURNAL_TRIM_EVERY == 0 and generation > JOURNAL_KEPT:
             oldest = generation - JOURNAL_KEPT
             self._run(q.trim_journal, (tenant, oldest))

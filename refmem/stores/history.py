@@ -63,6 +63,15 @@ def keep(
     now (before the change replaces or removes them); then apply retention."""
     q, tenant = store.queries, store.tenant_key
     values = (generation, time.time(), store.actor, command, tenant, FILE)
+    if below is None and q.keep_one_counted is not None:  # one statement keeps, counts and says what to trim
+        row = store._one(q.keep_one_counted, values + (one, tenant, tenant, one))
+        if row is None:
+            raise OsFailure("bookkeeping")
+        now_bytes, kept, before = (int(value) for value in row)
+        if kept and before + kept > store.history_limits.versions_per_file:
+            now_bytes -= _trim_path(store, str(one), before + kept)
+        _trim_bytes(store, now_bytes)
+        return
     if below is not None:
         store._run(q.keep_below, values + below)
     else:
@@ -84,17 +93,31 @@ def trim(store: SqlRows, generation: int, total: Optional[int] = None) -> None:
     q, tenant, limits = store.queries, store.tenant_key, store.history_limits
     per_file = limits.versions_per_file
     for path, count in store._all(q.crowded, (tenant, generation, per_file)):
-        dropped = store._all(q.oldest_of_path, (tenant, path, int(count) - per_file))
-        store._run(q.drop_of_path, (tenant, path, dropped[-1][0]))
-        dropped_bytes = sum(int(size) for _, size in dropped)
-        store._run(q.uncount, (dropped_bytes, tenant))
+        dropped_bytes = _trim_path(store, path, int(count))
         total = None if total is None else total - dropped_bytes
     if total is None:
         row = store._one(q.version_bytes, (tenant,))
         if row is None:
             raise OsFailure("bookkeeping")
         total = int(row[0])
-    excess = total - limits.bytes_per_tenant
+    _trim_bytes(store, total)
+
+
+def _trim_path(store: SqlRows, path: str, count: int) -> int:
+    """The oldest versions of `path`, which has `count`, beyond `versions_per_file` dropped; the bytes freed."""
+    q, tenant, per_file = store.queries, store.tenant_key, store.history_limits.versions_per_file
+    dropped = store._all(q.oldest_of_path, (tenant, path, count - per_file))
+    store._run(q.drop_of_path, (tenant, path, dropped[-1][0]))
+    dropped_bytes = sum(int(size) for _, size in dropped)
+    store._run(q.uncount, (dropped_bytes, tenant))
+    return dropped_bytes
+
+
+def _trim_bytes(store: SqlRows, total: int) -> None:
+    """While the tenant's versions (`total` bytes) are over `bytes_per_tenant`, its oldest dropped, a whole
+    generation at a time."""
+    q, tenant = store.queries, store.tenant_key
+    excess = total - store.history_limits.bytes_per_tenant
     if excess <= 0:
         return
     covered, after, cutoff = 0, 0, None

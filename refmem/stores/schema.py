@@ -200,8 +200,16 @@ class Queries:
         )
         self.generation = q("SELECT generation, floor FROM refmem_tenants WHERE tenant = {p}")
         self.next_generation = q("UPDATE refmem_tenants SET generation = generation + 1 WHERE tenant = {p}")
-        self.next_generation_returning: Optional[str] = (  # the new generation in the same statement, where it can
-            self.next_generation + " RETURNING generation" if dialect.returning else None
+        # Where an UPDATE may return rows (and a WITH hold one): a new generation and its journal lines in one
+        # statement; the generation comes back (once per path: the paths are an array, unnested).
+        self.note_returning: Optional[str] = (
+            q(
+                "WITH advanced AS (" + self.next_generation + " RETURNING generation)"  # noqa: S608  # nosec B608
+                " INSERT INTO refmem_changes (tenant, generation, path) SELECT {p}, generation, path"
+                " FROM advanced, unnest(CAST({p} AS TEXT[])) AS changed(path) RETURNING generation"
+            )
+            if dialect.returning
+            else None
         )
         self.trim_floor = q("UPDATE refmem_tenants SET floor = {p} WHERE tenant = {p} AND floor < {p}")
         self.journal = q("INSERT INTO refmem_changes (tenant, generation, path) VALUES ({p}, {p}, {p})")
@@ -257,6 +265,19 @@ class Queries:
             " FROM refmem_nodes WHERE tenant = {p} AND kind = {p}"
         )
         self.keep_one = q(keep + " AND path = {p}")
+        # Where an UPDATE may return rows: one file's version kept, counted in the tenant's total, in one statement
+        # that returns the new total, the versions kept (0 or 1) and the path's versions before it (one snapshot:
+        # the count does not see the row the WITH adds), so that retention needs no statement to decide.
+        self.keep_one_counted: Optional[str] = (
+            q(
+                "WITH kept AS (" + self.keep_one + " RETURNING size)"  # noqa: S608  # nosec B608
+                " UPDATE refmem_tenants SET version_bytes = version_bytes + (SELECT coalesce(sum(size), 0) FROM kept)"
+                " WHERE tenant = {p} RETURNING version_bytes, (SELECT count(*) FROM kept),"
+                " (SELECT count(*) FROM refmem_versions WHERE tenant = {p} AND path = {p})"
+            )
+            if dialect.returning
+            else None
+        )
         self.keep_below = q(keep + " AND path > {p} AND path < {p}")
         self.count_kept = q(
             "UPDATE refmem_tenants SET version_bytes = version_bytes + (SELECT coalesce(sum(size), 0)"
