@@ -20,7 +20,7 @@ import pytest
 from refmem import MemoryHandler
 from refmem.limits import HistoryLimits
 from refmem.paths import VirtualPath, parse_path
-from refmem.problems import Conflict, NotRegular, NoVersion, ParentNotDir, TooBig
+from refmem.problems import Conflict, NotRegular, NoVersion, OsFailure, ParentNotDir, TooBig
 from refmem.storage import Version, VersionedStore
 from refmem.stores import StoreError
 from refmem.stores.core import SqlStore
@@ -674,6 +674,29 @@ def test_a_failed_command_keeps_no_version(opener: Opener) -> None:
     ).is_error
     assert handler.execute({"command": "delete", "path": "/memories/none.md"}).is_error
     assert store.history(vp("/memories/n.md")) == [] and total_kept(store) == (0, 0)
+
+
+def test_a_mutation_refused_after_it_wrote_leaves_no_trace_in_the_callers_transaction(opener: Opener) -> None:
+    """An edit refused `changed` after its statements ran (its version kept, its generation taken, its write
+    changing no row) inside a caller's transaction: rolled back to its savepoint, while the transaction's other
+    mutations, before and after it, commit."""
+    store = opener(tenant="savepoint")
+    path = vp("/memories/e.md")
+    store.write(path, b"old\n", None)
+    generation = store.changes_since(0).generation
+    with store.locked():
+        store.write_new(vp("/memories/before.md"), b"b\n")
+        with store.open_edit(path, 100) as edit:
+            store.write(path, b"theirs\n", sha(b"old\n"))  # the version the edit read is gone
+            with pytest.raises(OsFailure) as refused:
+                edit.replace(b"mine\n")
+            assert refused.value.code == "changed"
+        store.write_new(vp("/memories/after.md"), b"a\n")
+    assert [(v.command, v.size) for v in store.history(path)] == [("write", 4)]  # nothing kept by the refused edit
+    with store.open_regular(path) as opened:
+        assert opened.read_all() == b"theirs\n"
+    assert store.entry(vp("/memories/before.md")) is not None and store.entry(vp("/memories/after.md")) is not None
+    assert store.changes_since(generation).generation == generation + 3  # three mutations committed, not four
 
 
 def test_version_records_are_plain_tuples() -> None:
