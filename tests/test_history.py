@@ -250,6 +250,22 @@ def test_retention_keeps_the_newest_versions_of_each_file(opener: Opener) -> Non
     assert total_kept(store) == (3, 3)
 
 
+def test_retention_holds_for_the_tools_edits(opener: Opener) -> None:
+    """str_replace's write (one statement on PostgreSQL, several on SQLite) keeps and trims as a store's write."""
+    store = opener(history={"versions_per_file": 3, "bytes_per_tenant": 35})
+    handler = MemoryHandler(store)
+    run(handler, command="create", path="/memories/e.md", file_text="v0\n")
+    for n in range(1, 8):
+        run(handler, command="str_replace", path="/memories/e.md", old_str=f"v{n - 1}", new_str=f"v{n}")
+    assert [v.sha256 for v in store.history(vp("/memories/e.md"))] == [sha(f"v{n}\n".encode()) for n in (6, 5, 4)]
+    assert total_kept(store) == (9, 9)
+    run(handler, command="create", path="/memories/big.md", file_text="x" * 30 + "\n")
+    run(handler, command="str_replace", path="/memories/big.md", old_str="x" * 30, new_str="y")  # 40: over 35
+    assert [v.size for v in store.history(vp("/memories/big.md"))] == [31]
+    assert [v.sha256 for v in store.history(vp("/memories/e.md"))] == [sha(b"v6\n")]  # v4 and v5 went, oldest
+    assert total_kept(store) == (34, 34)
+
+
 def test_retention_keeps_a_tenants_bytes_under_its_budget_oldest_first(opener: Opener) -> None:
     store = opener(history={"bytes_per_tenant": 1000})
     digests = {name: store.write(vp(f"/memories/{name}.md"), b"a" * 300, None) for name in "abc"}

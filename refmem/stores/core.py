@@ -95,7 +95,21 @@ class SqlEdit:
         or gone since the edit's read changes no row, and the mutation (its version kept, its generation) is undone
         with OsFailure("changed")."""
         store, key = self._store, _key(self._path)
+        q, tenant = store.queries, store.tenant_key
         with store._mutation():
+            if q.edit_in_one is not None:  # PostgreSQL: the whole write is one statement, retention's after it
+                note = (tenant, FILE, key, tenant, tenant, self._path.canonical)  # advanced, journal
+                keep = (time.time(), store.actor, store._command_or("edit"), tenant, FILE, key)
+                write = (new_data, len(new_data), tenant, key, self._version)
+                row = store._one(q.edit_in_one, note + keep + write + (tenant, key))
+                if row is None:
+                    raise OsFailure("bookkeeping")
+                generation, total, kept, before, written = (int(value) for value in row)
+                if written != 1:
+                    raise OsFailure("changed")
+                store._trim_journal(generation)
+                history.retain(store, key, total, kept, before)
+                return
             generation = store._note((self._path.canonical,))
             history.keep(store, generation, store._command_or("edit"), one=key)
             params = (new_data, len(new_data), generation, store.tenant_key, key, self._version)
@@ -377,11 +391,15 @@ class SqlStore:
             generation = int(row[0])
             for path in dict.fromkeys(paths):
                 self._run(q.journal, (tenant, generation, path))
+        self._trim_journal(generation)
+        return generation
+
+    def _trim_journal(self, generation: int) -> None:
+        """Every `JOURNAL_TRIM_EVERY` generations, the journal's lines older than `JOURNAL_KEPT` go."""
         if generation % JOURNAL_TRIM_EVERY == 0 and generation > JOURNAL_KEPT:
-            oldest = generation - JOURNAL_KEPT
+            q, tenant, oldest = self.queries, self.tenant_key, generation - JOURNAL_KEPT
             self._run(q.trim_journal, (tenant, oldest))
             self._run(q.trim_floor, (oldest, tenant, oldest))
-        return generation
 
     def _make_parents(self, parts: Tuple[str, ...], generation: int, now: float) -> None:
         """The folders holding `parts`, made where missing; ParentNotDir(depth) at the first file on the way."""

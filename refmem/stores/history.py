@@ -68,9 +68,7 @@ def keep(
         if row is None:
             raise OsFailure("bookkeeping")
         now_bytes, kept, before = (int(value) for value in row)
-        if kept and before + kept > store.history_limits.versions_per_file:
-            now_bytes -= _trim_path(store, str(one), before + kept)
-        _trim_bytes(store, now_bytes)
+        retain(store, str(one), now_bytes, kept, before)
         return
     if below is not None:
         store._run(q.keep_below, values + below)
@@ -85,6 +83,14 @@ def keep(
     else:
         store._run(q.count_kept, (tenant, generation, tenant))
     trim(store, generation, total)
+
+
+def retain(store: SqlRows, path: str, total: int, kept: int, before: int) -> None:
+    """Retention after one path's version was kept (`kept`: 0 or 1) by a statement that returned the tenant's
+    version bytes (`total`) and the path's versions before it (`before`): no statement to decide."""
+    if kept and before + kept > store.history_limits.versions_per_file:
+        total -= _trim_path(store, path, before + kept)
+    _trim_bytes(store, total)
 
 
 def trim(store: SqlRows, generation: int, total: Optional[int] = None) -> None:

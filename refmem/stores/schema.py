@@ -302,6 +302,35 @@ class Queries:
         self.bytes_up_to = q("SELECT coalesce(sum(size), 0) FROM refmem_versions WHERE tenant = {p} AND number <= {p}")
         self.drop_up_to = q("DELETE FROM refmem_versions WHERE tenant = {p} AND number <= {p}")
         self.uncount = q("UPDATE refmem_tenants SET version_bytes = version_bytes - {p} WHERE tenant = {p}")
+        # Where an UPDATE may return rows: an edit's whole write in one statement (one snapshot, so the version
+        # kept and the tenant's count read the content before the write): a new generation and its journal line,
+        # the file's content kept as a version of that number and counted, the file rewritten only if it still
+        # holds the version the edit read. It returns the generation, the tenant's version bytes, the versions kept
+        # (0 or 1), the path's versions before it and the rows written (0: the edit is refused `changed`).
+        kept_digest = dialect.sha256_hex.format("n.data")
+        self.edit_in_one: Optional[str] = (
+            q(
+                "WITH advanced AS (UPDATE refmem_tenants SET generation = generation + 1,"  # noqa: S608  # nosec B608
+                " version_bytes = version_bytes + (SELECT coalesce(sum(size), 0) FROM refmem_nodes"
+                " WHERE tenant = {p} AND kind = {p} AND path = {p})"
+                " WHERE tenant = {p} RETURNING generation, version_bytes),"
+                " journal AS (INSERT INTO refmem_changes (tenant, generation, path)"
+                " SELECT {p}, generation, {p} FROM advanced),"
+                " kept AS (INSERT INTO refmem_versions"
+                " (tenant, path, number, size, sha256, kept_at, actor, command, data)"
+                f" SELECT n.tenant, n.path, a.generation, n.size, {kept_digest}, {{p}}, {{p}}, {{p}}, n.data"
+                " FROM refmem_nodes n, advanced a WHERE n.tenant = {p} AND n.kind = {p} AND n.path = {p}"
+                " RETURNING size),"
+                " written AS (UPDATE refmem_nodes SET data = {p}, size = {p},"
+                " version = (SELECT generation FROM advanced)"
+                " WHERE tenant = {p} AND path = {p} AND version = {p} RETURNING path)"
+                " SELECT generation, version_bytes, (SELECT count(*) FROM kept),"
+                " (SELECT count(*) FROM refmem_versions WHERE tenant = {p} AND path = {p}),"
+                " (SELECT count(*) FROM written) FROM advanced"
+            )
+            if dialect.returning
+            else None
+        )
         self.history = q(
             "SELECT number, size, sha256, kept_at, actor, command FROM refmem_versions"
             " WHERE tenant = {p} AND path = {p} ORDER BY number DESC"
