@@ -112,6 +112,11 @@ def trim(store: SqlRows, generation: int, total: Optional[int] = None) -> None:
 def _trim_path(store: SqlRows, path: str, count: int) -> int:
     """The oldest versions of `path`, which has `count`, beyond `versions_per_file` dropped; the bytes freed."""
     q, tenant, per_file = store.queries, store.tenant_key, store.history_limits.versions_per_file
+    if q.drop_oldest_of_path is not None:  # one statement drops, uncounts and says what it freed
+        row = store._one(q.drop_oldest_of_path, (tenant, path, tenant, path, count - per_file, tenant))
+        if row is None:
+            raise OsFailure("bookkeeping")
+        return int(row[0])
     dropped = store._all(q.oldest_of_path, (tenant, path, count - per_file))
     store._run(q.drop_of_path, (tenant, path, dropped[-1][0]))
     dropped_bytes = sum(int(size) for _, size in dropped)

@@ -295,6 +295,19 @@ class Queries:
             "SELECT number, size FROM refmem_versions WHERE tenant = {p} AND path = {p} ORDER BY number LIMIT {p}"
         )
         self.drop_of_path = q("DELETE FROM refmem_versions WHERE tenant = {p} AND path = {p} AND number <= {p}")
+        # Where an UPDATE may return rows: a path's {p} oldest versions dropped and uncounted in one statement that
+        # returns the bytes freed.
+        self.drop_oldest_of_path: Optional[str] = (
+            q(
+                "WITH dropped AS (DELETE FROM refmem_versions WHERE tenant = {p} AND path = {p} AND number IN"
+                " (SELECT number FROM refmem_versions WHERE tenant = {p} AND path = {p} ORDER BY number LIMIT {p})"
+                " RETURNING size), freed AS (SELECT coalesce(sum(size), 0) AS size FROM dropped)"
+                " UPDATE refmem_tenants SET version_bytes = version_bytes - (SELECT size FROM freed)"
+                " WHERE tenant = {p} RETURNING (SELECT size FROM freed)"
+            )
+            if dialect.returning
+            else None
+        )
         self.version_bytes = q("SELECT version_bytes FROM refmem_tenants WHERE tenant = {p}")
         self.oldest = q(
             "SELECT number, size FROM refmem_versions WHERE tenant = {p} AND number > {p} ORDER BY number LIMIT {p}"
