@@ -20,7 +20,7 @@ import pytest
 from refmem import MemoryHandler
 from refmem.limits import HistoryLimits
 from refmem.paths import VirtualPath, parse_path
-from refmem.problems import Conflict, NotRegular, NoVersion, ParentNotDir, TooBig
+from refmem.problems import Conflict, NotRegular, NoVersion, OsFailure, ParentNotDir, TooBig
 from refmem.storage import Version, VersionedStore
 from refmem.stores import StoreError
 from refmem.stores.core import SqlStore
@@ -250,6 +250,22 @@ def test_retention_keeps_the_newest_versions_of_each_file(opener: Opener) -> Non
     assert total_kept(store) == (3, 3)
 
 
+def test_retention_holds_for_the_tools_edits(opener: Opener) -> None:
+    """str_replace's write (one statement on PostgreSQL, several on SQLite) keeps and trims as a store's write."""
+    store = opener(history={"versions_per_file": 3, "bytes_per_tenant": 35})
+    handler = MemoryHandler(store)
+    run(handler, command="create", path="/memories/e.md", file_text="v0\n")
+    for n in range(1, 8):
+        run(handler, command="str_replace", path="/memories/e.md", old_str=f"v{n - 1}", new_str=f"v{n}")
+    assert [v.sha256 for v in store.history(vp("/memories/e.md"))] == [sha(f"v{n}\n".encode()) for n in (6, 5, 4)]
+    assert total_kept(store) == (9, 9)
+    run(handler, command="create", path="/memories/big.md", file_text="x" * 30 + "\n")
+    run(handler, command="str_replace", path="/memories/big.md", old_str="x" * 30, new_str="y")  # 40: over 35
+    assert [v.size for v in store.history(vp("/memories/big.md"))] == [31]
+    assert [v.sha256 for v in store.history(vp("/memories/e.md"))] == [sha(b"v6\n")]  # v4 and v5 went, oldest
+    assert total_kept(store) == (34, 34)
+
+
 def test_retention_keeps_a_tenants_bytes_under_its_budget_oldest_first(opener: Opener) -> None:
     store = opener(history={"bytes_per_tenant": 1000})
     digests = {name: store.write(vp(f"/memories/{name}.md"), b"a" * 300, None) for name in "abc"}
@@ -403,18 +419,29 @@ def test_tenants_never_see_each_others_history(opener: Opener) -> None:
 
 
 def test_postgres_keeps_row_level_security_on_the_versions_table(postgres: Any, tmp_path: Path) -> None:
-    from refmem.stores.postgres import PostgresStore
+    from refmem.stores.postgres import PostgresStore, connect
 
-    store = PostgresStore(postgres.location_dsn(f"test_history:rls:{tmp_path}:{os.getpid()}"), tenant="alice")
-    store.write(vp("/memories/a.md"), b"secret\n", None)
-    store.write(vp("/memories/a.md"), b"other\n", sha(b"secret\n"))
+    dsn = postgres.location_dsn(f"test_history:rls:{tmp_path}:{os.getpid()}")
+    store, bob = PostgresStore(dsn, tenant="alice"), PostgresStore(dsn, tenant="bob")
+    for each in (store, bob):
+        each.write(vp("/memories/a.md"), b"secret\n", None)
+        each.write(vp("/memories/a.md"), b"other\n", sha(b"secret\n"))
     connection = store._conn  # type: ignore[attr-defined]
     row = connection.execute(
         "SELECT relrowsecurity, relforcerowsecurity FROM pg_class WHERE oid = to_regclass('refmem_versions')"
     ).fetchone()
     assert tuple(row) == (True, True)
-    assert connection.execute("SELECT count(*) FROM refmem_versions").fetchone()[0] == 0  # no tenant set: nothing
+    # The store's connection is alice's for its life (D-STORE-PG-RLS): a query without a tenant filter sees hers only.
+    assert connection.execute("SELECT tenant, count(*) FROM refmem_versions GROUP BY tenant").fetchall() == [
+        ("alice", 1)
+    ]
+    unset = connect(dsn)
+    try:
+        assert unset.execute("SELECT count(*) FROM refmem_versions").fetchone()[0] == 0  # no tenant set: nothing
+    finally:
+        unset.close()
     store.close()
+    bob.close()
 
 
 # --- schema 1 to 2 ------------------------------------------------------------------------------------
@@ -663,6 +690,29 @@ def test_a_failed_command_keeps_no_version(opener: Opener) -> None:
     ).is_error
     assert handler.execute({"command": "delete", "path": "/memories/none.md"}).is_error
     assert store.history(vp("/memories/n.md")) == [] and total_kept(store) == (0, 0)
+
+
+def test_a_mutation_refused_after_it_wrote_leaves_no_trace_in_the_callers_transaction(opener: Opener) -> None:
+    """An edit refused `changed` after its statements ran (its version kept, its generation taken, its write
+    changing no row) inside a caller's transaction: rolled back to its savepoint, while the transaction's other
+    mutations, before and after it, commit."""
+    store = opener(tenant="savepoint")
+    path = vp("/memories/e.md")
+    store.write(path, b"old\n", None)
+    generation = store.changes_since(0).generation
+    with store.locked():
+        store.write_new(vp("/memories/before.md"), b"b\n")
+        with store.open_edit(path, 100) as edit:
+            store.write(path, b"theirs\n", sha(b"old\n"))  # the version the edit read is gone
+            with pytest.raises(OsFailure) as refused:
+                edit.replace(b"mine\n")
+            assert refused.value.code == "changed"
+        store.write_new(vp("/memories/after.md"), b"a\n")
+    assert [(v.command, v.size) for v in store.history(path)] == [("write", 4)]  # nothing kept by the refused edit
+    with store.open_regular(path) as opened:
+        assert opened.read_all() == b"theirs\n"
+    assert store.entry(vp("/memories/before.md")) is not None and store.entry(vp("/memories/after.md")) is not None
+    assert store.changes_since(generation).generation == generation + 3  # three mutations committed, not four
 
 
 def test_version_records_are_plain_tuples() -> None:

@@ -428,4 +428,8 @@ def test_every_statement_is_rendered_for_each_dialect_and_names_the_tenant() -> 
         if any(table in one for table in ("refmem_nodes", "refmem_changes", "refmem_tenants", "refmem_versions")):
             assert "tenant" in one, name  # no statement on memories without its tenant
     assert 'COLLATE "C"' in " ".join(postgres.ddl) and "BYTEA" in " ".join(postgres.ddl)
-    assert postgres.version.endswith(" FOR UPDATE") and not sqlite.version.endswith("UPDATE")
+    assert postgres.read_for_edit.endswith(" FOR UPDATE") and not sqlite.read_for_edit.endswith("UPDATE")
+    # PostgreSQL's one statement where SQLite runs several
+    for name in ("note_returning", "count_kept_returning", "keep_one_counted", "edit_in_one", "drop_oldest_of_path"):
+        returning = getattr(postgres, name)
+        assert getattr(sqlite, name) is None and " RETURNING " in returning and "tenant = %s" in returning, name

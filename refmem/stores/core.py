@@ -91,14 +91,30 @@ class SqlEdit:
         self._version = version
 
     def replace(self, new_data: bytes) -> None:
-        store = self._store
+        """The write is conditional on the version read (`rewrite_if`), not preceded by a read of it: a row changed
+        or gone since the edit's read changes no row, and the mutation (its version kept, its generation) is undone
+        with OsFailure("changed")."""
+        store, key = self._store, _key(self._path)
+        q, tenant = store.queries, store.tenant_key
         with store._mutation():
-            row = store._one(store.queries.version, (store.tenant_key, _key(self._path)))
-            if row is None or row[0] != self._version:
-                raise OsFailure("changed")
+            if q.edit_in_one is not None:  # PostgreSQL: the whole write is one statement, retention's after it
+                note = (tenant, FILE, key, tenant, tenant, self._path.canonical)  # advanced, journal
+                keep = (time.time(), store.actor, store._command_or("edit"), tenant, FILE, key)
+                write = (new_data, len(new_data), tenant, key, self._version)
+                row = store._one(q.edit_in_one, note + keep + write + (tenant, key))
+                if row is None:
+                    raise OsFailure("bookkeeping")
+                generation, total, kept, before, written = (int(value) for value in row)
+                if written != 1:
+                    raise OsFailure("changed")
+                store._trim_journal(generation)
+                history.retain(store, key, total, kept, before)
+                return
             generation = store._note((self._path.canonical,))
-            history.keep(store, generation, store._command_or("edit"), one=_key(self._path))
-            store._run(store.queries.rewrite, (new_data, len(new_data), generation, store.tenant_key, _key(self._path)))
+            history.keep(store, generation, store._command_or("edit"), one=key)
+            params = (new_data, len(new_data), generation, store.tenant_key, key, self._version)
+            if store._run(store.queries.rewrite_if, params).rowcount != 1:
+                raise OsFailure("changed")
 
 
 def _key(path: VirtualPath) -> str:
@@ -135,6 +151,8 @@ class SqlStore:
         self._depth = 0  # nesting of locked() on this store's transaction
         self._reading = False
         self._savepoints = 0
+        self._release: Optional[str] = None  # the savepoint of a mutation that succeeded, released before the next
+        # statement (with every savepoint after it) or by the COMMIT
 
     # -- the engine's part ---------------------------------------------------------------------------
 
@@ -153,6 +171,11 @@ class SqlStore:
     def _rollback(self) -> None:
         raise NotImplementedError
 
+    def _begin_single(self) -> bool:
+        """Make ready for a read of one statement outside any transaction (a single statement sees one state
+        of the database by itself); False where the engine wants `_begin_read` for it."""
+        return False
+
     def _failure(self, error: Exception) -> Optional[problems.FsProblem]:
         """The problem an exception of the engine stands for; None when it is not the engine's."""
         raise NotImplementedError
@@ -168,6 +191,9 @@ class SqlStore:
 
     def _run(self, sql: str, params: Sequence[Any]) -> Any:
         try:
+            if self._release is not None:
+                name, self._release = self._release, None
+                self._execute(f"RELEASE SAVEPOINT {name}", ())
             return self._execute(sql, params)
         except problems.FsProblem:
             raise
@@ -211,10 +237,12 @@ class SqlStore:
                 yield
             except BaseException:
                 self._depth = 0
+                self._release = None
                 with contextlib.suppress(Exception):
                     self._rollback()
                 raise
             self._depth = 0
+            self._release = None  # COMMIT releases every savepoint still open
             try:
                 self._commit()
             except BaseException:
@@ -225,28 +253,44 @@ class SqlStore:
     @contextlib.contextmanager
     def _mutation(self) -> Iterator[None]:
         """A mutation: inside the writing transaction (taken here when the caller has not), as a savepoint,
-        so that a failed one changes nothing whatever else the transaction holds."""
-        with self.locked():
-            self._savepoints += 1
-            name = f"refmem_{self._savepoints}"
-            self._run(f"SAVEPOINT {name}", ())
-            try:
-                yield
-            except BaseException:
-                with contextlib.suppress(Exception):
-                    self._execute(f"ROLLBACK TO SAVEPOINT {name}", ())
-                    self._execute(f"RELEASE SAVEPOINT {name}", ())
-                raise
-            finally:
-                self._savepoints -= 1
-            self._run(f"RELEASE SAVEPOINT {name}", ())
+        so that a failed one changes nothing whatever else the transaction holds. A mutation that is its
+        transaction's whole needs none: its failure rolls the transaction back. A savepoint that succeeded is
+        released before the transaction's next statement, or by its COMMIT (one statement less)."""
+        with self._guard:
+            if not self._depth:
+                with self.locked():
+                    yield
+                return
+            with self.locked():
+                self._savepoints += 1
+                name = f"refmem_{self._savepoints}"
+                self._run(f"SAVEPOINT {name}", ())
+                try:
+                    yield
+                except BaseException:
+                    self._release = None  # one of a mutation inside this one: rolled back with it
+                    with contextlib.suppress(Exception):
+                        self._execute(f"ROLLBACK TO SAVEPOINT {name}", ())
+                        self._execute(f"RELEASE SAVEPOINT {name}", ())
+                    raise
+                finally:
+                    self._savepoints -= 1
+                self._release = name  # releasing it releases any inside it still open
 
     @contextlib.contextmanager
-    def _read(self) -> Iterator[None]:
-        """A consistent read: inside the caller's transaction, or a read transaction of its own."""
+    def _read(self, single: bool = False) -> Iterator[None]:
+        """A consistent read: inside the caller's transaction, or a read transaction of its own; a `single`
+        statement's read none where the engine allows (`_begin_single`): one statement sees one state."""
         with self._guard:
             if self._depth or self._reading:
                 yield
+                return
+            if single and self._begin_single():
+                self._reading = True
+                try:
+                    yield
+                finally:
+                    self._reading = False
                 return
             self._begin_read()
             self._reading = True
@@ -262,7 +306,7 @@ class SqlStore:
     def entry(self, path: VirtualPath) -> Optional[Entry]:
         if path.is_root:
             return Entry(DIR, 0)
-        with self._read():
+        with self._read(single=True):
             row = self._one(self.queries.kind, (self.tenant_key, _key(path)))
         if row is None or (path.trailing_slash and row[0] != DIR):
             return None
@@ -271,7 +315,7 @@ class SqlStore:
     def open_regular(self, path: VirtualPath, refuse_hard_links: bool = True) -> BlobFile:
         if not path.parts:
             raise NotRegular(DIR)
-        with self._read():
+        with self._read(single=True):
             row = self._one(self.queries.read, (self.tenant_key, _key(path)))
         if row is None or (path.trailing_slash and row[0] != DIR):
             raise Missing()
@@ -322,7 +366,7 @@ class SqlStore:
         key = _key(path)
         low, high = subtree(key)
         base_depth = len(path.parts)
-        with self._read():
+        with self._read(single=True):
             row = self._one(self.queries.extent, (self.tenant_key, low, high, base_depth + max_depth + 1))
         if row is None or row[0] is None:
             return 0, 0
@@ -334,18 +378,28 @@ class SqlStore:
         """Start a new generation recording `paths` in the change journal; the generation (the version of what the
         mutation writes). Every `JOURNAL_TRIM_EVERY` generations, lines older than `JOURNAL_KEPT` go."""
         q, tenant = self.queries, self.tenant_key
-        self._run(q.next_generation, (tenant,))
-        row = self._one(q.generation, (tenant,))
-        if row is None:
-            raise OsFailure("bookkeeping")
-        generation = int(row[0])
-        for path in dict.fromkeys(paths):
-            self._run(q.journal, (tenant, generation, path))
+        if q.note_returning is not None:  # the generation and its journal lines: one statement
+            row = self._one(q.note_returning, (tenant, tenant, list(dict.fromkeys(paths))))
+            if row is None:
+                raise OsFailure("bookkeeping")
+            generation = int(row[0])
+        else:
+            self._run(q.next_generation, (tenant,))
+            row = self._one(q.generation, (tenant,))
+            if row is None:
+                raise OsFailure("bookkeeping")
+            generation = int(row[0])
+            for path in dict.fromkeys(paths):
+                self._run(q.journal, (tenant, generation, path))
+        self._trim_journal(generation)
+        return generation
+
+    def _trim_journal(self, generation: int) -> None:
+        """Every `JOURNAL_TRIM_EVERY` generations, the journal's lines older than `JOURNAL_KEPT` go."""
         if generation % JOURNAL_TRIM_EVERY == 0 and generation > JOURNAL_KEPT:
-            oldest = generation - JOURNAL_KEPT
+            q, tenant, oldest = self.queries, self.tenant_key, generation - JOURNAL_KEPT
             self._run(q.trim_journal, (tenant, oldest))
             self._run(q.trim_floor, (oldest, tenant, oldest))
-        return generation
 
     def _make_parents(self, parts: Tuple[str, ...], generation: int, now: float) -> None:
         """The folders holding `parts`, made where missing; ParentNotDir(depth) at the first file on the way."""
@@ -384,7 +438,7 @@ class SqlStore:
     def open_edit(self, path: VirtualPath, limit: int) -> Iterator[SqlEdit]:
         if not path.parts:
             raise NotRegular(DIR)
-        with self._read():
+        with self._read(single=True):
             row = self._one(self.queries.read_for_edit, (self.tenant_key, _key(path)))
         if row is None or (path.trailing_slash and row[0] != DIR):
             raise Missing()
@@ -449,7 +503,7 @@ class SqlStore:
         return operation if command is None else str(command)
 
     def history(self, path: VirtualPath) -> List[Version]:
-        with self._read():
+        with self._read(single=True):
             rows = self._all(self.queries.history, (self.tenant_key, _key(path)))
         return [history.version_of(row) for row in rows]
 
@@ -545,7 +599,7 @@ class SqlStore:
                 self._run(self.queries.use, (now, self.tenant_key, _key(path), FILE))
 
     def last_access(self, path: VirtualPath) -> Optional[float]:
-        with self._read():
+        with self._read(single=True):
             row = self._one(self.queries.used, (self.tenant_key, _key(path)))
         return None if row is None or row[0] is None else float(row[0])
 

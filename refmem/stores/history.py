@@ -63,26 +63,72 @@ def keep(
     now (before the change replaces or removes them); then apply retention."""
     q, tenant = store.queries, store.tenant_key
     values = (generation, time.time(), store.actor, command, tenant, FILE)
+    if below is None and q.keep_one_counted is not None:  # one statement keeps, counts and says what to trim
+        row = store._one(q.keep_one_counted, values + (one, tenant, tenant, one))
+        if row is None:
+            raise OsFailure("bookkeeping")
+        now_bytes, kept, before = (int(value) for value in row)
+        retain(store, str(one), now_bytes, kept, before)
+        return
     if below is not None:
         store._run(q.keep_below, values + below)
     else:
         store._run(q.keep_one, values + (one,))
-    store._run(q.count_kept, (tenant, generation, tenant))
-    trim(store, generation)
+    total: Optional[int] = None
+    if q.count_kept_returning is not None:  # the new total comes back with the count: no statement to read it
+        counted = store._one(q.count_kept_returning, (tenant, generation, tenant))
+        if counted is None:
+            raise OsFailure("bookkeeping")
+        total = int(counted[0])
+    else:
+        store._run(q.count_kept, (tenant, generation, tenant))
+    trim(store, generation, total)
 
 
-def trim(store: SqlRows, generation: int) -> None:
-    """Retention after the versions numbered `generation` were kept (see the module docstring)."""
+def retain(store: SqlRows, path: str, total: int, kept: int, before: int) -> None:
+    """Retention after one path's version was kept (`kept`: 0 or 1) by a statement that returned the tenant's
+    version bytes (`total`) and the path's versions before it (`before`): no statement to decide."""
+    if kept and before + kept > store.history_limits.versions_per_file:
+        total -= _trim_path(store, path, before + kept)
+    _trim_bytes(store, total)
+
+
+def trim(store: SqlRows, generation: int, total: Optional[int] = None) -> None:
+    """Retention after the versions numbered `generation` were kept (see the module docstring); `total`: the
+    tenant's version bytes after they were counted, when the count returned them (else they are read)."""
     q, tenant, limits = store.queries, store.tenant_key, store.history_limits
     per_file = limits.versions_per_file
     for path, count in store._all(q.crowded, (tenant, generation, per_file)):
-        dropped = store._all(q.oldest_of_path, (tenant, path, int(count) - per_file))
-        store._run(q.drop_of_path, (tenant, path, dropped[-1][0]))
-        store._run(q.uncount, (sum(int(size) for _, size in dropped), tenant))
-    row = store._one(q.version_bytes, (tenant,))
-    if row is None:
-        raise OsFailure("bookkeeping")
-    excess = int(row[0]) - limits.bytes_per_tenant
+        dropped_bytes = _trim_path(store, path, int(count))
+        total = None if total is None else total - dropped_bytes
+    if total is None:
+        row = store._one(q.version_bytes, (tenant,))
+        if row is None:
+            raise OsFailure("bookkeeping")
+        total = int(row[0])
+    _trim_bytes(store, total)
+
+
+def _trim_path(store: SqlRows, path: str, count: int) -> int:
+    """The oldest versions of `path`, which has `count`, beyond `versions_per_file` dropped; the bytes freed."""
+    q, tenant, per_file = store.queries, store.tenant_key, store.history_limits.versions_per_file
+    if q.drop_oldest_of_path is not None:  # one statement drops, uncounts and says what it freed
+        row = store._one(q.drop_oldest_of_path, (tenant, path, tenant, path, count - per_file, tenant))
+        if row is None:
+            raise OsFailure("bookkeeping")
+        return int(row[0])
+    dropped = store._all(q.oldest_of_path, (tenant, path, count - per_file))
+    store._run(q.drop_of_path, (tenant, path, dropped[-1][0]))
+    dropped_bytes = sum(int(size) for _, size in dropped)
+    store._run(q.uncount, (dropped_bytes, tenant))
+    return dropped_bytes
+
+
+def _trim_bytes(store: SqlRows, total: int) -> None:
+    """While the tenant's versions (`total` bytes) are over `bytes_per_tenant`, its oldest dropped, a whole
+    generation at a time."""
+    q, tenant = store.queries, store.tenant_key
+    excess = total - store.history_limits.bytes_per_tenant
     if excess <= 0:
         return
     covered, after, cutoff = 0, 0, None

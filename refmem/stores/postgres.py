@@ -12,9 +12,10 @@ What it promises (SECURITY.md, docs/spec-notes.md D-STORE-PG-*):
   the file with `SELECT ... FOR UPDATE` and write it in the same transaction: no update is lost. A folder's
   rename or delete is one transaction of a fixed number of statements over the key range of its subtree.
 * Tenants: every row carries its tenant and every query names it; row-level security is a second wall: each
-  transaction sets `refmem.tenant` (`set_config(..., true)`, local to the transaction) and a policy on every
-  table with tenant rows lets a query see and write only the rows of that tenant, forced on the tables' owner
-  too (D-STORE-PG-RLS). A query that forgot its tenant filter still sees one tenant.
+  store's connection sets `refmem.tenant` once, for its session (a store is one connection of one tenant, never
+  shared nor pooled), and a policy on every table with tenant rows lets a query see and write only the rows of
+  that tenant, forced on the tables' owner too (D-STORE-PG-RLS). A query that forgot its tenant filter still
+  sees one tenant.
 * A connection found broken when a command starts is opened again and the command run (nothing of it was sent):
   at most `RECONNECTS` times. Lost in the middle, the command is answered with the `disconnected` reason (the
   server rolls the transaction back); lost while committing, with `commit_unknown` (D-STORE-PG-RETRY). No
@@ -54,10 +55,10 @@ LOCK_SECONDS = 30
 """How long a writer waits for its tenant's lock (PostgreSQL's lock_timeout) before it is answered `busy`."""
 CONNECT_SECONDS = 10
 TENANT_SETTING = "refmem.tenant"
-"""The transaction-local setting the row-level security policy reads (D-STORE-PG-RLS)."""
+"""The setting the row-level security policy reads, set for a store's session when it connects (D-STORE-PG-RLS)."""
 TENANT_PREFIX = "tenant:"
-"""What the setting holds before the tenant's name: an unset setting (NULL, or "" once a transaction set it and
-ended) therefore matches no row, not even the default tenant's (whose name is "")."""
+"""What the setting holds before the tenant's name: an unset setting (NULL, or "" once a transaction set it locally
+and ended) therefore matches no row, not even the default tenant's (whose name is "")."""
 INIT_LOCK = 0x7265666D656D  # "refmem": the advisory lock that serialises schema changes
 
 _POLICY = f"current_setting('{TENANT_SETTING}', true) = '{TENANT_PREFIX}' || tenant"
@@ -128,9 +129,10 @@ def _connect_reason(error: BaseException) -> str:
     return "no server answered, or it refused the user, the password or the database name"
 
 
-def connect(dsn: str) -> Any:
+def connect(dsn: str, tenant_key: Optional[str] = None) -> Any:
     """A psycopg connection (autocommit: the store writes its own BEGIN and COMMIT); StoreError naming no host,
-    DSN or password when none can be made."""
+    DSN or password when none can be made. With `tenant_key`, the connection is that tenant's for its whole
+    life: `refmem.tenant` set for the session, in the statement that sets its lock timeout (D-STORE-PG-RLS)."""
     psycopg = _driver()
     try:
         connection = psycopg.connect(dsn, autocommit=True, connect_timeout=CONNECT_SECONDS)
@@ -139,7 +141,13 @@ def connect(dsn: str) -> Any:
     except (ValueError, TypeError):  # a malformed DSN: its text may hold the password
         raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason="the connection string is malformed")) from None
     try:
-        connection.execute(f"SET lock_timeout = '{LOCK_SECONDS}s'")
+        if tenant_key is None:
+            connection.execute(f"SET lock_timeout = '{LOCK_SECONDS}s'")
+        else:
+            connection.execute(
+                "SELECT set_config('lock_timeout', %s, false), set_config(%s, %s, false)",
+                (f"{LOCK_SECONDS}s", TENANT_SETTING, TENANT_PREFIX + tenant_key),
+            )
     except psycopg.Error as error:
         connection.close()
         raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason=_connect_reason(error))) from None
@@ -221,11 +229,12 @@ class PostgresStore(SqlStore):
             migrate_needed = self._check_schema()
             if migrate_needed:
                 migrate(dsn)
-        self._conn = connect(dsn)
+        self._begin_locked = ""
+        self._conn = self._connect()
         try:
             if not create:
                 self._check_schema(self._conn)
-            self._begin(None)
+            self._begin(POSTGRES.begin_write)
             self._run(QUERIES.add_tenant, (self.tenant_key,))
             self._commit()
         except problems.FsProblem as failure:
@@ -261,21 +270,31 @@ class PostgresStore(SqlStore):
     def _execute(self, sql: str, params: Sequence[Any]) -> Any:
         return self._conn.execute(sql, tuple(params) if params else None)
 
-    def _begin(self, lock_tenant: Optional[bool], read: bool = False) -> None:
-        """BEGIN, the tenant's setting for row-level security and, for a writer, its tenant's lock. A connection
-        found broken here is opened again (nothing of the command has been sent), at most RECONNECTS times."""
-        begin = "BEGIN ISOLATION LEVEL REPEATABLE READ" if read else POSTGRES.begin_write  # one snapshot
+    def _connect(self) -> Any:
+        """The store's connection: its tenant's for its whole life (`connect`). A store is one connection for one
+        tenant, never shared nor pooled, so the setting row-level security reads is set once per connection, not
+        per transaction (D-STORE-PG-RLS); and a writer's BEGIN and its tenant's lock are one message of two
+        statements (the simple protocol: the tenant's name is a quoted literal there, psycopg's quoting)."""
+        connection = connect(self._dsn, self.tenant_key)
+        from psycopg import sql
+
+        lock = sql.SQL("SELECT generation FROM refmem_tenants WHERE tenant = {} FOR UPDATE").format(
+            sql.Literal(self.tenant_key)
+        )
+        self._begin_locked = f"{POSTGRES.begin_write}; {lock.as_string(connection)}"
+        return connection
+
+    def _begin(self, begin: Optional[str]) -> None:
+        """`begin` (a transaction's first message: BEGIN, and for a writer its tenant's lock), or nothing for a
+        read of one statement. A connection found broken here is opened again (nothing of the command has been
+        sent), at most RECONNECTS times."""
         for attempt in range(RECONNECTS + 1):
             try:
                 if self._conn.broken or self._conn.closed:
                     self._reconnect()
                 self._rollback()  # never run a command inside what an earlier one left open
-                self._conn.execute(begin)
-                self._conn.execute("SELECT set_config(%s, %s, true)", (TENANT_SETTING, TENANT_PREFIX + self.tenant_key))
-                if lock_tenant:
-                    self._conn.execute(
-                        "SELECT generation FROM refmem_tenants WHERE tenant = %s FOR UPDATE", (self.tenant_key,)
-                    )
+                if begin is not None:
+                    self._conn.execute(begin)
                 return
             except self._psycopg.Error as error:
                 reason = reason_of(error, self._conn)
@@ -290,15 +309,19 @@ class PostgresStore(SqlStore):
 
     def _reconnect(self) -> None:
         old = self._conn
-        self._conn = connect(self._dsn)
+        self._conn = self._connect()
         with contextlib.suppress(Exception):  # a broken connection's close may fail; it is gone either way
             old.close()
 
     def _begin_write(self) -> None:
-        self._begin(True)
+        self._begin(self._begin_locked)
 
     def _begin_read(self) -> None:
-        self._begin(False, read=True)
+        self._begin("BEGIN ISOLATION LEVEL REPEATABLE READ")  # one snapshot for every statement of the read
+
+    def _begin_single(self) -> bool:
+        self._begin(None)  # autocommit: the statement is a transaction of its own, one snapshot
+        return True
 
     def _commit(self) -> None:
         try:

@@ -20,7 +20,7 @@ tenant's running total of version bytes, so the retention rule never sums over t
 
 from __future__ import annotations
 
-from typing import Callable, Dict, NamedTuple, Tuple
+from typing import Callable, Dict, NamedTuple, Optional, Tuple
 
 SCHEMA_VERSION = 2
 """The schema this refmem writes and reads. A database of a later version is refused (the store's open)."""
@@ -42,6 +42,7 @@ class Dialect(NamedTuple):
     begin_write: str  # the statement that starts a writing transaction
     for_update: str  # appended to a read of a row a transaction will change ("" where the write lock is global)
     sha256_hex: str  # an expression's SHA-256 as 64 lower-case hex digits, "{}" standing for the expression
+    returning: bool  # whether an UPDATE may end in RETURNING (one statement where two would be: a round trip less)
 
 
 SQLITE = Dialect(
@@ -55,6 +56,7 @@ SQLITE = Dialect(
     begin_write="BEGIN IMMEDIATE",
     for_update="",
     sha256_hex="refmem_sha256({})",  # a function the SQLite store registers on its connection
+    returning=False,  # SQLite has it from 3.35 only, older than CPython 3.9 may bring; in process, a statement is cheap
 )
 
 POSTGRES = Dialect(
@@ -68,6 +70,7 @@ POSTGRES = Dialect(
     begin_write="BEGIN ISOLATION LEVEL READ COMMITTED",
     for_update=" FOR UPDATE",
     sha256_hex="encode(sha256({}), 'hex')",
+    returning=True,
 )
 """The PostgreSQL store's dialect (`refmem.stores.postgres`): the same schema and statements, rendered for psycopg.
 A writer's transaction is serialised per tenant by the lock the store takes on its tenant's row when it begins
@@ -197,6 +200,17 @@ class Queries:
         )
         self.generation = q("SELECT generation, floor FROM refmem_tenants WHERE tenant = {p}")
         self.next_generation = q("UPDATE refmem_tenants SET generation = generation + 1 WHERE tenant = {p}")
+        # Where an UPDATE may return rows (and a WITH hold one): a new generation and its journal lines in one
+        # statement; the generation comes back (once per path: the paths are an array, unnested).
+        self.note_returning: Optional[str] = (
+            q(
+                "WITH advanced AS (" + self.next_generation + " RETURNING generation)"  # noqa: S608  # nosec B608
+                " INSERT INTO refmem_changes (tenant, generation, path) SELECT {p}, generation, path"
+                " FROM advanced, unnest(CAST({p} AS TEXT[])) AS changed(path) RETURNING generation"
+            )
+            if dialect.returning
+            else None
+        )
         self.trim_floor = q("UPDATE refmem_tenants SET floor = {p} WHERE tenant = {p} AND floor < {p}")
         self.journal = q("INSERT INTO refmem_changes (tenant, generation, path) VALUES ({p}, {p}, {p})")
         self.trim_journal = q("DELETE FROM refmem_changes WHERE tenant = {p} AND generation <= {p}")
@@ -209,7 +223,6 @@ class Queries:
         self.read_for_edit = q(
             "SELECT kind, size, data, version FROM refmem_nodes WHERE tenant = {p} AND path = {p}" + upd  # noqa: S608  # nosec B608
         )
-        self.version = q("SELECT version FROM refmem_nodes WHERE tenant = {p} AND path = {p}" + upd)  # noqa: S608  # nosec B608
         self.children = q(
             "SELECT name, kind, size FROM refmem_nodes WHERE tenant = {p} AND parent = {p} ORDER BY name"
         )
@@ -225,6 +238,8 @@ class Queries:
         self.rewrite = q(
             "UPDATE refmem_nodes SET data = {p}, size = {p}, version = {p} WHERE tenant = {p} AND path = {p}"
         )
+        # an edit's write: only while the row still holds the version the edit read (else it changes no row)
+        self.rewrite_if = q(self.rewrite + " AND version = {p}")
         self.delete_one = q("DELETE FROM refmem_nodes WHERE tenant = {p} AND path = {p}")
         self.delete_below = q("DELETE FROM refmem_nodes WHERE tenant = {p} AND path > {p} AND path < {p}")
         self.move_one = q(
@@ -250,10 +265,26 @@ class Queries:
             " FROM refmem_nodes WHERE tenant = {p} AND kind = {p}"
         )
         self.keep_one = q(keep + " AND path = {p}")
+        # Where an UPDATE may return rows: one file's version kept, counted in the tenant's total, in one statement
+        # that returns the new total, the versions kept (0 or 1) and the path's versions before it (one snapshot:
+        # the count does not see the row the WITH adds), so that retention needs no statement to decide.
+        self.keep_one_counted: Optional[str] = (
+            q(
+                "WITH kept AS (" + self.keep_one + " RETURNING size)"  # noqa: S608  # nosec B608
+                " UPDATE refmem_tenants SET version_bytes = version_bytes + (SELECT coalesce(sum(size), 0) FROM kept)"
+                " WHERE tenant = {p} RETURNING version_bytes, (SELECT count(*) FROM kept),"
+                " (SELECT count(*) FROM refmem_versions WHERE tenant = {p} AND path = {p})"
+            )
+            if dialect.returning
+            else None
+        )
         self.keep_below = q(keep + " AND path > {p} AND path < {p}")
         self.count_kept = q(
             "UPDATE refmem_tenants SET version_bytes = version_bytes + (SELECT coalesce(sum(size), 0)"
             " FROM refmem_versions WHERE tenant = {p} AND number = {p}) WHERE tenant = {p}"
+        )
+        self.count_kept_returning: Optional[str] = (  # the tenant's new total in the same statement, where it can
+            self.count_kept + " RETURNING version_bytes" if dialect.returning else None
         )
         self.crowded = q(  # the paths a change kept versions of, with more versions than {p}: one count per path
             "SELECT path, kept FROM (SELECT k.path AS path, (SELECT count(*) FROM refmem_versions v"
@@ -264,6 +295,19 @@ class Queries:
             "SELECT number, size FROM refmem_versions WHERE tenant = {p} AND path = {p} ORDER BY number LIMIT {p}"
         )
         self.drop_of_path = q("DELETE FROM refmem_versions WHERE tenant = {p} AND path = {p} AND number <= {p}")
+        # Where an UPDATE may return rows: a path's {p} oldest versions dropped and uncounted in one statement that
+        # returns the bytes freed.
+        self.drop_oldest_of_path: Optional[str] = (
+            q(
+                "WITH dropped AS (DELETE FROM refmem_versions WHERE tenant = {p} AND path = {p} AND number IN"
+                " (SELECT number FROM refmem_versions WHERE tenant = {p} AND path = {p} ORDER BY number LIMIT {p})"
+                " RETURNING size), freed AS (SELECT coalesce(sum(size), 0) AS size FROM dropped)"
+                " UPDATE refmem_tenants SET version_bytes = version_bytes - (SELECT size FROM freed)"
+                " WHERE tenant = {p} RETURNING (SELECT size FROM freed)"
+            )
+            if dialect.returning
+            else None
+        )
         self.version_bytes = q("SELECT version_bytes FROM refmem_tenants WHERE tenant = {p}")
         self.oldest = q(
             "SELECT number, size FROM refmem_versions WHERE tenant = {p} AND number > {p} ORDER BY number LIMIT {p}"
@@ -271,6 +315,35 @@ class Queries:
         self.bytes_up_to = q("SELECT coalesce(sum(size), 0) FROM refmem_versions WHERE tenant = {p} AND number <= {p}")
         self.drop_up_to = q("DELETE FROM refmem_versions WHERE tenant = {p} AND number <= {p}")
         self.uncount = q("UPDATE refmem_tenants SET version_bytes = version_bytes - {p} WHERE tenant = {p}")
+        # Where an UPDATE may return rows: an edit's whole write in one statement (one snapshot, so the version
+        # kept and the tenant's count read the content before the write): a new generation and its journal line,
+        # the file's content kept as a version of that number and counted, the file rewritten only if it still
+        # holds the version the edit read. It returns the generation, the tenant's version bytes, the versions kept
+        # (0 or 1), the path's versions before it and the rows written (0: the edit is refused `changed`).
+        kept_digest = dialect.sha256_hex.format("n.data")
+        self.edit_in_one: Optional[str] = (
+            q(
+                "WITH advanced AS (UPDATE refmem_tenants SET generation = generation + 1,"  # noqa: S608  # nosec B608
+                " version_bytes = version_bytes + (SELECT coalesce(sum(size), 0) FROM refmem_nodes"
+                " WHERE tenant = {p} AND kind = {p} AND path = {p})"
+                " WHERE tenant = {p} RETURNING generation, version_bytes),"
+                " journal AS (INSERT INTO refmem_changes (tenant, generation, path)"
+                " SELECT {p}, generation, {p} FROM advanced),"
+                " kept AS (INSERT INTO refmem_versions"
+                " (tenant, path, number, size, sha256, kept_at, actor, command, data)"
+                f" SELECT n.tenant, n.path, a.generation, n.size, {kept_digest}, {{p}}, {{p}}, {{p}}, n.data"
+                " FROM refmem_nodes n, advanced a WHERE n.tenant = {p} AND n.kind = {p} AND n.path = {p}"
+                " RETURNING size),"
+                " written AS (UPDATE refmem_nodes SET data = {p}, size = {p},"
+                " version = (SELECT generation FROM advanced)"
+                " WHERE tenant = {p} AND path = {p} AND version = {p} RETURNING path)"
+                " SELECT generation, version_bytes, (SELECT count(*) FROM kept),"
+                " (SELECT count(*) FROM refmem_versions WHERE tenant = {p} AND path = {p}),"
+                " (SELECT count(*) FROM written) FROM advanced"
+            )
+            if dialect.returning
+            else None
+        )
         self.history = q(
             "SELECT number, size, sha256, kept_at, actor, command FROM refmem_versions"
             " WHERE tenant = {p} AND path = {p} ORDER BY number DESC"

@@ -247,6 +247,9 @@ class SqliteStore(SqlStore):
         except sqlite3.Error as error:
             raise problems.OsFailure(reason_of(error)) from None
 
+    def _begin_single(self) -> bool:
+        return True  # autocommit (isolation_level None): the statement is a read transaction of its own
+
     def _commit(self) -> None:
         try:
             self._retrying(lambda: self._db.execute("COMMIT"))
