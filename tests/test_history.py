@@ -20,7 +20,7 @@ import pytest
 from refmem import MemoryHandler
 from refmem.limits import HistoryLimits
 from refmem.paths import VirtualPath, parse_path
-from refmem.problems import Conflict, NotRegular, NoVersion, OsFailure, ParentNotDir, TooBig
+from refmem.problems import Conflict, Exists, NotRegular, NoVersion, OsFailure, ParentNotDir, TooBig
 from refmem.storage import Version, VersionedStore
 from refmem.stores import StoreError
 from refmem.stores.core import SqlStore
@@ -718,3 +718,24 @@ def test_a_mutation_refused_after_it_wrote_leaves_no_trace_in_the_callers_transa
 def test_version_records_are_plain_tuples() -> None:
     version = Version(3, 4, "ab" * 32, 0.0, None, "delete")
     assert line(version) == f"3  1970-01-01T00:00:00Z  4 bytes  {'ab' * 6}  delete  -"
+
+
+def test_a_first_mutation_that_fails_leaves_the_callers_transaction_usable(opener: Opener) -> None:
+    """The first mutation of a caller's transaction fails (on PostgreSQL with no savepoint: the transaction, which
+    had written nothing, is rolled back and begun again, D-STORE-PG-WRITERS); the caller's later mutations in the
+    same block still commit, and the failed one leaves nothing: no row, no version, no generation."""
+    store = opener(tenant="first")
+    taken, other = vp("/memories/taken.md"), vp("/memories/other.md")
+    store.write(taken, b"kept\n", None)
+    generation = store.changes_since(0).generation
+    with store.locked():
+        assert store.entry(taken) is not None
+        with pytest.raises(Exists):
+            store.write_new(taken, b"again\n")
+        store.write_new(other, b"o\n")
+    with store.open_regular(taken) as opened:
+        assert opened.read_all() == b"kept\n"
+    with store.open_regular(other) as opened:
+        assert opened.read_all() == b"o\n"
+    assert store.history(taken) == []
+    assert store.changes_since(generation).generation == generation + 1  # the one that committed

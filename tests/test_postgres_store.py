@@ -20,11 +20,16 @@ from postgres_support import Cluster, import_psycopg
 
 from refmem import MemoryHandler
 from refmem.messages import IO_REASONS
+from refmem.paths import VirtualPath, parse_path
 from refmem.stores import StoreError
 
 psycopg = import_psycopg()
 
 from refmem.stores.postgres import TENANT_PREFIX, TENANT_SETTING, PostgresStore  # noqa: E402
+
+
+def vp(path: str) -> VirtualPath:
+    return parse_path(path)
 
 
 def fresh_dsn(postgres: Cluster, name: str) -> str:
@@ -231,7 +236,7 @@ def test_a_connection_cut_mid_command_changes_nothing_and_is_answered(postgres: 
             for path in ("/memories/d/e/f.md", "/memories/d/g.md", "/memories/d/e/h/i.md"):
                 assert not handler.execute({"command": "create", "path": path, "file_text": "one\ntwo\n"}).is_error
             before = rows(postgres, dsn)
-        assert cuts >= 25  # every statement of the five commands was a cut point once (46 when written, 29 now)
+        assert cuts >= 20  # every statement of the five commands was a cut point once (46 when written, 24 now)
     finally:
         store.admin.close()
         store.close()
@@ -377,3 +382,100 @@ def test_an_unreachable_server_is_refused_naming_no_host_or_password(tmp_path: P
         PostgresStore(dsn)
     said = str(refused.value)
     assert "cannot be used: no server answered" in said and str(tmp_path) not in said and "hunter2" not in said
+
+
+# --- the writers' lock and what an edit costs ---------------------------------------------------------------
+
+
+def test_a_writer_queues_behind_its_tenants_writer_and_never_behind_another_tenants(postgres: Cluster) -> None:
+    """D-STORE-PG-WRITERS: a writer first takes its tenant's lock. Another writer of the same tenant waits for it,
+    then (past `lock_timeout`) is answered busy, having changed nothing; a writer of another tenant does not wait."""
+    dsn = fresh_dsn(postgres, "writers")
+    holder, waiter, other = (PostgresStore(dsn, tenant=name) for name in ("alice", "alice", "bob"))
+    try:
+        waiter._conn.execute("SET lock_timeout = '300ms'")
+        other._conn.execute("SET lock_timeout = '300ms'")
+        with holder.locked():
+            holder.write_new(vp("/memories/held.md"), b"h\n")
+            result = MemoryHandler(waiter).execute({"command": "create", "path": "/memories/w.md", "file_text": "w"})
+            assert result.is_error and IO_REASONS["busy"] in result.output, result
+            result = MemoryHandler(other).execute({"command": "create", "path": "/memories/o.md", "file_text": "o"})
+            assert not result.is_error, result
+        paths = {(row[0], row[1]) for row in rows(postgres, dsn)}
+        assert ("alice", "held.md") in paths and ("bob", "o.md") in paths and ("alice", "w.md") not in paths
+        result = MemoryHandler(waiter).execute({"command": "create", "path": "/memories/w.md", "file_text": "w"})
+        assert not result.is_error, result  # the lock is free again
+    finally:
+        for store in (holder, waiter, other):
+            store.close()
+
+
+def test_the_same_tenant_in_two_schemas_takes_two_locks() -> None:
+    from refmem.stores.postgres import tenant_lock_key
+
+    keys = {tenant_lock_key(schema, tenant) for schema in ("public", "s_a") for tenant in ("", "alice", "bob")}
+    assert len(keys) == 6 and all(-(2**63) <= key < 2**63 for key in keys)
+
+
+class MessageCountingStore(PostgresStore):
+    """Counts what the store sends to the server, one message (a round trip) at a time."""
+
+    messages = 0
+    sent: List[str] = []
+
+    def _connect(self) -> Any:
+        connection = super()._connect()
+        store, execute = self, connection.execute
+        store.sent = []
+
+        def counted(query: Any, *args: Any, **kwargs: Any) -> Any:
+            store.messages += 1
+            store.sent.append(str(query).split()[0])
+            return execute(query, *args, **kwargs)
+
+        connection.execute = counted
+        return connection
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        {"command": "str_replace", "path": "/memories/e.md", "old_str": "two", "new_str": "TWO"},
+        {"command": "insert", "path": "/memories/e.md", "insert_line": 1, "insert_text": "more\n"},
+    ],
+)
+def test_an_edit_is_four_round_trips(postgres: Cluster, command: Dict[str, Any]) -> None:
+    """An edit (str_replace, insert) sends what a bare locked read-modify-write sends: BEGIN with its tenant's lock
+    (one message), the file's SELECT ... FOR UPDATE, the whole write (one statement: generation, journal, version
+    kept, the conditional rewrite), COMMIT; no SAVEPOINT, as the write is the transaction's first."""
+    store = MessageCountingStore(fresh_dsn(postgres, f"messages-{command['command']}"))
+    handler = MemoryHandler(store)
+    try:
+        assert not handler.execute({"command": "create", "path": "/memories/e.md", "file_text": "one\ntwo\n"}).is_error
+        for number in range(3):
+            if "old_str" in command and number % 2:  # and back again
+                sent = dict(command, old_str=command["new_str"], new_str=command["old_str"])
+            else:
+                sent = command
+            store.messages = 0
+            assert not handler.execute(sent).is_error
+            assert store.messages == 4
+    finally:
+        store.close()
+
+
+def test_a_refused_first_mutation_rolls_back_and_begins_nothing_more(postgres: Cluster) -> None:
+    """A create refused `exists` (its transaction's first mutation, no savepoint): the transaction is rolled back
+    and nothing more is sent, so the refusal is what the model hears, never a wait for the tenant's lock again."""
+    store = MessageCountingStore(fresh_dsn(postgres, "refused-first"))
+    handler = MemoryHandler(store)
+    try:
+        create = {"command": "create", "path": "/memories/e.md", "file_text": "one\n"}
+        assert not handler.execute(create).is_error
+        store.sent = []
+        result = handler.execute(create)
+        assert result.is_error and "already exists" in result.output, result
+        assert store.sent[0] == "BEGIN" and store.sent.count("BEGIN") == 1 and store.sent[-1] == "ROLLBACK", store.sent
+        assert "SAVEPOINT" not in store.sent
+    finally:
+        store.close()

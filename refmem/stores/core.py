@@ -151,6 +151,7 @@ class SqlStore:
         self._depth = 0  # nesting of locked() on this store's transaction
         self._reading = False
         self._savepoints = 0
+        self._mutations = 0  # mutations begun in this store's transaction
         self._release: Optional[str] = None  # the savepoint of a mutation that succeeded, released before the next
         # statement (with every savepoint after it) or by the COMMIT
 
@@ -170,6 +171,19 @@ class SqlStore:
 
     def _rollback(self) -> None:
         raise NotImplementedError
+
+    first_mutation_savepoint = True
+    """Whether a transaction's first mutation is a savepoint too. An engine for which a savepoint is a round trip
+    to a server says False: a transaction that has written nothing has nothing for a savepoint to keep, so when
+    its first mutation fails the transaction is rolled back and begun again instead (`_mutation`)."""
+
+    def _restart_write(self) -> None:
+        """Roll the writing transaction back and begin it again (its first mutation failed, and it had no
+        savepoint: `first_mutation_savepoint`). Never raises: the mutation's own failure is what its caller hears."""
+        with contextlib.suppress(Exception):
+            self._rollback()
+        with contextlib.suppress(Exception):
+            self._begin_write()
 
     def _begin_single(self) -> bool:
         """Make ready for a read of one statement outside any transaction (a single statement sees one state
@@ -233,6 +247,7 @@ class SqlStore:
                 return
             self._begin_write()
             self._depth = 1
+            self._mutations = 0
             try:
                 yield
             except BaseException:
@@ -254,14 +269,26 @@ class SqlStore:
     def _mutation(self) -> Iterator[None]:
         """A mutation: inside the writing transaction (taken here when the caller has not), as a savepoint,
         so that a failed one changes nothing whatever else the transaction holds. A mutation that is its
-        transaction's whole needs none: its failure rolls the transaction back. A savepoint that succeeded is
-        released before the transaction's next statement, or by its COMMIT (one statement less)."""
+        transaction's whole needs none: its failure rolls the transaction back; nor does a transaction's first
+        where the engine says so (`first_mutation_savepoint`). A savepoint that succeeded is released before the
+        transaction's next statement, or by its COMMIT (one statement less)."""
         with self._guard:
             if not self._depth:
                 with self.locked():
+                    self._mutations += 1  # one inside this one is not the transaction's first
                     yield
                 return
             with self.locked():
+                self._mutations += 1
+                if self._mutations == 1 and not self.first_mutation_savepoint:
+                    try:
+                        yield
+                    except BaseException:
+                        self._release = None
+                        self._mutations = 0
+                        self._restart_write()  # nothing but this mutation was written: the transaction goes whole
+                        raise
+                    return
                 self._savepoints += 1
                 name = f"refmem_{self._savepoints}"
                 self._run(f"SAVEPOINT {name}", ())

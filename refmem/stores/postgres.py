@@ -6,9 +6,10 @@ store, in PostgreSQL's dialect.
     handler = MemoryHandler(store)
 
 What it promises (SECURITY.md, docs/spec-notes.md D-STORE-PG-*):
-* One transaction per command. A writing transaction first locks its tenant's row (`SELECT ... FOR UPDATE` on
-  `refmem_tenants`), so the writers of one tenant queue as SQLite's do, whatever host they run on, and the
-  writers of different tenants never wait for each other (D-STORE-PG-WRITERS). `str_replace` and `insert` read
+* One transaction per command. A writing transaction first takes its tenant's lock (a transaction-level advisory
+  lock keyed by the schema's and the tenant's names, `tenant_lock_key`), so the writers of one tenant queue as
+  SQLite's do, whatever host they run on, and the writers of different tenants never wait for each other
+  (D-STORE-PG-WRITERS). `str_replace` and `insert` read
   the file with `SELECT ... FOR UPDATE` and write it in the same transaction: no update is lost. A folder's
   rename or delete is one transaction of a fixed number of statements over the key range of its subtree.
 * Tenants: every row carries its tenant and every query names it; row-level security is a second wall: each
@@ -30,6 +31,7 @@ A store is one connection, used by one thread at a time. Open stores after a for
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import time
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
@@ -98,6 +100,14 @@ _REASON_BY_STATE: Dict[str, str] = {
     "58": "io",  # system error
     "XX": "io",  # internal error, data corrupted
 }
+
+
+def tenant_lock_key(schema: str, tenant: str) -> int:
+    """The key of the advisory lock a writer of `tenant` takes first (D-STORE-PG-WRITERS): 64 bits of the SHA-256
+    of the schema's and the tenant's names, so the tenants of two schemas of one database do not share it. Two
+    tenants whose keys collide (one chance in 2**64 a pair) would only queue behind each other."""
+    digest = hashlib.sha256(f"refmem-tenant-lock\0{schema}\0{tenant}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
 
 
 def _driver() -> Any:
@@ -206,6 +216,7 @@ class PostgresStore(SqlStore):
     """Memories in a PostgreSQL database (`storage.Store`; see the module docstring)."""
 
     queries = QUERIES
+    first_mutation_savepoint = False  # a SAVEPOINT is a round trip (D-STORE-PG-WRITERS)
 
     def __init__(
         self,
@@ -230,6 +241,7 @@ class PostgresStore(SqlStore):
             if migrate_needed:
                 migrate(dsn)
         self._begin_locked = ""
+        self._restarting = False  # a writing transaction rolled back, to begin again at its next statement
         self._conn = self._connect()
         try:
             if not create:
@@ -268,20 +280,31 @@ class PostgresStore(SqlStore):
     # -- the engine's part of SqlStore ---------------------------------------------------------------
 
     def _execute(self, sql: str, params: Sequence[Any]) -> Any:
+        if self._restarting:
+            self._restarting = False
+            self._begin(self._begin_locked)
         return self._conn.execute(sql, tuple(params) if params else None)
+
+    def _restart_write(self) -> None:
+        """The transaction rolled back now and begun again only at its next statement, if one comes: a caller that
+        gives up after the failure sends nothing more, and never waits for the tenant's lock again."""
+        with contextlib.suppress(Exception):
+            self._rollback()
+        self._restarting = True
 
     def _connect(self) -> Any:
         """The store's connection: its tenant's for its whole life (`connect`). A store is one connection for one
         tenant, never shared nor pooled, so the setting row-level security reads is set once per connection, not
         per transaction (D-STORE-PG-RLS); and a writer's BEGIN and its tenant's lock are one message of two
-        statements (the simple protocol: the tenant's name is a quoted literal there, psycopg's quoting)."""
+        statements (the simple protocol; the lock's key is a number, `tenant_lock_key`)."""
         connection = connect(self._dsn, self.tenant_key)
-        from psycopg import sql
-
-        lock = sql.SQL("SELECT generation FROM refmem_tenants WHERE tenant = {} FOR UPDATE").format(
-            sql.Literal(self.tenant_key)
-        )
-        self._begin_locked = f"{POSTGRES.begin_write}; {lock.as_string(connection)}"
+        try:
+            row = connection.execute("SELECT current_schema()").fetchone()
+        except self._psycopg.Error as error:
+            connection.close()
+            raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason=IO_REASONS[reason_of(error)])) from None
+        key = tenant_lock_key(str(row[0]) if row and row[0] is not None else "", self.tenant_key)
+        self._begin_locked = f"{POSTGRES.begin_write}; SELECT pg_advisory_xact_lock({key:d})"
         return connection
 
     def _begin(self, begin: Optional[str]) -> None:
@@ -324,6 +347,9 @@ class PostgresStore(SqlStore):
         return True
 
     def _commit(self) -> None:
+        if self._restarting:  # rolled back, and nothing sent since: nothing to commit
+            self._restarting = False
+            return
         try:
             self._conn.execute("COMMIT")
         except self._psycopg.Error as error:
@@ -331,6 +357,7 @@ class PostgresStore(SqlStore):
             raise problems.OsFailure("commit_unknown" if reason == "disconnected" else reason) from None
 
     def _rollback(self) -> None:
+        self._restarting = False
         connection = self._conn
         if connection is None or connection.broken or connection.closed:
             return

@@ -73,7 +73,7 @@ POSTGRES = Dialect(
     returning=True,
 )
 """The PostgreSQL store's dialect (`refmem.stores.postgres`): the same schema and statements, rendered for psycopg.
-A writer's transaction is serialised per tenant by the lock the store takes on its tenant's row when it begins
+A writer's transaction is serialised per tenant by the tenant's advisory lock the store takes when it begins
 (D-STORE-PG-WRITERS); an edit's read also locks the file's row."""
 
 
