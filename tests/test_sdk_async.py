@@ -1,7 +1,7 @@
 """The Anthropic SDK's async memory tool over the reference handler (`refmem.sdk.AsyncRefmemMemoryTool`), over the
-filesystem store and the SQLite store: the sync tool's routing and errors, commands on one worker thread that the
-event loop never waits on, and calls cancelled part way (the SDK abandoning them) that leave every command whole:
-applied entirely or not at all, counted by tokens (D-SDK-ASYNC)."""
+filesystem, SQLite and PostgreSQL stores (the last on the tests' throwaway cluster): the sync tool's routing and
+errors, commands on one worker thread that the event loop never waits on, and calls cancelled part way (the SDK
+abandoning them) that leave every command whole: applied entirely or not at all, counted by tokens (D-SDK-ASYNC)."""
 
 from __future__ import annotations
 
@@ -22,21 +22,29 @@ from refmem import MemoryHandler  # noqa: E402
 from refmem.sdk import AsyncRefmemMemoryTool  # noqa: E402
 from refmem.stores.sqlite import SqliteStore  # noqa: E402
 
-STORES = ["filesystem", "sqlite"]
+STORES = ["filesystem", "sqlite", "postgresql"]
 LOG = "/memories/log.md"
+
+
+def _store(kind: str, tmp_path: Path) -> Any:
+    if kind == "sqlite":
+        return SqliteStore(tmp_path / "memory.db")
+    from postgres_support import open_store  # the session's cluster; skips (fails in CI) where none can start
+
+    return open_store(tmp_path)
 
 
 def _tool(kind: str, tmp_path: Path, **options: Any) -> AsyncRefmemMemoryTool:
     if kind == "filesystem":
         return AsyncRefmemMemoryTool(tmp_path / "memories", **options)
-    return AsyncRefmemMemoryTool(SqliteStore(tmp_path / "memory.db"), **options)
+    return AsyncRefmemMemoryTool(_store(kind, tmp_path), **options)
 
 
 def _reopened(kind: str, tmp_path: Path) -> MemoryHandler:
     """A second handler over the same storage, as another process would open it: what was committed."""
     if kind == "filesystem":
         return MemoryHandler(tmp_path / "memories")
-    return MemoryHandler(SqliteStore(tmp_path / "memory.db"))
+    return MemoryHandler(_store(kind, tmp_path))
 
 
 @pytest.mark.parametrize("kind", STORES)

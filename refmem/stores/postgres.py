@@ -251,7 +251,8 @@ class PostgresStore(SqlStore):
             self._commit()
         except problems.FsProblem as failure:
             self.close()
-            raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason=IO_REASONS.get(failure.code, "os"))) from None
+            reason = IO_REASONS.get(failure.code, IO_REASONS["os"])
+            raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason=reason)) from None
         except BaseException:
             self.close()
             raise
