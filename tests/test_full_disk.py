@@ -1,0 +1,344 @@
+"""A full disk (issue 18, "Faults": "nothing torn, nothing half-renamed, every command answered with a result"),
+on a real filesystem that is really full: a small tmpfs mounted for the test and filled to the last byte by a
+filler file, never a mock. Each of the three stores keeps its memories there (the filesystem store's root, the
+SQLite store's database and its write-ahead log, the PostgreSQL store's tables, indexes and TOAST in a tablespace
+on it), and one scenario runs against each:
+
+* with the disk full (the filler topped up before every command), every command is answered: a success, or the
+  documented D-IO error with the `no_space` reason; never a traceback, the internal error or a host path;
+* nothing is torn: after every command the memories, read directly (the folder's files, the database's rows as
+  the superuser reads them), are exactly the state before it (an error) or after it (a success): no temporary
+  or half-written file, no folder half moved, no change half applied; `view` lists only what is there;
+* reads answer on the full disk (the store's bookkeeping, access records and the lock file, never fails one);
+* with the filler gone, the commands that failed succeed, through the same handler, and the memories are what a
+  model applying every command would expect.
+
+Mounting needs root (CI runs as root); elsewhere the test skips saying so. The disk is a few MiB, so it fills in
+a few hundred writes; every verdict counts outcomes, none times anything."""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+
+import pytest
+from memory_support import Memory
+
+from refmem import Result
+from refmem.handler import COMMANDS as COMMAND_VERBS
+from refmem.messages import IO_REASONS, render
+
+State = Dict[str, Optional[bytes]]
+"""The memories: path below /memories -> a file's bytes, None for a folder."""
+
+DISK_BYTES = 4 << 20
+"""The small disk: room for the memories below (about 0.5 MiB) and a filler that takes the rest."""
+
+
+# --- a small real disk ---------------------------------------------------------------------------------
+
+
+def cannot_mount() -> Optional[str]:
+    """Why no tmpfs can be mounted here (None when it can be tried)."""
+    if not hasattr(os, "geteuid") or os.uname().sysname != "Linux":
+        return "a tmpfs mount needs Linux"
+    if os.geteuid() != 0:
+        return ("mounting a tmpfs needs root (CI runs the tests as root); test_full_disk_in_a_user_namespace runs"
+                " this file's filesystem and SQLite tests inside `unshare -rm` instead")
+    if shutil.which("mount") is None or shutil.which("umount") is None:
+        return "mount and umount are not installed"
+    return None
+
+
+class SmallDisk:
+    """A tmpfs of `size` bytes (and at most `inodes` files) mounted on `where`; `fill()` tops a filler file up
+    until the filesystem refuses a single byte more, `free()` removes it."""
+
+    def __init__(self, where: Path, size: int = DISK_BYTES, inodes: Optional[int] = None) -> None:
+        self.where = where
+        self.filler = where / "filler"
+        where.mkdir()
+        options = f"size={size},mode=0755" + (f",nr_inodes={inodes}" if inodes else "")
+        done = subprocess.run(  # noqa: S603  # nosec B603  # fixed arguments of our own
+            ["mount", "-t", "tmpfs", "-o", options, "refmem-full-disk", str(where)],  # noqa: S607
+            capture_output=True, text=True, check=False,
+        )
+        if done.returncode != 0:
+            pytest.skip(f"no tmpfs could be mounted ({(done.stdout + done.stderr).strip()})")
+
+    def fill(self) -> None:
+        """Write to the filler until a one-byte write fails with ENOSPC: no block is left for data."""
+        fd = os.open(self.filler, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            for chunk in (1 << 20, 1 << 16, 1 << 12, 1):
+                block = b"\0" * chunk
+                while True:
+                    try:
+                        if os.write(fd, block) == 0:
+                            break
+                    except OSError as error:
+                        assert error.errno == errno.ENOSPC, error
+                        break
+        finally:
+            os.close(fd)
+        assert os.statvfs(self.where).f_bavail == 0
+
+    def use_up_inodes(self) -> int:
+        """Make empty files until the filesystem refuses one more; how many it took."""
+        made = 0
+        while True:
+            try:
+                (self.where / f"inode{made}").touch()
+            except OSError as error:
+                assert error.errno == errno.ENOSPC, error
+                return made
+            made += 1
+
+    def free(self) -> None:
+        for name in os.listdir(self.where):
+            if name == "filler" or name.startswith("inode"):
+                os.unlink(self.where / name)
+
+    def unmount(self) -> None:
+        subprocess.run(["umount", str(self.where)], capture_output=True, check=False)  # noqa: S603, S607  # nosec
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Callable[..., SmallDisk]]:
+    """Mounts small disks below `tmp_path` on demand; each is unmounted when the test ends, failed or not."""
+    reason = cannot_mount()
+    if reason is not None:
+        pytest.skip(reason)
+    mounted: List[SmallDisk] = []
+
+    def mount(name: str = "disk", **options: Any) -> SmallDisk:
+        disk = SmallDisk(tmp_path / name, **options)
+        mounted.append(disk)
+        return disk
+
+    try:
+        yield mount
+    finally:
+        for disk in reversed(mounted):
+            disk.unmount()
+
+
+# --- the scenario ----------------------------------------------------------------------------------------
+
+BIG = b"".join(b"line %06d of a large memory: enough bytes to be stored out of line\n" % n for n in range(3000))
+"""About 200 KB: SQLite's overflow pages, PostgreSQL's TOAST."""
+SEED: Dict[str, bytes] = {
+    "keep.md": b"kept as it is\n",
+    "edit.md": b"first\nOLD-LINE\n" + b"x" * 8000 + b"\nlast\n",
+    "ins.md": b"one\ntwo\nthree\n",
+    "big.md": BIG,
+    "move.md": b"a file that moves\n",
+    "box/one.md": b"one in the box\n",
+    "box/sub/two.md": b"two in the box\n",
+    "gone.md": b"a file to delete\n",
+    "trash/x.md": b"in a folder to delete\n",
+}
+NEW = b"a new memory\n" * 50
+
+
+def _create(state: State, path: str, data: bytes) -> State:
+    made = dict(state)
+    parts = path.split("/")
+    for depth in range(1, len(parts)):
+        made["/".join(parts[:depth])] = None
+    made[path] = data
+    return made
+
+
+def _moved(state: State, old: str, new: str) -> State:
+    def where(path: str) -> str:
+        return new + path[len(old):] if path == old or path.startswith(old + "/") else path
+
+    return {where(path): data for path, data in state.items()}
+
+
+def _deleted(state: State, gone: str) -> State:
+    return {path: data for path, data in state.items() if path != gone and not path.startswith(gone + "/")}
+
+
+def _replaced(state: State, path: str, old: bytes, new: bytes) -> State:
+    data = state[path]
+    assert data is not None and data.count(old) == 1
+    return {**state, path: data.replace(old, new)}
+
+
+Command = Tuple[str, Dict[str, Any], str, Callable[[State], State]]
+"""A name, the tool input, the path its error names, and what it does to the memories when it succeeds."""
+COMMANDS: List[Command] = [
+    ("create", {"command": "create", "path": "/memories/new.md", "file_text": NEW.decode()}, "/memories/new.md",
+     lambda s: _create(s, "new.md", NEW)),
+    ("create in new folders", {"command": "create", "path": "/memories/deep/er/x.md", "file_text": NEW.decode()},
+     "/memories/deep/er/x.md", lambda s: _create(s, "deep/er/x.md", NEW)),
+    ("str_replace", {"command": "str_replace", "path": "/memories/edit.md", "old_str": "OLD-LINE",
+                     "new_str": "NEW-LINE " * 40}, "/memories/edit.md",
+     lambda s: _replaced(s, "edit.md", b"OLD-LINE", b"NEW-LINE " * 40)),
+    ("str_replace on the large file", {"command": "str_replace", "path": "/memories/big.md",
+                                       "old_str": "line 001500 of", "new_str": "LINE 1500 OF"}, "/memories/big.md",
+     lambda s: _replaced(s, "big.md", b"line 001500 of", b"LINE 1500 OF")),
+    ("insert", {"command": "insert", "path": "/memories/ins.md", "insert_line": 1, "insert_text": "inserted\n" * 30},
+     "/memories/ins.md", lambda s: _replaced(s, "ins.md", b"one\n", b"one\n" + b"inserted\n" * 30)),
+    ("rename a file", {"command": "rename", "old_path": "/memories/move.md", "new_path": "/memories/moved.md"},
+     "/memories/move.md", lambda s: _moved(s, "move.md", "moved.md")),
+    ("rename a file into new folders", {"command": "rename", "old_path": "/memories/keep.md",
+                                        "new_path": "/memories/kept/here/keep.md"},
+     "/memories/keep.md", lambda s: _create(_deleted(s, "keep.md"), "kept/here/keep.md", SEED["keep.md"])),
+    ("rename a folder", {"command": "rename", "old_path": "/memories/box", "new_path": "/memories/crate"},
+     "/memories/box", lambda s: _moved(s, "box", "crate")),
+    ("delete a file", {"command": "delete", "path": "/memories/gone.md"}, "/memories/gone.md",
+     lambda s: _deleted(s, "gone.md")),
+    ("delete a folder", {"command": "delete", "path": "/memories/trash"}, "/memories/trash",
+     lambda s: _deleted(s, "trash")),
+]
+LISTED = re.compile(r"^\S+\t(/memories\S*?)/?$", re.MULTILINE)
+
+
+def seeded() -> State:
+    state: State = {}
+    for path, data in SEED.items():
+        state = _create(state, path, data)
+    return state
+
+
+class Scenario:
+    """The commands, run against one store: `run` executes a tool input, `state` reads the memories directly,
+    `fill` and `free` work the disk. `outcomes` records what each command answered on the full disk."""
+
+    def __init__(self, run: Callable[[Dict[str, Any]], Result], state: Callable[[], State],
+                 fill: Callable[[], None], free: Callable[[], None]) -> None:
+        self.run, self.state, self.fill, self.free = run, state, fill, free
+        self.outcomes: Dict[str, str] = {}
+
+    def seed(self) -> State:
+        for path, data in SEED.items():
+            made = self.run({"command": "create", "path": f"/memories/{path}", "file_text": data.decode()})
+            assert not made.is_error, made.output
+        expected = seeded()
+        assert self.state() == expected
+        return expected
+
+    def answered(self, result: Result, command: Dict[str, Any], named: str) -> str:
+        """`done`, or `no_space` when the result is the documented error; anything else fails the test."""
+        assert "Traceback" not in result.output and "/tmp" not in result.output, result.output
+        if not result.is_error:
+            return "done"
+        verb = COMMAND_VERBS[command["command"]].action
+        no_space = render("io_error", action=verb, path=named, reason=IO_REASONS["no_space"])
+        assert result.output == no_space.output, (command, result.output)
+        return "no_space"
+
+    def views(self, expected: State) -> int:
+        """View every file and the root's listing; each must answer with exactly what is there."""
+        count = 0
+        for path, data in sorted(expected.items()):
+            if data is not None:
+                seen = self.run({"command": "view", "path": f"/memories/{path}"})
+                assert not seen.is_error, seen.output
+                if len(data) < 100_000:  # a larger file's view is paged
+                    assert seen.output.count("\n") == data.count(b"\n"), path  # a heading, then each line
+                count += 1
+        listing = self.run({"command": "view", "path": "/memories"})
+        assert not listing.is_error, listing.output
+        listed = set(LISTED.findall(listing.output)) - {"/memories"}
+        shallow = {f"/memories/{path}" for path in expected if path.count("/") < 2}
+        assert listed == shallow, sorted(listed ^ shallow)  # no temporary, half-written or vanished name
+        return count + 1
+
+    def on_a_full_disk(self, expected: State) -> State:
+        failed: List[Command] = []
+        for name, command, named, apply in COMMANDS:
+            self.fill()
+            result = self.run(command)
+            said = self.answered(result, command, named)
+            self.outcomes[name] = said
+            if said == "done":
+                expected = apply(expected)
+            else:
+                failed.append((name, command, named, apply))
+            assert self.state() == expected, name  # all of it, or nothing of it
+        self.fill()
+        self.views(expected)
+        assert self.state() == expected
+        self.free()
+        for name, command, named, apply in failed:  # with room again, through the same store
+            result = self.run(command)
+            assert not result.is_error, (name, result.output)
+            expected = apply(expected)
+            assert self.state() == expected, name
+        return expected
+
+    def check(self) -> Dict[str, str]:
+        expected = self.on_a_full_disk(self.seed())
+        final = seeded()
+        for _, _, _, apply in COMMANDS:
+            final = apply(final)
+        assert expected == final
+        self.views(final)
+        writes = {name for name, _, _, _ in COMMANDS[:5]}
+        assert {name for name, said in self.outcomes.items() if said == "no_space"} >= writes, self.outcomes
+        return self.outcomes
+
+
+# --- the filesystem store ----------------------------------------------------------------------------------
+
+
+FULL = {"blocks": False, "blocks and inodes": True}
+"""How full the disk is: no block left for data, or no inode for a new name either (a folder, a link, an empty
+file: what renames and the bookkeeping's first files need)."""
+
+
+def filler(disk: SmallDisk, inodes: bool) -> Callable[[], None]:
+    def fill() -> None:
+        disk.fill()
+        if inodes:
+            disk.use_up_inodes()
+
+    return fill
+
+
+@pytest.mark.parametrize("full", list(FULL))
+def test_the_filesystem_store_on_a_full_disk(small_disk: Callable[..., SmallDisk], full: str) -> None:
+    disk = small_disk(inodes=4096 if FULL[full] else None)
+    memory = Memory(disk.where)
+    try:
+        outcomes = Scenario(memory.run, memory.tree, filler(disk, FULL[full]), disk.free).check()
+    finally:
+        memory.close()
+    print(f"filesystem store, no {full} left:", outcomes)
+
+
+def test_reads_need_no_room_for_the_bookkeeping(small_disk: Callable[..., SmallDisk]) -> None:
+    """Memories another program wrote, a store that never ran there (no `.refmem` yet: no lock file, no access
+    record), and a disk with neither a block nor an inode left: every read answers, and a write is refused with
+    the `no_space` reason, leaving nothing."""
+    disk = small_disk(inodes=4096)
+    memory = Memory(disk.where)
+    memory.close()
+    for path, data in SEED.items():
+        memory.put(path, data)
+    shutil.rmtree(memory.root / ".refmem", ignore_errors=True)
+    fill = filler(disk, True)
+    fill()
+    fresh = Memory(disk.where)
+    try:
+        before = fresh.tree()
+        assert before == seeded()
+        scenario = Scenario(fresh.run, fresh.tree, fill, disk.free)
+        assert scenario.views(before) == len(SEED) + 1
+        assert fresh.tree() == before
+        for name, command, named, _ in COMMANDS[:2] + COMMANDS[6:7]:
+            assert scenario.answered(fresh.run(command), command, named) == "no_space", name
+            assert fresh.tree() == before, name
+        bookkeeping = sorted(str(path.relative_to(memory.root)) for path in (memory.root / ".refmem").rglob("*"))
+    finally:
+        fresh.close()
+    print("bookkeeping files made on the full disk:", bookkeeping)
