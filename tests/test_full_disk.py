@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import hashlib
 import os
 import re
 import shutil
@@ -136,8 +137,8 @@ def small_disk(tmp_path: Path) -> Iterator[Callable[..., SmallDisk]]:
 
 # --- the scenario ----------------------------------------------------------------------------------------
 
-BIG = b"".join(b"line %06d of a large memory: enough bytes to be stored out of line\n" % n for n in range(3000))
-"""About 200 KB: SQLite's overflow pages, PostgreSQL's TOAST."""
+BIG = b"".join(b"line %06d %s\n" % (n, hashlib.sha256(b"%d" % n).hexdigest().encode()) for n in range(3000))
+"""About 220 KB that compresses little: SQLite's overflow pages, PostgreSQL's TOAST (compressed, still out of line)."""
 SEED: Dict[str, bytes] = {
     "keep.md": b"kept as it is\n",
     "edit.md": b"first\nOLD-LINE\n" + b"x" * 8000 + b"\nlast\n",
@@ -189,8 +190,8 @@ COMMANDS: List[Command] = [
                      "new_str": "NEW-LINE " * 40}, "/memories/edit.md",
      lambda s: _replaced(s, "edit.md", b"OLD-LINE", b"NEW-LINE " * 40)),
     ("str_replace on the large file", {"command": "str_replace", "path": "/memories/big.md",
-                                       "old_str": "line 001500 of", "new_str": "LINE 1500 OF"}, "/memories/big.md",
-     lambda s: _replaced(s, "big.md", b"line 001500 of", b"LINE 1500 OF")),
+                                       "old_str": "line 001500 ", "new_str": "LINE 1500 "}, "/memories/big.md",
+     lambda s: _replaced(s, "big.md", b"line 001500 ", b"LINE 1500 ")),
     ("insert", {"command": "insert", "path": "/memories/ins.md", "insert_line": 1, "insert_text": "inserted\n" * 30},
      "/memories/ins.md", lambda s: _replaced(s, "ins.md", b"one\n", b"one\n" + b"inserted\n" * 30)),
     ("rename a file", {"command": "rename", "old_path": "/memories/move.md", "new_path": "/memories/moved.md"},
@@ -282,15 +283,16 @@ class Scenario:
             assert self.state() == expected, name
         return expected
 
-    def check(self) -> Dict[str, str]:
+    def check(self, refused: Tuple[str, ...] = tuple(name for name, _, _, _ in COMMANDS[:5])) -> Dict[str, str]:
+        """Every step above; `refused` names the commands that must have met the full disk (their writes need room
+        no store can find on it)."""
         expected = self.on_a_full_disk(self.seed())
         final = seeded()
         for _, _, _, apply in COMMANDS:
             final = apply(final)
         assert expected == final
         self.views(final)
-        writes = {name for name, _, _, _ in COMMANDS[:5]}
-        assert {name for name, said in self.outcomes.items() if said == "no_space"} >= writes, self.outcomes
+        assert {name for name, said in self.outcomes.items() if said == "no_space"} >= set(refused), self.outcomes
         return self.outcomes
 
 
@@ -406,3 +408,77 @@ def test_the_sqlite_store_on_a_full_disk(small_disk: Callable[..., SmallDisk]) -
         for store in stores:
             store.close()
     print("SQLite store, on the full disk:", outcomes, "; a store opened alone on it:", refused.value)
+
+
+# --- the PostgreSQL store --------------------------------------------------------------------------------
+
+TABLESPACE = "refmem_full_disk"
+
+
+def postgres_rows(postgres: Any, tenant: str) -> State:
+    """path -> content of every row of `tenant`, read by the superuser (no row-level security, no refmem code)."""
+    with postgres.admin() as connection:
+        found = connection.execute(
+            f"SELECT path, data FROM {TABLESPACE}.refmem_nodes WHERE tenant = %s ORDER BY path", (tenant,)  # noqa: S608
+        ).fetchall()
+    return {path: None if data is None else bytes(data) for path, data in found}
+
+
+def postgres_places(postgres: Any) -> Dict[str, str]:
+    """Each relation of the store's schema (tables, their indexes, their TOAST tables and TOAST indexes) -> the
+    tablespace it lives in ('' for the database's default)."""
+    with postgres.admin() as connection:
+        found = connection.execute(
+            "SELECT c.relname, coalesce(t.spcname, '') FROM pg_class c"
+            " LEFT JOIN pg_tablespace t ON t.oid = c.reltablespace WHERE c.oid IN ("
+            " SELECT oid FROM pg_class WHERE relnamespace = %(s)s::regnamespace AND relkind IN ('r', 'i')"
+            " UNION SELECT reltoastrelid FROM pg_class WHERE relnamespace = %(s)s::regnamespace"
+            " UNION SELECT i.indexrelid FROM pg_index i JOIN pg_class r ON r.reltoastrelid = i.indrelid"
+            " WHERE r.relnamespace = %(s)s::regnamespace)",
+            {"s": TABLESPACE},
+        ).fetchall()
+    return dict(found)
+
+
+def server_said(postgres: Any) -> int:
+    """How many times the server has logged that it could not extend a file for want of space."""
+    log = Path(postgres.log).read_text(encoding="utf-8", errors="replace")
+    return len(re.findall(r"ERROR:  could not extend file .*: No space left on device", log))
+
+
+def test_the_postgres_store_on_a_full_tablespace(postgres: Any) -> None:
+    """The store's tables, indexes and TOAST in a tablespace on the small disk (the cluster's write-ahead log and
+    catalogs elsewhere: a server whose log has no room stops, which no store can answer for); the disk filled, then
+    freed, the store never reopened."""
+    from refmem.stores.postgres import PostgresStore
+
+    reason = cannot_mount()
+    if reason is not None:
+        pytest.skip(reason)
+    disk = SmallDisk(Path(postgres.base) / "full-disk")  # below the cluster's folder: the server's user gets there
+    store = None
+    try:
+        dsn = postgres.tablespace_dsn(disk.where / "tablespace", TABLESPACE)
+        store = PostgresStore(dsn)
+        places = postgres_places(postgres)
+        assert len(places) >= 15 and set(places.values()) == {TABLESPACE}, places
+        handler = MemoryHandler(store)
+        scenario = Scenario(handler.execute, lambda: postgres_rows(postgres, ""), disk.fill, disk.free)
+        said_before = server_said(postgres)
+        outcomes = scenario.check(refused=("str_replace on the large file",))
+        refusals = sum(said == "no_space" for said in outcomes.values())
+        assert server_said(postgres) - said_before == refusals  # each one the server's own "could not extend file"
+        expected = postgres_rows(postgres, "")
+        disk.fill()
+        fresh = PostgresStore(dsn, create=False)  # a store opened on the full disk reads
+        try:
+            assert Scenario(MemoryHandler(fresh).execute, dict, disk.fill, disk.free).views(expected) > len(SEED)
+        finally:
+            fresh.close()
+    finally:
+        if store is not None:
+            store.close()
+        with contextlib.suppress(Exception):
+            postgres.drop_tablespace(TABLESPACE)
+        disk.unmount()
+    print("PostgreSQL store, on the full tablespace:", outcomes)
