@@ -33,7 +33,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 import pytest
 from memory_support import Memory
 
-from refmem import MemoryHandler, Result
+from refmem import MemoryHandler, Result, kernel
 from refmem.handler import COMMANDS as COMMAND_VERBS
 from refmem.messages import IO_REASONS, STORE_CANNOT_OPEN, render
 
@@ -52,8 +52,8 @@ def cannot_mount() -> Optional[str]:
     if not hasattr(os, "geteuid") or os.uname().sysname != "Linux":
         return "a tmpfs mount needs Linux"
     if os.geteuid() != 0:
-        return ("mounting a tmpfs needs root (CI runs the tests as root); test_full_disk_in_a_user_namespace runs"
-                " this file's filesystem and SQLite tests inside `unshare -rm` instead")
+        return ("mounting a tmpfs needs root (CI runs the tests as root); test_in_a_user_namespace runs this"
+                " file's filesystem and SQLite tests inside `unshare -rm` instead, where the system allows it")
     if shutil.which("mount") is None or shutil.which("umount") is None:
         return "mount and umount are not installed"
     return None
@@ -133,6 +133,26 @@ def small_disk(tmp_path: Path) -> Iterator[Callable[..., SmallDisk]]:
     finally:
         for disk in reversed(mounted):
             disk.unmount()
+
+
+def test_in_a_user_namespace() -> None:
+    """Not root: the filesystem and SQLite tests of this file, run again inside a user and mount namespace of their
+    own (`unshare -rm`), where the user is root of its own mounts (the PostgreSQL test needs the server's system
+    user, which the namespace has not)."""
+    if os.geteuid() == 0:
+        pytest.skip("running as root: the tests of this file mount their disks themselves")
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare (util-linux) is not installed")
+    probe = subprocess.run(["unshare", "-rm", "true"], capture_output=True, text=True, check=False)  # noqa: S603, S607
+    if probe.returncode != 0:
+        pytest.skip(f"this system refuses unprivileged user namespaces ({probe.stderr.strip()})")
+    done = subprocess.run(  # noqa: S603  # nosec B603  # this interpreter, this file
+        ["unshare", "-rm", sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", __file__,  # noqa: S607
+         "-k", "not postgres and not user_namespace"],
+        capture_output=True, text=True, check=False, timeout=600,
+    )
+    summary = (done.stdout + done.stderr).strip().splitlines()[-1:]
+    assert done.returncode == 0 and "skipped" not in str(summary), done.stdout[-4000:] + done.stderr[-2000:]
 
 
 # --- the scenario ----------------------------------------------------------------------------------------
@@ -313,15 +333,29 @@ def filler(disk: SmallDisk, inodes: bool) -> Callable[[], None]:
     return fill
 
 
+WALKS = {"openat2": (False, True, True), "name by name, link then unlink": (False, False, False),
+         "portable": (True, False, False)}
+"""The filesystem store's ways through the tree (portable_walk, openat2 there, renameat2 there): each writes and
+renames by other calls."""
+
+
+@pytest.mark.parametrize("walk", list(WALKS))
 @pytest.mark.parametrize("full", list(FULL))
-def test_the_filesystem_store_on_a_full_disk(small_disk: Callable[..., SmallDisk], full: str) -> None:
+def test_the_filesystem_store_on_a_full_disk(
+    small_disk: Callable[..., SmallDisk], full: str, walk: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    portable, openat2, renameat2 = WALKS[walk]
+    if not openat2:
+        monkeypatch.setattr(kernel, "_openat2", None)
+    if not renameat2:
+        monkeypatch.setattr(kernel, "_renameat2", None)
     disk = small_disk(inodes=4096 if FULL[full] else None)
-    memory = Memory(disk.where)
+    memory = Memory(disk.where, portable_walk=portable)
     try:
         outcomes = Scenario(memory.run, memory.tree, filler(disk, FULL[full]), disk.free).check()
     finally:
         memory.close()
-    print(f"filesystem store, no {full} left:", outcomes)
+    print(f"filesystem store ({walk}), no {full} left:", outcomes)
 
 
 def test_reads_need_no_room_for_the_bookkeeping(small_disk: Callable[..., SmallDisk]) -> None:
