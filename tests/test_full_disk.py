@@ -241,8 +241,11 @@ class Scenario:
     `fill` and `free` work the disk. `outcomes` records what each command answered on the full disk."""
 
     def __init__(self, run: Callable[[Dict[str, Any]], Result], state: Callable[[], State],
-                 fill: Callable[[], None], free: Callable[[], None]) -> None:
-        self.run, self.state, self.fill, self.free = run, state, fill, free
+                 fill: Callable[[], None], free: Callable[[], None],
+                 everything: Callable[[], object] = lambda: None) -> None:
+        """`everything` reads the store's whole state where it has one (every row of every table): a command
+        refused must leave all of it as it was (no version kept, no journal line, no generation spent)."""
+        self.run, self.state, self.fill, self.free, self.everything = run, state, fill, free, everything
         self.outcomes: Dict[str, str] = {}
 
     def seed(self) -> State:
@@ -284,8 +287,11 @@ class Scenario:
         failed: List[Command] = []
         for name, command, named, apply in COMMANDS:
             self.fill()
+            whole = self.everything()
             result = self.run(command)
             said = self.answered(result, command, named)
+            if said == "no_space":
+                assert self.everything() == whole, name
             self.outcomes[name] = said
             if said == "done":
                 expected = apply(expected)
@@ -398,6 +404,13 @@ def sqlite_rows(database: Path, tenant: str) -> State:
     return {path: None if data is None else bytes(data) for path, data in found}
 
 
+def sqlite_everything(database: Path) -> Dict[str, List[Any]]:
+    """Every row of every table, read with sqlite3 directly."""
+    with contextlib.closing(sqlite3.connect(database)) as connection:
+        tables = [row[0] for row in connection.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        return {table: sorted(map(repr, connection.execute(f"SELECT * FROM {table}"))) for table in tables}  # noqa: S608
+
+
 def sqlite_integrity(database: Path) -> List[str]:
     with contextlib.closing(sqlite3.connect(database)) as connection:
         return [row[0] for row in connection.execute("PRAGMA integrity_check").fetchall()]
@@ -416,7 +429,8 @@ def test_the_sqlite_store_on_a_full_disk(small_disk: Callable[..., SmallDisk]) -
     try:
         stores.append(SqliteStore(database))
         handler = MemoryHandler(stores[0])
-        scenario = Scenario(handler.execute, lambda: sqlite_rows(database, ""), disk.fill, disk.free)
+        scenario = Scenario(handler.execute, lambda: sqlite_rows(database, ""), disk.fill, disk.free,
+                            lambda: sqlite_everything(database))
         outcomes = scenario.check()
         expected = sqlite_rows(database, "")
         disk.fill()
@@ -458,6 +472,18 @@ def postgres_rows(postgres: Any, tenant: str) -> State:
     return {path: None if data is None else bytes(data) for path, data in found}
 
 
+def postgres_everything(postgres: Any) -> Dict[str, List[str]]:
+    """Every row of every table of the store's schema, read by the superuser."""
+    with postgres.admin() as connection:
+        tables = [row[0] for row in connection.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = %s", (TABLESPACE,)
+        ).fetchall()]
+        return {
+            table: sorted(map(repr, connection.execute(f"SELECT * FROM {TABLESPACE}.{table}").fetchall()))  # noqa: S608
+            for table in tables
+        }
+
+
 def postgres_places(postgres: Any) -> Dict[str, str]:
     """Each relation of the store's schema (tables, their indexes, their TOAST tables and TOAST indexes) -> the
     tablespace it lives in ('' for the database's default)."""
@@ -497,7 +523,8 @@ def test_the_postgres_store_on_a_full_tablespace(postgres: Any) -> None:
         places = postgres_places(postgres)
         assert len(places) >= 15 and set(places.values()) == {TABLESPACE}, places
         handler = MemoryHandler(store)
-        scenario = Scenario(handler.execute, lambda: postgres_rows(postgres, ""), disk.fill, disk.free)
+        scenario = Scenario(handler.execute, lambda: postgres_rows(postgres, ""), disk.fill, disk.free,
+                            lambda: postgres_everything(postgres))
         said_before = server_said(postgres)
         outcomes = scenario.check(refused=("str_replace on the large file",))
         refusals = sum(said == "no_space" for said in outcomes.values())
