@@ -27,6 +27,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
@@ -364,17 +365,32 @@ def test_the_filesystem_store_on_a_full_disk(
     print(f"filesystem store ({walk}), no {full} left:", outcomes)
 
 
-def test_reads_need_no_room_for_the_bookkeeping(small_disk: Callable[..., SmallDisk]) -> None:
-    """Memories another program wrote, a store that never ran there (no `.refmem` yet: no lock file, no access
-    record), and a disk with neither a block nor an inode left: every read answers, and a write is refused with
-    the `no_space` reason, leaving nothing."""
-    disk = small_disk(inodes=4096)
+BOOKKEEPING = {"no .refmem yet, no inode left": True, ".refmem there, no block left": False}
+
+
+@pytest.mark.parametrize("case", list(BOOKKEEPING))
+def test_reads_need_no_room_for_the_bookkeeping(small_disk: Callable[..., SmallDisk], case: str) -> None:
+    """Memories an hour old (so a view records its use: an access record made, D-EXPIRY), on a disk with no room
+    for the store's bookkeeping: a store that never ran there (no `.refmem`: no lock file, no access folder) with
+    neither a block nor an inode left, or one whose `.refmem` is there with no block left for a record's bytes.
+    Every read answers, a write is refused with the `no_space` reason leaving nothing, and with room again the same
+    views make the records they could not (the recording was tried, and skipped)."""
+    fresh_store = BOOKKEEPING[case]
+    disk = small_disk(inodes=4096 if fresh_store else None)
     memory = Memory(disk.where)
-    memory.close()
+    hour_ago = time.time() - 3600
     for path, data in SEED.items():
-        memory.put(path, data)
-    shutil.rmtree(memory.root / ".refmem", ignore_errors=True)
-    fill = filler(disk, True)
+        os.utime(memory.put(path, data), (hour_ago, hour_ago))
+    if fresh_store:
+        memory.close()
+        shutil.rmtree(memory.root / ".refmem", ignore_errors=True)
+    else:
+        memory.run(command="create", path="/memories/made.md", file_text="made\n")  # the lock file
+        memory.run(command="delete", path="/memories/made.md")
+        memory.close()
+        assert (memory.root / ".refmem" / "lock").is_file() and not (memory.root / ".refmem" / "access").exists()
+    access = memory.root / ".refmem" / "access"
+    fill = filler(disk, fresh_store)
     fill()
     fresh = Memory(disk.where)
     try:
@@ -383,13 +399,16 @@ def test_reads_need_no_room_for_the_bookkeeping(small_disk: Callable[..., SmallD
         scenario = Scenario(fresh.run, fresh.tree, fill, disk.free)
         assert scenario.views(before) == len(SEED) + 1
         assert fresh.tree() == before
-        for name, command, named, _ in COMMANDS[:2] + COMMANDS[6:7]:
+        assert not access.exists() or os.listdir(access) == []  # no record could be made, none half made
+        needing_room = COMMANDS[:2] + (COMMANDS[6:7] if fresh_store else [])  # a folder needs an inode, no block
+        for name, command, named, _ in needing_room:
             assert scenario.answered(fresh.run(command), command, named) == "no_space", name
             assert fresh.tree() == before, name
-        bookkeeping = sorted(str(path.relative_to(memory.root)) for path in (memory.root / ".refmem").rglob("*"))
+        disk.free()
+        assert scenario.views(before) == len(SEED) + 1
+        assert len(os.listdir(access)) == len(SEED)  # with room, the same views record each file's use
     finally:
         fresh.close()
-    print("bookkeeping files made on the full disk:", bookkeeping)
 
 
 # --- the SQLite store ------------------------------------------------------------------------------------
