@@ -36,7 +36,7 @@ from memory_support import Memory
 
 from refmem import MemoryHandler, Result, kernel
 from refmem.handler import COMMANDS as COMMAND_VERBS
-from refmem.messages import IO_REASONS, STORE_CANNOT_OPEN, render
+from refmem.messages import IO_REASONS, STORE_CANNOT_OPEN, STORE_PG_CANNOT_CONNECT, render
 
 State = Dict[str, Optional[bytes]]
 """The memories: path below /memories -> a file's bytes, None for a folder."""
@@ -455,6 +455,12 @@ def test_the_sqlite_store_on_a_full_disk(small_disk: Callable[..., SmallDisk]) -
         disk.fill()
         stores.append(SqliteStore(database))  # a fresh store beside the first, on the full disk
         assert Scenario(MemoryHandler(stores[1]).execute, dict, disk.fill, disk.free).views(expected) > len(SEED)
+        newcomer = "opened"
+        try:  # a tenant's first store adds its row: opened, or refused saying why
+            stores.append(SqliteStore(database, tenant="newcomer"))
+        except StoreError as error:
+            assert str(error) == STORE_CANNOT_OPEN.format(reason=IO_REASONS["no_space"])
+            newcomer = "refused: no_space"
         assert sqlite_integrity(database) == ["ok"]
         while stores:  # the last close cannot checkpoint on the full disk: the log stays, whole
             stores.pop().close()
@@ -474,7 +480,8 @@ def test_the_sqlite_store_on_a_full_disk(small_disk: Callable[..., SmallDisk]) -
     finally:
         for store in stores:
             store.close()
-    print("SQLite store, on the full disk:", outcomes, "; a store opened alone on it:", refused.value)
+    print("SQLite store, on the full disk:", outcomes, "; a new tenant's store beside:", newcomer,
+          "; a store opened alone on it:", refused.value)
 
 
 # --- the PostgreSQL store --------------------------------------------------------------------------------
@@ -529,6 +536,7 @@ def test_the_postgres_store_on_a_full_tablespace(postgres: Any) -> None:
     """The store's tables, indexes and TOAST in a tablespace on the small disk (the cluster's write-ahead log and
     catalogs elsewhere: a server whose log has no room stops, which no store can answer for); the disk filled, then
     freed, the store never reopened."""
+    from refmem.stores import StoreError
     from refmem.stores.postgres import PostgresStore
 
     reason = cannot_mount()
@@ -550,15 +558,21 @@ def test_the_postgres_store_on_a_full_tablespace(postgres: Any) -> None:
         assert server_said(postgres) - said_before == refusals  # each one the server's own "could not extend file"
         expected = postgres_rows(postgres, "")
         disk.fill()
-        fresh = PostgresStore(dsn, create=False)  # a store opened on the full disk reads
+        fresh = PostgresStore(dsn)  # a store opened on the full disk (as an application opens it) reads
         try:
             assert Scenario(MemoryHandler(fresh).execute, dict, disk.fill, disk.free).views(expected) > len(SEED)
         finally:
             fresh.close()
+        newcomer = "opened"
+        try:  # a tenant's first store adds its row: opened, or refused saying why
+            PostgresStore(dsn, tenant="newcomer").close()
+        except StoreError as refused:
+            assert str(refused) == STORE_PG_CANNOT_CONNECT.format(reason=IO_REASONS["no_space"])
+            newcomer = "refused: no_space"
     finally:
         if store is not None:
             store.close()
         with contextlib.suppress(Exception):
             postgres.drop_tablespace(TABLESPACE)
         disk.unmount()
-    print("PostgreSQL store, on the full tablespace:", outcomes)
+    print("PostgreSQL store, on the full tablespace:", outcomes, "; a new tenant's store:", newcomer)
