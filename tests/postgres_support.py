@@ -119,6 +119,26 @@ class Cluster:
             self._schemas.add(schema)
         return self.dsn(options=f"-c search_path={schema}")
 
+    def tablespace_dsn(self, where: Path, name: str) -> str:
+        """A DSN over a new schema `name` whose tables, indexes and TOAST go to a new tablespace `name` at `where`
+        (an empty folder made here, owned by the server's user as CREATE TABLESPACE requires; its parents must let
+        that user through): a store's data on a disk of the test's choosing, while the cluster's catalogs and
+        write-ahead log stay where they are. `drop_tablespace(name)` removes both."""
+        where.mkdir(mode=0o700)
+        if self._as_postgres:
+            shutil.chown(where, "postgres", "postgres")
+        location = str(where).replace("'", "''")
+        with self.admin() as connection:
+            connection.execute(f"CREATE TABLESPACE {name} LOCATION '{location}'")
+            connection.execute(f"GRANT CREATE ON TABLESPACE {name} TO {APP_ROLE}")
+            connection.execute(f"CREATE SCHEMA {name} AUTHORIZATION {APP_ROLE}")
+        return self.dsn(options=f"-c search_path={name} -c default_tablespace={name}")
+
+    def drop_tablespace(self, name: str) -> None:
+        with self.admin() as connection:
+            connection.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+            connection.execute(f"DROP TABLESPACE IF EXISTS {name}")
+
 
 _CLUSTER: Optional[Cluster] = None
 _FAILED: Optional[str] = None

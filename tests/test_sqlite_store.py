@@ -152,6 +152,18 @@ def test_engine_errors_become_io_reasons(text: str, reason: str) -> None:
     assert reason in IO_REASONS
 
 
+@pytest.mark.parametrize(
+    "code, reason",
+    [(13, "no_space"), (10 | (19 << 8), "no_space"), (10 | (3 << 8), "io"), (10, "io"), (5 | (1 << 8), "busy")],
+)
+def test_engine_error_codes_become_io_reasons(code: int, reason: str) -> None:
+    """By code where the error has one (Python 3.11+): SQLITE_IOERR_SHMSIZE, the `-shm` file that cannot grow on a
+    full disk, is `no_space` though its primary code is SQLITE_IOERR (tests/test_full_disk.py meets it for real)."""
+    error = sqlite3.OperationalError("disk I/O error")
+    error.sqlite_errorcode = code  # type: ignore[attr-defined]
+    assert reason_of(error) == reason
+
+
 def test_a_busy_database_is_a_result_after_bounded_retries(tmp_path: Path) -> None:
     where = tmp_path / "m.db"
     holder = SqliteStore(where)

@@ -64,6 +64,12 @@ _REASON_BY_CODE: Dict[int, str] = {
     23: "denied",  # SQLITE_AUTH
     26: "io",  # SQLITE_NOTADB
 }
+# Extended result codes that say more than their primary code: SQLITE_IOERR_SHMSIZE is SQLite failing to grow the
+# `-shm` file beside the database (its first byte written by each connection that opens it when no other has it
+# open), which on a full disk is the first thing to fail: read as "io", a full disk passed for a damaged database.
+_REASON_BY_EXTENDED_CODE: Dict[int, str] = {
+    10 | (19 << 8): "no_space",  # SQLITE_IOERR_SHMSIZE
+}
 # Before Python 3.11 an error has no code: its text (SQLite's fixed English) tells.
 _REASON_BY_TEXT = (
     ("database is locked", "busy"),
@@ -80,6 +86,8 @@ _REASON_BY_TEXT = (
 def reason_of(error: sqlite3.Error) -> str:
     """The IO reason (messages.IO_REASONS key) an sqlite3 error stands for, by its code, else its text."""
     code = getattr(error, "sqlite_errorcode", None)
+    if isinstance(code, int) and code in _REASON_BY_EXTENDED_CODE:
+        return _REASON_BY_EXTENDED_CODE[code]
     if isinstance(code, int) and (code & 0xFF) in _REASON_BY_CODE:
         return _REASON_BY_CODE[code & 0xFF]
     said = str(error).lower()
