@@ -296,7 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="directory (default): the memories are the files under each reset's root; sqlite: an SQLite database "
         "made in each reset's root; LOCATION (postgresql://... after refmem db init, or sqlite:///PATH.db): one "
         f"database, each reset's root a namespace of its own in it; also read from {_STORE_VARIABLE}, never printed "
-        "(both database modes: the memory tool only, storage 'own')",
+        "(both database modes: storage 'own', every tool over the database)",
     )
 
     prune = subcommand(

@@ -101,7 +101,7 @@ def _start(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
         # over a database the memories are not files under the root: the runner creates and reads them with commands
         p.STORAGE: p.STORAGE_OWN if session.database else p.STORAGE_FILESYSTEM,
         p.OPTIONS: list(OPTIONS),
-        p.TOOLS: [p.TOOL_MEMORY] if session.database else list(p.TOOL_NAMES),
+        p.TOOLS: list(p.TOOL_NAMES),  # over a database too: the OpenClaw tools over any store (D-OPENCLAW-STORES)
         # several servers on one root share it (the store's write lock is a file lock across processes; over
         # SQLite, one database file in the root; over one database, the root's namespace, D-SERVE-STORE); a
         # tenant's memories are the store's own namespace (D-STORE-TENANT-FS)
@@ -284,9 +284,8 @@ def _execute_openclaw(session: Session, tool: Any, tool_input: Any) -> Dict[str,
     """`memory_get` or `memory_search` over the memory tool's own store (the reset's tenant's: the same files, the
     same walk), under the same options as the memory tool. Never over the reset's root as such: a reset with a
     tenant would then read and search the default namespace's memories (D-OPENCLAW-STORES)."""
-    if tool not in p.TOOL_NAMES or session.database:
-        runs = [p.TOOL_MEMORY] if session.database else p.TOOL_NAMES
-        raise _Refusal(p.UNKNOWN_TOOL, f"this server runs the tools {', '.join(runs)}")
+    if tool not in p.TOOL_NAMES:
+        raise _Refusal(p.UNKNOWN_TOOL, f"this server runs the tools {', '.join(p.TOOL_NAMES)}")
     from refmem.openclaw import OpenClawMemory
     from refmem.openclaw.tools import reply
 
@@ -397,9 +396,9 @@ def serve(
 ) -> int:
     """Answer requests from `stdin` (binary, or text for tests) on `stdout` until `stop` or the end of
     input; returns the exit status. With `database`, each reset's root holds an SQLite database
-    (`DATABASE_NAME`) instead of the memories as files, and only the memory tool runs. With `location`
-    (`postgresql://...` or `sqlite:...`, never shown), every root's memories are a namespace of their own in
-    that one database (`namespace_tenant`), and only the memory tool runs."""
+    (`DATABASE_NAME`) instead of the memories as files. With `location` (`postgresql://...` or `sqlite:...`,
+    never shown), every root's memories are a namespace of their own in that one database (`namespace_tenant`).
+    Every tool runs over the reset's store, whichever it is (D-SERVE-STORE)."""
     session = Session()
     session.database = database or location is not None
     session.location = location

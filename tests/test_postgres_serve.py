@@ -24,6 +24,7 @@ from refmem.stores.postgres import migrate  # noqa: E402
 
 CREATE = {"command": "create", "path": "/memories/a.md", "file_text": "ROOT-ONE\n"}
 VIEW = {"command": "view", "path": "/memories/a.md"}
+NOTE = {"command": "create", "path": "/memories/memory/notes.md", "file_text": "DEFAULT-NOTE\n"}
 
 
 def location(postgres: Cluster, name: str, password: str = "") -> str:
@@ -67,16 +68,25 @@ def test_each_root_is_a_namespace_of_its_own_in_one_database(postgres: Cluster, 
         reset(1, first), execute(2, CREATE), execute(3, VIEW),
         reset(4, second), execute(5, VIEW),
         reset(6, first, tenant="alice"), execute(7, VIEW),
-        execute(8, {"path": "MEMORY.md"}, tool="memory_get"),
+        execute(8, {"command": "create", "path": "/memories/MEMORY.md", "file_text": "ALICE-ONLY\n"}),
+        execute(9, {"path": "MEMORY.md"}, tool="memory_get"),
+        reset(10, first), execute(11, NOTE),
+        execute(12, {"query": "ALICE-ONLY"}, tool="memory_search"),
+        execute(13, {"query": "DEFAULT-NOTE"}, tool="memory_search"),
+        reset(14, first, tenant="alice"), execute(15, {"query": "DEFAULT-NOTE"}, tool="memory_search"),
         {p.CMD: p.CMD_STOP},
     ), store)
     start = replies[0]
-    assert start[p.READY] is True and start[p.STORAGE] == p.STORAGE_OWN and start[p.TOOLS] == [p.TOOL_MEMORY]
+    assert start[p.READY] is True and start[p.STORAGE] == p.STORAGE_OWN and start[p.TOOLS] == list(p.TOOL_NAMES)
     assert replies[2][p.OUTPUT] == "File created successfully at: /memories/a.md"
     assert "ROOT-ONE" in replies[3][p.OUTPUT]
     assert replies[5][p.IS_ERROR] is True and "does not exist" in replies[5][p.OUTPUT]  # another root: nothing
     assert replies[7][p.IS_ERROR] is True  # the model's tenant on the root: a namespace of its own too
-    assert replies[8][p.ERROR][p.ERROR_CODE] == p.UNKNOWN_TOOL
+    # The OpenClaw tools over the same database store, the reset's tenant's alone (D-SERVE-STORE, D-OPENCLAW-STORES).
+    assert json.loads(replies[9][p.OUTPUT])["text"] == "ALICE-ONLY", replies[9]
+    assert json.loads(replies[12][p.OUTPUT])["results"] == [], replies[12]  # alice's memory, from the default
+    assert [hit["path"] for hit in json.loads(replies[13][p.OUTPUT])["results"]] == ["memory/notes.md"], replies[13]
+    assert json.loads(replies[15][p.OUTPUT])["results"] == [], replies[15]  # the default's, from alice
     # The memories are in the database, not in the root: only the root's namespace file is there.
     assert sorted(path.name for path in first.iterdir()) == [NAMESPACE_NAME] and not (first / DATABASE_NAME).exists()
     # Another session (another server process, later) on the same root finds them; a root made again where one

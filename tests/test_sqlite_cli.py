@@ -89,14 +89,19 @@ def test_serve_over_a_database_per_root(tmp_path: Path) -> None:
         {p.CMD: p.CMD_EXECUTE, p.SEQ: 2, p.INPUT: create},
         {p.CMD: p.CMD_RESET, p.SEQ: 3, p.ROOT: str(second)},
         {p.CMD: p.CMD_EXECUTE, p.SEQ: 4, p.INPUT: view},
-        {p.CMD: p.CMD_EXECUTE, p.SEQ: 5, p.TOOL: "memory_get", p.INPUT: {"path": "MEMORY.md"}},
+        {p.CMD: p.CMD_EXECUTE, p.SEQ: 5, p.INPUT: {**create, "path": "/memories/MEMORY.md", "file_text": "TWO\n"}},
+        {p.CMD: p.CMD_EXECUTE, p.SEQ: 6, p.TOOL: "memory_get", p.INPUT: {"path": "MEMORY.md"}},
+        {p.CMD: p.CMD_EXECUTE, p.SEQ: 7, p.TOOL: "memory_search", p.INPUT: {"query": "TWO"}},
         {p.CMD: p.CMD_STOP},
     ])
     start = replies[0]
-    assert start[p.STORAGE] == p.STORAGE_OWN and start[p.TOOLS] == [p.TOOL_MEMORY]
+    assert start[p.STORAGE] == p.STORAGE_OWN and start[p.TOOLS] == list(p.TOOL_NAMES)
     assert replies[2][p.OUTPUT] == "File created successfully at: /memories/a.md"
     assert replies[4][p.IS_ERROR] is True  # a new root: a new database
-    assert replies[5][p.ERROR][p.ERROR_CODE] == p.UNKNOWN_TOOL
+    # the OpenClaw tools over the same database store (D-SERVE-STORE, D-OPENCLAW-STORES)
+    assert replies[6][p.IS_ERROR] is False and json.loads(replies[6][p.OUTPUT])["text"] == "TWO", replies[6]
+    found = json.loads(replies[7][p.OUTPUT])["results"]
+    assert replies[7][p.IS_ERROR] is False and [hit["path"] for hit in found] == ["MEMORY.md"], replies[7]
     assert (first / DATABASE_NAME).is_file() and not (first / "a.md").exists()
 
 
