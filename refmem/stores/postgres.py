@@ -212,6 +212,30 @@ def migrate(dsn: str, app_role: Optional[str] = None) -> Tuple[Optional[int], in
         connection.close()
 
 
+def check_schema(dsn: str, create: bool, connection: Any = None) -> bool:
+    """Whether the schema is missing and `create` says to make it (`migrate`); StoreError when it is missing and
+    not to be made, older or newer than this refmem's, or cannot be read. Over `connection`, else one of its own."""
+    psycopg = _driver()
+    own = connection is None
+    connection = connect(dsn) if own else connection
+    try:
+        found = schema_version(connection)
+    except psycopg.Error as error:
+        raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason=IO_REASONS[reason_of(error, connection)])) from None
+    finally:
+        if own:
+            connection.close()
+    if found is None:
+        if create:
+            return True
+        raise StoreError(STORE_PG_NO_SCHEMA)
+    if found > SCHEMA_VERSION:
+        raise StoreError(STORE_SCHEMA_NEWER.format(found=found, known=SCHEMA_VERSION))
+    if found < SCHEMA_VERSION:
+        raise StoreError(STORE_PG_SCHEMA_OLDER.format(found=found, known=SCHEMA_VERSION))
+    return False
+
+
 class PostgresStore(SqlStore):
     """Memories in a PostgreSQL database (`storage.Store`; see the module docstring)."""
 
@@ -258,24 +282,7 @@ class PostgresStore(SqlStore):
 
     def _check_schema(self, connection: Any = None) -> bool:
         """Whether the schema is missing (with `create`, it is then made); StoreError when it cannot be used."""
-        own = connection is None
-        connection = connect(self._dsn) if own else connection
-        try:
-            found = schema_version(connection)
-        except self._psycopg.Error as error:
-            raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason=IO_REASONS[reason_of(error, connection)])) from None
-        finally:
-            if own:
-                connection.close()
-        if found is None:
-            if self._create:
-                return True
-            raise StoreError(STORE_PG_NO_SCHEMA)
-        if found > SCHEMA_VERSION:
-            raise StoreError(STORE_SCHEMA_NEWER.format(found=found, known=SCHEMA_VERSION))
-        if found < SCHEMA_VERSION:
-            raise StoreError(STORE_PG_SCHEMA_OLDER.format(found=found, known=SCHEMA_VERSION))
-        return False
+        return check_schema(self._dsn, self._create, connection)
 
     # -- the engine's part of SqlStore ---------------------------------------------------------------
 
