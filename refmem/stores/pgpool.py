@@ -24,9 +24,11 @@ What it promises beyond the single-connection store's (`postgres.PostgresStore`;
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import threading
 import time
-from typing import Any, List, Mapping, Optional, Sequence, Set, Tuple, Union
+import weakref
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ..limits import DEFAULT_HISTORY_LIMITS, DEFAULT_LIMITS, HistoryLimits, Limits
 from ..messages import IO_REASONS, STORE_PG_CANNOT_CONNECT, STORE_PG_NO_DRIVER
@@ -58,6 +60,23 @@ _SET_TENANT = f"SELECT set_config('{TENANT_SETTING}', %s, true)"
 _BEGIN_WRITE = f"{POSTGRES.begin_write}; {_SET_TENANT}, pg_advisory_xact_lock(%s)"
 _BEGIN_READ = f"BEGIN ISOLATION LEVEL REPEATABLE READ; {_SET_TENANT}"
 _BEGIN_SINGLE = f"BEGIN; {_SET_TENANT}; "  # then the statement, then "; COMMIT"
+_PREPARED_KEPT = 256
+_PREPARED: Dict[str, Tuple[str, str, int]] = {}
+
+
+def prepared(sql: str) -> Tuple[str, str, int]:
+    """A read's statement as a server-side prepared statement: its name (from its text's SHA-256, so every
+    connection and process names it alike), the `PREPARE` that makes it, and its number of parameters. A read of
+    one statement sends `EXECUTE name(...)`, planned once per connection, not its text planned every time."""
+    found = _PREPARED.get(sql)
+    if found is None:
+        pieces = sql.split("%s")
+        body = pieces[0] + "".join(f"${number}{piece}" for number, piece in enumerate(pieces[1:], 1))
+        name = "refmem_read_" + hashlib.sha256(sql.encode()).hexdigest()[:16]
+        found = (name, f"PREPARE {name} AS {body}", len(pieces) - 1)
+        if len(_PREPARED) < _PREPARED_KEPT:
+            _PREPARED[sql] = found
+    return found
 
 
 def _pool_driver() -> Any:
@@ -129,6 +148,7 @@ class PostgresPool:
         self._errors = pool_module
         self._known: Set[str] = set()
         self._known_lock = threading.Lock()
+        self._prepared: weakref.WeakKeyDictionary[Any, Set[str]] = weakref.WeakKeyDictionary()
         first = connect(dsn)  # its reasons, naming no host, for a server that cannot be reached
         try:
             missing = check_schema(dsn, create, first)
@@ -198,6 +218,11 @@ class PostgresPool:
             with contextlib.suppress(Exception):
                 connection.close()
 
+    def prepared_on(self, connection: Any) -> Set[str]:
+        """The names of the statements prepared on `connection` (`prepared`); the borrower's to add to."""
+        with self._known_lock:
+            return self._prepared.setdefault(connection, set())
+
     def check(self) -> None:
         """Every idle connection tried; the broken ones discarded and replaced (after a command found one)."""
         with contextlib.suppress(Exception):
@@ -235,21 +260,33 @@ class PooledStore(PostgresStore):
         self._setting = TENANT_PREFIX + self.tenant_key
         self._lock_key = tenant_lock_key(pool.schema, self.tenant_key)
 
-    def _first(self, message: str, params: Sequence[Any]) -> Any:
+    def _first(self, message: str, params: Sequence[Any], prepare: Optional[Tuple[str, str, int]] = None) -> Any:
         """Send a command's first message on a borrowed connection (bound on the client, so several statements
-        are one message); its cursor. A connection found broken here ran nothing of the command: it is given
-        back (the pool discards it), the pool checks the others, and the command starts on another."""
+        are one message); its cursor, at the message's first result. With `prepare` (`prepared`), the message
+        begins by preparing that statement where the connection has not yet (its result skipped), and a
+        connection on which the message failed is closed, so that no connection is left unsure of what it holds.
+        A connection found broken here ran nothing of the command: it is given back (the pool discards it), the
+        pool checks the others, and the command starts on another."""
         if self._closed:
             raise OsFailure("os")
         self._rollback()  # never run a command inside what an earlier one left open
         for attempt in range(RECONNECTS + 1):
             self._conn = self._pool.borrow()
+            known = None if prepare is None else self._pool.prepared_on(self._conn)
             try:
                 cursor = self._psycopg.ClientCursor(self._conn)
-                cursor.execute(message, params)
+                if prepare is None or known is None or prepare[0] in known:
+                    cursor.execute(message, params)
+                    return cursor
+                cursor.execute(f"{prepare[1]}; {message}", params)
+                known.add(prepare[0])
+                cursor.nextset()
                 return cursor
             except self._psycopg.Error as error:
                 reason = reason_of(error, self._conn)
+                if prepare is not None:
+                    with contextlib.suppress(Exception):
+                        self._conn.close()
                 self._rollback()
                 if reason != "disconnected" or attempt == RECONNECTS:
                     raise OsFailure(reason) from None
@@ -278,7 +315,10 @@ class PooledStore(PostgresStore):
             self._begin_write()
         if self._single:  # BEGIN, the tenant, the statement and COMMIT: one message, the connection back at once
             self._single = False
-            cursor = self._first(f"{_BEGIN_SINGLE}{sql}; COMMIT", (self._setting, *params))
+            prepare = prepared(sql)
+            arguments = ", ".join(["%s"] * prepare[2])
+            message = f"{_BEGIN_SINGLE}EXECUTE {prepare[0]}({arguments}); COMMIT"
+            cursor = self._first(message, (self._setting, *params), prepare)
             try:
                 cursor.nextset()
                 cursor.nextset()
