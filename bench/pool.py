@@ -9,6 +9,7 @@ call of every round. The variants:
   once, when it connects; a view is one message);
 * ``pooled``: `PostgresPool.store`, a connection borrowed per transaction, the tenant's setting transaction-local:
   a view is one message (`BEGIN; set_config; SELECT; COMMIT`, bound on the client), an edit four, as `single`'s;
+* ``pooled-txt``: the same, the view's statement sent as text (planned every time) rather than prepared;
 * ``pooled-3``: the same, but a view as a read transaction of its own (`BEGIN; set_config`, the `SELECT`,
   `ROLLBACK`: three messages), what the pooled store would cost without the one-message read.
 
@@ -37,9 +38,13 @@ def _variants(dsn: str, pool: Any) -> Dict[str, Callable[[str], Any]]:
         def _begin_single(self) -> bool:
             return False  # a read of one statement in a read transaction of its own
 
+    class TextRead(PooledStore):
+        prepare_reads = False
+
     return {
         "single": lambda tenant: PostgresStore(dsn, tenant=tenant, create=False),
         "pooled": lambda tenant: pool.store(tenant=tenant),
+        "pooled-txt": lambda tenant: TextRead(pool, pool.store(tenant=tenant).tenant, None),
         "pooled-3": lambda tenant: ThreeMessageRead(pool, pool.store(tenant=tenant).tenant, None),
     }
 
@@ -90,7 +95,7 @@ def main(rounds: int = 5) -> int:
             base = statistics.median(spent[("single", command)])
             for name in names:
                 median = statistics.median(spent[(name, command)])
-                print(f"  {command:12} {name:9} {median * 1e6:8.0f} us  {median / base:5.2f}x single")
+                print(f"  {command:12} {name:10} {median * 1e6:8.0f} us  {median / base:5.2f}x single")
         for store in stores:
             store.close()
         pool.close()

@@ -292,3 +292,29 @@ def test_the_openclaw_tools_over_pooled_stores_keep_tenants_apart(
         assert bob.memory_get("MEMORY.md")["text"] == "lemurbasalt here"
         run(pool.store(tenant="alice"), command="create", path="/memories/memory/2026-11-20.md", file_text="zebu\n")
         assert "2026-11-20" in str(alice.memory_search("zebu", min_score=0))  # fresh from the store's journal
+
+
+def test_reads_go_on_after_what_drops_the_connection_s_prepared_statements(
+    postgres: Cluster, pools: List[PostgresPool]
+) -> None:
+    """psycopg deallocates every prepared statement of a connection after a ROLLBACK once it prepared some of its
+    own (an edit's statements, after 5 runs): a read of one statement, prepared on that connection, is prepared
+    again, never answered with an error."""
+    pool = PostgresPool(fresh_dsn(postgres, "deallocate"), max_size=1)
+    pools.append(pool)
+    store = pool.store(tenant="alice")
+    run(store, command="create", path="/memories/d/e.md", file_text="one\n")
+    for number in range(8):  # psycopg prepares the edit's statements on the pool's one connection
+        old, new = ("one", "ONE") if number % 2 == 0 else ("ONE", "one")
+        run(store, command="str_replace", path="/memories/d/e.md", old_str=old, new_str=new)
+        assert "one" in run(store, command="view", path="/memories/d/e.md").lower()
+    for _ in range(3):
+        refused = MemoryHandler(store).execute({"command": "create", "path": "/memories/d/e.md", "file_text": "x"})
+        assert refused.is_error and "already exists" in refused.output  # its transaction rolled back
+        assert "one" in run(store, command="view", path="/memories/d/e.md").lower()
+        assert "e.md" in run(store, command="view", path="/memories/d")  # a listing: a read transaction
+        assert "one" in run(store, command="view", path="/memories/d/e.md").lower()
+    with postgres.admin() as admin:  # and a connection of its own, where nothing is prepared yet
+        for pid in connections(postgres, "deallocate"):
+            admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))
+    assert "one" in run(store, command="view", path="/memories/d/e.md").lower()

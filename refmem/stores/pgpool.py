@@ -61,6 +61,7 @@ _BEGIN_WRITE = f"{POSTGRES.begin_write}; {_SET_TENANT}, pg_advisory_xact_lock(%s
 _BEGIN_READ = f"BEGIN ISOLATION LEVEL REPEATABLE READ; {_SET_TENANT}"
 _BEGIN_SINGLE = f"BEGIN; {_SET_TENANT}; "  # then the statement, then "; COMMIT"
 _PREPARED_KEPT = 256
+_NO_SUCH_STATEMENT = "26000"  # invalid_sql_statement_name: a prepared statement the connection no longer has
 _PREPARED: Dict[str, Tuple[str, str, int]] = {}
 
 
@@ -249,6 +250,10 @@ class PooledStore(PostgresStore):
     """A `PostgresStore` whose transactions each run on a connection borrowed from its `PostgresPool` (see the
     module docstring); made by `PostgresPool.store`, never opened directly."""
 
+    prepare_reads = True
+    """Whether a read of one statement executes it prepared (`prepared`) rather than sends its text (bench/pool.py
+    measures both)."""
+
     def __init__(self, pool: PostgresPool, tenant: Optional[str], actor: Optional[str]) -> None:  # noqa: D107
         SqlStore.__init__(self, tenant, actor, pool.history_limits, pool.limits)  # no connection of its own
         self._pool = pool
@@ -257,6 +262,7 @@ class PooledStore(PostgresStore):
         self._closed = False
         self._restarting = False
         self._single = False  # the next statement is a read of one statement: sent in one message
+        self._reading_only = False  # the transaction under way is a read's
         self._setting = TENANT_PREFIX + self.tenant_key
         self._lock_key = tenant_lock_key(pool.schema, self.tenant_key)
 
@@ -270,7 +276,8 @@ class PooledStore(PostgresStore):
         if self._closed:
             raise OsFailure("os")
         self._rollback()  # never run a command inside what an earlier one left open
-        for attempt in range(RECONNECTS + 1):
+        attempt, prepared_again = 0, False
+        while True:
             self._conn = self._pool.borrow()
             known = None if prepare is None else self._pool.prepared_on(self._conn)
             try:
@@ -284,6 +291,11 @@ class PooledStore(PostgresStore):
                 return cursor
             except self._psycopg.Error as error:
                 reason = reason_of(error, self._conn)
+                if known is not None and getattr(error, "sqlstate", None) == _NO_SUCH_STATEMENT and not prepared_again:
+                    known.clear()  # deallocated on the server since (`_rollback`): prepared again, once
+                    prepared_again = True
+                    self._rollback()
+                    continue
                 if prepare is not None:
                     with contextlib.suppress(Exception):
                         self._conn.close()
@@ -293,7 +305,7 @@ class PooledStore(PostgresStore):
                 self._pool.check()
                 if attempt:
                     time.sleep(0.05 * 2**attempt)
-        raise OsFailure("disconnected")  # not reached: the last attempt raises
+                attempt += 1
 
     # -- the engine's part of SqlStore ---------------------------------------------------------------
 
@@ -302,6 +314,7 @@ class PooledStore(PostgresStore):
 
     def _begin_read(self) -> None:
         self._first(_BEGIN_READ, (self._setting,))
+        self._reading_only = True
 
     def _begin_single(self) -> bool:
         if self._closed:
@@ -315,9 +328,12 @@ class PooledStore(PostgresStore):
             self._begin_write()
         if self._single:  # BEGIN, the tenant, the statement and COMMIT: one message, the connection back at once
             self._single = False
-            prepare = prepared(sql)
-            arguments = ", ".join(["%s"] * prepare[2])
-            message = f"{_BEGIN_SINGLE}EXECUTE {prepare[0]}({arguments}); COMMIT"
+            if self.prepare_reads:
+                prepare: Optional[Tuple[str, str, int]] = prepared(sql)
+                arguments = ", ".join(["%s"] * prepare[2])  # type: ignore[index]
+                message = f"{_BEGIN_SINGLE}EXECUTE {prepare[0]}({arguments}); COMMIT"  # type: ignore[index]
+            else:
+                prepare, message = None, f"{_BEGIN_SINGLE}{sql}; COMMIT"
             cursor = self._first(message, (self._setting, *params), prepare)
             try:
                 cursor.nextset()
@@ -347,13 +363,18 @@ class PooledStore(PostgresStore):
         """The transaction ended (rolled back if still open) and its connection given back; never raises."""
         self._restarting = False
         self._single = False
+        reading_only, self._reading_only = self._reading_only, False
         connection, self._conn = self._conn, None
         if connection is None:
             return
         try:
             status = connection.info.transaction_status
             if not (connection.broken or connection.closed) and status != self._psycopg.pq.TransactionStatus.IDLE:
-                connection.execute("ROLLBACK")
+                # A read that went well ends with COMMIT: the same for the server, and psycopg deallocates every
+                # prepared statement of the connection after a ROLLBACK (a read of one statement then prepares
+                # its own again: `_first`).
+                ended = reading_only and status == self._psycopg.pq.TransactionStatus.INTRANS
+                connection.execute("COMMIT" if ended else "ROLLBACK")
         except Exception:  # noqa: BLE001  # one that cannot be rolled back is closed: the pool discards it
             with contextlib.suppress(Exception):
                 connection.close()

@@ -14,8 +14,9 @@ What it promises (SECURITY.md, docs/spec-notes.md D-STORE-PG-*):
   rename or delete is one transaction of a fixed number of statements over the key range of its subtree.
 * Tenants: every row carries its tenant and every query names it; row-level security is a second wall: each
   store's connection sets `refmem.tenant` once, for its session (a store is one connection of one tenant, never
-  shared nor pooled), and a policy on every table with tenant rows lets a query see and write only the rows of
-  that tenant, forced on the tables' owner too (D-STORE-PG-RLS). A query that forgot its tenant filter still
+  shared; pooled stores, `pgpool.PostgresPool`, set it per transaction: D-STORE-PG-POOL), and a policy on
+  every table with tenant rows lets a query see and write only the rows of that tenant, forced on the tables'
+  owner too (D-STORE-PG-RLS). A query that forgot its tenant filter still
   sees one tenant.
 * A connection found broken when a command starts is opened again and the command run (nothing of it was sent):
   at most `RECONNECTS` times. Lost in the middle, the command is answered with the `disconnected` reason (the
