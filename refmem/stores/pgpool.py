@@ -269,8 +269,10 @@ class PooledStore(PostgresStore):
     def _first(self, message: str, params: Sequence[Any], prepare: Optional[Tuple[str, str, int]] = None) -> Any:
         """Send a command's first message on a borrowed connection (bound on the client, so several statements
         are one message); its cursor, at the message's first result. With `prepare` (`prepared`), the message
-        begins by preparing that statement where the connection has not yet (its result skipped), and a
-        connection on which the message failed is closed, so that no connection is left unsure of what it holds.
+        begins by preparing that statement where the connection has not yet (its result skipped); where the
+        server no longer has it (psycopg deallocates a connection's statements after a ROLLBACK once it prepared
+        some of its own), it is prepared again, once; a connection on which the message failed otherwise is
+        closed, so that no connection is left unsure of what it holds.
         A connection found broken here ran nothing of the command: it is given back (the pool discards it), the
         pool checks the others, and the command starts on another."""
         if self._closed:
@@ -328,12 +330,12 @@ class PooledStore(PostgresStore):
             self._begin_write()
         if self._single:  # BEGIN, the tenant, the statement and COMMIT: one message, the connection back at once
             self._single = False
-            if self.prepare_reads:
-                prepare: Optional[Tuple[str, str, int]] = prepared(sql)
-                arguments = ", ".join(["%s"] * prepare[2])  # type: ignore[index]
-                message = f"{_BEGIN_SINGLE}EXECUTE {prepare[0]}({arguments}); COMMIT"  # type: ignore[index]
+            prepare = prepared(sql) if self.prepare_reads else None
+            if prepare is not None:
+                arguments = ", ".join(["%s"] * prepare[2])
+                message = f"{_BEGIN_SINGLE}EXECUTE {prepare[0]}({arguments}); COMMIT"
             else:
-                prepare, message = None, f"{_BEGIN_SINGLE}{sql}; COMMIT"
+                message = f"{_BEGIN_SINGLE}{sql}; COMMIT"
             cursor = self._first(message, (self._setting, *params), prepare)
             try:
                 cursor.nextset()
