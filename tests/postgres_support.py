@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 
@@ -183,6 +183,7 @@ def cluster() -> Cluster:
 def stop() -> None:
     """Stop the session's cluster, if one was started (conftest, when the session ends)."""
     global _CLUSTER
+    close_pools()
     if _CLUSTER is not None:
         started, _CLUSTER = _CLUSTER, None
         started.stop()
@@ -192,6 +193,33 @@ def open_store(where: Path, tenant: Optional[str] = None) -> Any:
     from refmem.stores.postgres import PostgresStore
 
     return PostgresStore(cluster().location_dsn(where), tenant=tenant)
+
+
+_POOLS: Dict[Tuple[int, str], Any] = {}
+POOLS_KEPT = 6
+"""Pools kept open for `open_pooled_store` (the oldest closed past this): each keeps a connection open."""
+
+
+def open_pooled_store(where: Path, tenant: Optional[str] = None) -> Any:
+    """A pooled store (refmem.stores.pgpool) over `where`'s schema: one pool per location and process, so two
+    stores opened over one location share a pool, as the requests of one server do."""
+    from refmem.stores.pgpool import PostgresPool
+
+    dsn = cluster().location_dsn(where)
+    key = (os.getpid(), dsn)
+    pool = _POOLS.get(key)
+    if pool is None:
+        mine = [other for other in _POOLS if other[0] == key[0]]
+        while len(mine) >= POOLS_KEPT:
+            _POOLS.pop(mine.pop(0)).close()
+        pool = _POOLS[key] = PostgresPool(dsn, min_size=1, max_size=4)
+    return pool.store(tenant=tenant)
+
+
+def close_pools() -> None:
+    """Close this process's pools (`open_pooled_store`)."""
+    for key in [key for key in _POOLS if key[0] == os.getpid()]:
+        _POOLS.pop(key).close()
 
 
 def main(command: List[str]) -> int:

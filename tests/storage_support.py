@@ -4,7 +4,8 @@
 stores opened over one location hold the same memories (as two processes would). A store that can be
 shared between processes says so (`processes`), and the contract then also checks it across a fork.
 The SQLite store (one database file at `where`) is here, and the PostgreSQL store (a schema of its own for
-`where` in the session's throwaway cluster, postgres_support; skipped saying why where none can start).
+`where` in the session's throwaway cluster, postgres_support; skipped saying why where none can start), alone on
+its connection and pooled (one pool per location: postgres_support.open_pooled_store).
 
 `DictStore` keeps memories in a Python dict shared by the stores opened over one location in this
 process. It exists to prove that the handler needs nothing but the interface: the handler's tests run
@@ -283,4 +284,6 @@ KINDS = [
     StoreKind("sqlite", lambda where: SqliteStore(where), True),
     # A schema of its own per location in the session's throwaway cluster; skips saying why where there is none.
     StoreKind("postgresql", lambda where: postgres_support.open_store(where), True),
+    # The same, each store borrowing a connection per transaction from one pool per location (D-STORE-PG-POOL).
+    StoreKind("postgresql-pooled", lambda where: postgres_support.open_pooled_store(where), True),
 ]

@@ -14,8 +14,9 @@ What it promises (SECURITY.md, docs/spec-notes.md D-STORE-PG-*):
   rename or delete is one transaction of a fixed number of statements over the key range of its subtree.
 * Tenants: every row carries its tenant and every query names it; row-level security is a second wall: each
   store's connection sets `refmem.tenant` once, for its session (a store is one connection of one tenant, never
-  shared nor pooled), and a policy on every table with tenant rows lets a query see and write only the rows of
-  that tenant, forced on the tables' owner too (D-STORE-PG-RLS). A query that forgot its tenant filter still
+  shared; pooled stores, `pgpool.PostgresPool`, set it per transaction: D-STORE-PG-POOL), and a policy on
+  every table with tenant rows lets a query see and write only the rows of that tenant, forced on the tables'
+  owner too (D-STORE-PG-RLS). A query that forgot its tenant filter still
   sees one tenant.
 * A connection found broken when a command starts is opened again and the command run (nothing of it was sent):
   at most `RECONNECTS` times. Lost in the middle, the command is answered with the `disconnected` reason (the
@@ -212,6 +213,30 @@ def migrate(dsn: str, app_role: Optional[str] = None) -> Tuple[Optional[int], in
         connection.close()
 
 
+def check_schema(dsn: str, create: bool, connection: Any = None) -> bool:
+    """Whether the schema is missing and `create` says to make it (`migrate`); StoreError when it is missing and
+    not to be made, older or newer than this refmem's, or cannot be read. Over `connection`, else one of its own."""
+    psycopg = _driver()
+    own = connection is None
+    connection = connect(dsn) if own else connection
+    try:
+        found = schema_version(connection)
+    except psycopg.Error as error:
+        raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason=IO_REASONS[reason_of(error, connection)])) from None
+    finally:
+        if own:
+            connection.close()
+    if found is None:
+        if create:
+            return True
+        raise StoreError(STORE_PG_NO_SCHEMA)
+    if found > SCHEMA_VERSION:
+        raise StoreError(STORE_SCHEMA_NEWER.format(found=found, known=SCHEMA_VERSION))
+    if found < SCHEMA_VERSION:
+        raise StoreError(STORE_PG_SCHEMA_OLDER.format(found=found, known=SCHEMA_VERSION))
+    return False
+
+
 class PostgresStore(SqlStore):
     """Memories in a PostgreSQL database (`storage.Store`; see the module docstring)."""
 
@@ -259,24 +284,7 @@ class PostgresStore(SqlStore):
 
     def _check_schema(self, connection: Any = None) -> bool:
         """Whether the schema is missing (with `create`, it is then made); StoreError when it cannot be used."""
-        own = connection is None
-        connection = connect(self._dsn) if own else connection
-        try:
-            found = schema_version(connection)
-        except self._psycopg.Error as error:
-            raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason=IO_REASONS[reason_of(error, connection)])) from None
-        finally:
-            if own:
-                connection.close()
-        if found is None:
-            if self._create:
-                return True
-            raise StoreError(STORE_PG_NO_SCHEMA)
-        if found > SCHEMA_VERSION:
-            raise StoreError(STORE_SCHEMA_NEWER.format(found=found, known=SCHEMA_VERSION))
-        if found < SCHEMA_VERSION:
-            raise StoreError(STORE_PG_SCHEMA_OLDER.format(found=found, known=SCHEMA_VERSION))
-        return False
+        return check_schema(self._dsn, self._create, connection)
 
     # -- the engine's part of SqlStore ---------------------------------------------------------------
 

@@ -1,0 +1,391 @@
+"""PostgreSQL stores of many tenants served by one pool of connections (extra `refmem[postgres]`: psycopg 3 and
+psycopg-pool): what a process serving many users wants, where a store is made per request and a connection per
+store would be too slow to open and too many to keep.
+
+    pool = PostgresPool(os.environ["REFMEM_STORE"], max_size=10)        # once per process
+    handler = MemoryHandler(pool.store(tenant=user))                    # per request: no connection opened
+
+What it promises beyond the single-connection store's (`postgres.PostgresStore`; D-STORE-PG-POOL):
+* A pooled store holds no connection between commands: it borrows one when a transaction begins and gives it back
+  when it ends (commit or rollback), so any number of stores, of any tenants, share `max_size` connections.
+* Row-level security's setting is transaction-local on a pooled connection: the first message of every
+  transaction is its `BEGIN`, `set_config('refmem.tenant', 'tenant:NAME', true)` (and, for a writer, its tenant's
+  lock), one round trip; the setting ends with the transaction, so a connection back in the pool carries no tenant
+  and a statement run on it without a tenant filter sees no row. A read of one statement is a transaction too: its
+  `BEGIN`, the setting, the `SELECT` and the `COMMIT` are one message (bound on the client by psycopg, which quotes
+  every value: no name is ever formatted into SQL by refmem).
+* A connection found broken by a command's first message (nothing of the command has run) is given back, the pool
+  checks the connections it holds, and the command runs on another: at most `RECONNECTS` times (D-STORE-PG-RETRY);
+  lost later, the command is answered `disconnected` or `commit_unknown` as on a single connection. No result
+  names a host, DSN or password.
+* A store is used by one thread at a time; many stores of one pool on many threads at once is the point.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import threading
+import time
+import weakref
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
+
+from ..limits import DEFAULT_HISTORY_LIMITS, DEFAULT_LIMITS, HistoryLimits, Limits
+from ..messages import IO_REASONS, STORE_PG_CANNOT_CONNECT, STORE_PG_NO_DRIVER
+from ..problems import FsProblem, OsFailure
+from ..storage import tenant_name
+from . import StoreError
+from .core import SqlStore
+from .postgres import (
+    CONNECT_SECONDS,
+    LOCK_SECONDS,
+    QUERIES,
+    RECONNECTS,
+    TENANT_PREFIX,
+    TENANT_SETTING,
+    PostgresStore,
+    _connect_reason,
+    _driver,
+    check_schema,
+    connect,
+    migrate,
+    reason_of,
+    tenant_lock_key,
+)
+from .schema import POSTGRES
+
+KNOWN_TENANTS = 65536
+"""Tenants whose row the pool remembers having made (then forgets them all and makes each again, once)."""
+_SET_TENANT = f"SELECT set_config('{TENANT_SETTING}', %s, true)"
+_BEGIN_WRITE = f"{POSTGRES.begin_write}; {_SET_TENANT}, pg_advisory_xact_lock(%s)"
+_BEGIN_READ = f"BEGIN ISOLATION LEVEL REPEATABLE READ; {_SET_TENANT}"
+_BEGIN_SINGLE = f"BEGIN; {_SET_TENANT}; "  # then the statement, then "; COMMIT"
+_PREPARED_KEPT = 256
+_NO_SUCH_STATEMENT = "26000"  # invalid_sql_statement_name: a prepared statement the connection no longer has
+_PREPARED: Dict[str, Tuple[str, str, int]] = {}
+
+
+def prepared(sql: str) -> Tuple[str, str, int]:
+    """A read's statement as a server-side prepared statement: its name (from its text's SHA-256, so every
+    connection and process names it alike), the `PREPARE` that makes it, and its number of parameters. A read of
+    one statement sends `EXECUTE name(...)`, planned once per connection, not its text planned every time."""
+    found = _PREPARED.get(sql)
+    if found is None:
+        pieces = sql.split("%s")
+        body = pieces[0] + "".join(f"${number}{piece}" for number, piece in enumerate(pieces[1:], 1))
+        name = "refmem_read_" + hashlib.sha256(sql.encode()).hexdigest()[:16]
+        found = (name, f"PREPARE {name} AS {body}", len(pieces) - 1)
+        if len(_PREPARED) < _PREPARED_KEPT:
+            _PREPARED[sql] = found
+    return found
+
+
+def _pool_driver() -> Any:
+    try:
+        import psycopg_pool
+    except ImportError:
+        raise StoreError(STORE_PG_NO_DRIVER) from None
+    return psycopg_pool
+
+
+def _configure(connection: Any) -> None:
+    """Every pooled connection's session, once: the lock timeout `connect` sets. Never the tenant."""
+    connection.execute(f"SET lock_timeout = '{LOCK_SECONDS}s'")
+
+
+class Rows:
+    """A read's rows, fetched whole before its connection went back to the pool: the part of a cursor `SqlStore`
+    uses."""
+
+    __slots__ = ("_rows", "_at", "rowcount")
+
+    def __init__(self, rows: List[Tuple[Any, ...]]) -> None:
+        self._rows = rows
+        self._at = 0
+        self.rowcount = len(rows)
+
+    def fetchone(self) -> Optional[Tuple[Any, ...]]:
+        if self._at >= len(self._rows):
+            return None
+        self._at += 1
+        return self._rows[self._at - 1]
+
+    def fetchall(self) -> List[Tuple[Any, ...]]:
+        rest = self._rows[self._at :]
+        self._at = len(self._rows)
+        return rest
+
+    def __iter__(self) -> Any:
+        return iter(self.fetchall())
+
+    def close(self) -> None:
+        self._rows = []
+        self._at = 0
+
+
+class PostgresPool:
+    """A pool of connections to one PostgreSQL database and the stores that share it (see the module docstring).
+
+    `min_size` connections are kept open, at most `max_size` are ever open; a command that finds every connection
+    in use waits up to `CONNECT_SECONDS` for one, then is answered `busy`. With `create`, a database without the
+    schema gets it (as `refmem db init`); StoreError when it cannot be used, as `PostgresStore` says. `history`
+    and `limits` are every store's of this pool."""
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        min_size: int = 1,
+        max_size: int = 10,
+        create: bool = True,
+        history: Union[HistoryLimits, Mapping[str, int]] = DEFAULT_HISTORY_LIMITS,
+        limits: Union[Limits, Mapping[str, int]] = DEFAULT_LIMITS,
+    ) -> None:
+        psycopg = _driver()
+        pool_module = _pool_driver()
+        self.history_limits = HistoryLimits.from_mapping(history)
+        self.limits = Limits.from_mapping(limits)
+        self._psycopg = psycopg
+        self._errors = pool_module
+        self._known: Set[str] = set()
+        self._known_lock = threading.Lock()
+        self._prepared: weakref.WeakKeyDictionary[Any, Set[str]] = weakref.WeakKeyDictionary()
+        first = connect(dsn)  # its reasons, naming no host, for a server that cannot be reached
+        try:
+            missing = check_schema(dsn, create, first)
+            row = first.execute("SELECT current_schema()").fetchone()
+        except psycopg.Error as error:
+            raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason=IO_REASONS[reason_of(error, first)])) from None
+        finally:
+            first.close()
+        if missing:
+            migrate(dsn)
+        self.schema = str(row[0]) if row and row[0] is not None else ""
+        self._pool = pool_module.ConnectionPool(
+            dsn,
+            min_size=min_size,
+            max_size=max_size,
+            kwargs={"autocommit": True, "connect_timeout": CONNECT_SECONDS},
+            configure=_configure,
+            timeout=CONNECT_SECONDS,
+            name="refmem",
+            open=False,
+        )
+        try:
+            self._pool.open(wait=True, timeout=CONNECT_SECONDS)
+        except psycopg.Error as error:
+            self._pool.close()
+            raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason=_connect_reason(error))) from None
+
+    def store(self, tenant: Optional[str] = None, actor: Optional[str] = None) -> PooledStore:
+        """`tenant`'s store (the default tenant's for None) over this pool; its changes' versions name `actor`.
+        No connection is opened for it; the tenant's row is made on its first store in this pool. StoreError when
+        that fails (the reason names no host)."""
+        made = PooledStore(self, None if tenant is None else tenant_name(tenant), actor)
+        with self._known_lock:
+            if made.tenant_key in self._known:
+                return made
+        try:
+            with made.locked():
+                made._run(QUERIES.add_tenant, (made.tenant_key,))
+        except FsProblem as failure:
+            raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason=IO_REASONS.get(failure.code, "os"))) from None
+        with self._known_lock:
+            if len(self._known) >= KNOWN_TENANTS:
+                self._known.clear()
+            self._known.add(made.tenant_key)
+        return made
+
+    # -- the stores' part ----------------------------------------------------------------------------
+
+    def borrow(self) -> Any:
+        """A connection of the pool, for one transaction; OsFailure `busy` when none comes free in time (or
+        `disconnected` when the pool could not open one), `os` when the pool is closed."""
+        try:
+            return self._pool.getconn()
+        except self._errors.PoolTimeout:
+            opened = self._pool.get_stats().get("pool_size", 0)
+            raise OsFailure("busy" if opened >= self._pool.max_size else "disconnected") from None
+        except self._errors.TooManyRequests:
+            raise OsFailure("busy") from None
+        except self._psycopg.Error:
+            raise OsFailure("os") from None
+
+    def give_back(self, connection: Any) -> None:
+        """The connection back to the pool (a broken or closed one is discarded there and replaced)."""
+        try:
+            self._pool.putconn(connection)
+        except Exception:  # noqa: BLE001  # a pool closed meanwhile: the connection is only closed
+            with contextlib.suppress(Exception):
+                connection.close()
+
+    def prepared_on(self, connection: Any) -> Set[str]:
+        """The names of the statements prepared on `connection` (`prepared`); the borrower's to add to."""
+        with self._known_lock:
+            return self._prepared.setdefault(connection, set())
+
+    def check(self) -> None:
+        """Every idle connection tried; the broken ones discarded and replaced (after a command found one)."""
+        with contextlib.suppress(Exception):
+            self._pool.check()
+
+    # -- life ----------------------------------------------------------------------------------------
+
+    @property
+    def max_size(self) -> int:
+        return int(self._pool.max_size)
+
+    def close(self) -> None:
+        """Close every connection; the pool's stores then answer every command with an error."""
+        self._pool.close()
+
+    def __enter__(self) -> PostgresPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class PooledStore(PostgresStore):
+    """A `PostgresStore` whose transactions each run on a connection borrowed from its `PostgresPool` (see the
+    module docstring); made by `PostgresPool.store`, never opened directly."""
+
+    prepare_reads = True
+    """Whether a read of one statement executes it prepared (`prepared`) rather than sends its text (bench/pool.py
+    measures both)."""
+
+    def __init__(self, pool: PostgresPool, tenant: Optional[str], actor: Optional[str]) -> None:  # noqa: D107
+        SqlStore.__init__(self, tenant, actor, pool.history_limits, pool.limits)  # no connection of its own
+        self._pool = pool
+        self._psycopg = pool._psycopg
+        self._conn: Any = None  # the connection borrowed for the transaction under way, if any
+        self._closed = False
+        self._restarting = False
+        self._single = False  # the next statement is a read of one statement: sent in one message
+        self._reading_only = False  # the transaction under way is a read's
+        self._setting = TENANT_PREFIX + self.tenant_key
+        self._lock_key = tenant_lock_key(pool.schema, self.tenant_key)
+
+    def _first(self, message: str, params: Sequence[Any], prepare: Optional[Tuple[str, str, int]] = None) -> Any:
+        """Send a command's first message on a borrowed connection (bound on the client, so several statements
+        are one message); its cursor, at the message's first result. With `prepare` (`prepared`), the message
+        begins by preparing that statement where the connection has not yet (its result skipped); where the
+        server no longer has it (psycopg deallocates a connection's statements after a ROLLBACK once it prepared
+        some of its own), it is prepared again, once; a connection on which the message failed otherwise is
+        closed, so that no connection is left unsure of what it holds.
+        A connection found broken here ran nothing of the command: it is given back (the pool discards it), the
+        pool checks the others, and the command starts on another."""
+        if self._closed:
+            raise OsFailure("os")
+        self._rollback()  # never run a command inside what an earlier one left open
+        attempt, prepared_again = 0, False
+        while True:
+            self._conn = self._pool.borrow()
+            known = None if prepare is None else self._pool.prepared_on(self._conn)
+            try:
+                cursor = self._psycopg.ClientCursor(self._conn)
+                if prepare is None or known is None or prepare[0] in known:
+                    cursor.execute(message, params)
+                    return cursor
+                cursor.execute(f"{prepare[1]}; {message}", params)
+                known.add(prepare[0])
+                cursor.nextset()
+                return cursor
+            except self._psycopg.Error as error:
+                reason = reason_of(error, self._conn)
+                if known is not None and getattr(error, "sqlstate", None) == _NO_SUCH_STATEMENT and not prepared_again:
+                    known.clear()  # deallocated on the server since (`_rollback`): prepared again, once
+                    prepared_again = True
+                    self._rollback()
+                    continue
+                if prepare is not None:
+                    with contextlib.suppress(Exception):
+                        self._conn.close()
+                self._rollback()
+                if reason != "disconnected" or attempt == RECONNECTS:
+                    raise OsFailure(reason) from None
+                self._pool.check()
+                if attempt:
+                    time.sleep(0.05 * 2**attempt)
+                attempt += 1
+
+    # -- the engine's part of SqlStore ---------------------------------------------------------------
+
+    def _begin_write(self) -> None:
+        self._first(_BEGIN_WRITE, (self._setting, self._lock_key))
+
+    def _begin_read(self) -> None:
+        self._first(_BEGIN_READ, (self._setting,))
+        self._reading_only = True
+
+    def _begin_single(self) -> bool:
+        if self._closed:
+            raise OsFailure("os")
+        self._single = True
+        return True
+
+    def _execute(self, sql: str, params: Sequence[Any]) -> Any:
+        if self._restarting:
+            self._restarting = False
+            self._begin_write()
+        if self._single:  # BEGIN, the tenant, the statement and COMMIT: one message, the connection back at once
+            self._single = False
+            prepare = prepared(sql) if self.prepare_reads else None
+            if prepare is not None:
+                arguments = ", ".join(["%s"] * prepare[2])
+                message = f"{_BEGIN_SINGLE}EXECUTE {prepare[0]}({arguments}); COMMIT"
+            else:
+                message = f"{_BEGIN_SINGLE}{sql}; COMMIT"
+            cursor = self._first(message, (self._setting, *params), prepare)
+            try:
+                cursor.nextset()
+                cursor.nextset()
+                return Rows(cursor.fetchall())
+            finally:
+                self._rollback()
+        if self._conn is None:  # a statement outside any transaction: never sent without its tenant
+            raise OsFailure("os")
+        return self._conn.execute(sql, tuple(params) if params else None)
+
+    def _commit(self) -> None:
+        if self._restarting:  # rolled back, and nothing sent since: nothing to commit, no connection held
+            self._restarting = False
+            return
+        if self._conn is None:
+            raise OsFailure("os")
+        try:
+            self._conn.execute("COMMIT")
+        except self._psycopg.Error as error:
+            reason = reason_of(error, self._conn)
+            raise OsFailure("commit_unknown" if reason == "disconnected" else reason) from None
+        finally:
+            self._rollback()  # the connection back to the pool, idle
+
+    def _rollback(self) -> None:
+        """The transaction ended (rolled back if still open) and its connection given back; never raises."""
+        self._restarting = False
+        self._single = False
+        reading_only, self._reading_only = self._reading_only, False
+        connection, self._conn = self._conn, None
+        if connection is None:
+            return
+        try:
+            status = connection.info.transaction_status
+            if not (connection.broken or connection.closed) and status != self._psycopg.pq.TransactionStatus.IDLE:
+                # A read that went well ends with COMMIT: the same for the server, and psycopg deallocates every
+                # prepared statement of the connection after a ROLLBACK (a read of one statement then prepares
+                # its own again: `_first`).
+                ended = reading_only and status == self._psycopg.pq.TransactionStatus.INTRANS
+                connection.execute("COMMIT" if ended else "ROLLBACK")
+        except Exception:  # noqa: BLE001  # one that cannot be rolled back is closed: the pool discards it
+            with contextlib.suppress(Exception):
+                connection.close()
+        self._pool.give_back(connection)
+
+    def _reopen(self, tenant: str, actor: Optional[str]) -> PooledStore:
+        return self._pool.store(tenant, actor)
+
+    def close(self) -> None:
+        """Give back a connection still held; later commands are answered with an error. The pool stays open."""
+        self._closed = True
+        self._rollback()
