@@ -240,14 +240,13 @@ def test_every_call_cancelled_while_its_command_runs_is_applied_whole_once(kind:
     calls = 150
     tool = _tool(kind, tmp_path)
     started: List[asyncio.Event] = []
-    go = threading.Event()
+    released: List[threading.Event] = []  # one per call: a shared event cleared by the worker raced the next set
     loop_of_test: List[asyncio.AbstractEventLoop] = []
 
     def hold_until_cancelled() -> None:  # on the worker: tell the loop the command began, wait for its cancel
-        event = started[-1]
+        event, release = started[-1], released[-1]  # the loop adds the next ones only once `event` is set
         loop_of_test[0].call_soon_threadsafe(event.set)
-        go.wait(timeout=60)
-        go.clear()
+        assert release.wait(timeout=60), "the test never released the command"
 
     watched = Watched(tool.handler.execute, hold_until_cancelled)
 
@@ -259,16 +258,18 @@ def test_every_call_cancelled_while_its_command_runs_is_applied_whole_once(kind:
             tool.handler.execute = watched  # type: ignore[method-assign]
             for number in range(calls):
                 started.append(asyncio.Event())
+                released.append(threading.Event())
                 task = asyncio.ensure_future(tool.call(_inputs(number)[1]))
                 await started[-1].wait()  # the command is running on the worker, held there
                 task.cancel()
                 await asyncio.sleep(0)  # the awaiting task sees its cancellation first...
                 cancelled.append(task.cancelled())
-                go.set()  # ...then the command goes on to its end
+                released[-1].set()  # ...then the command goes on to its end
                 await asyncio.gather(task, return_exceptions=True)
             started.append(asyncio.Event())
+            released.append(threading.Event())
             started[-1].set()
-            go.set()
+            released[-1].set()
             log = await tool.call({"command": "view", "path": LOG})
         return cancelled, log
 
