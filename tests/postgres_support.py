@@ -140,6 +140,43 @@ class Cluster:
             connection.execute(f"DROP TABLESPACE IF EXISTS {name}")
 
 
+TOKENS_EACH = 8
+SHARED = [f"/memories/shared/f{i}.md" for i in range(4)]
+"""The many-writers tests' shared files (tests/test_postgres_store.py, test_postgres_pool.py)."""
+
+
+def add_tokens(handler: Any, number: int) -> None:
+    """Writer `number`'s TOKENS_EACH unique tokens, each added once through `handler` by a str_replace, an insert,
+    or a create then a rename, and a rename of a shared file and back; a command refused `busy` or because another
+    writer's rename had the file away is sent again (a result saying anything else fails)."""
+
+    def until_done(command: Dict[str, Any]) -> None:
+        for _ in range(2000):
+            result = handler.execute(command)
+            if not result.is_error:
+                return
+            if "does not exist" not in result.output and "busy" not in result.output:
+                raise AssertionError(result.output)
+        raise AssertionError(f"never done: {command}")
+
+    for step in range(TOKENS_EACH):
+        token = f"tok-{number:02d}-{step:02d}"
+        shared = SHARED[(number + step) % len(SHARED)]
+        kind = step % 4
+        if kind == 0:
+            until_done({"command": "str_replace", "path": shared, "old_str": "@@\n", "new_str": f"{token}\n@@\n"})
+        elif kind == 1:
+            until_done({"command": "insert", "path": shared, "insert_line": 1, "insert_text": f"{token}\n"})
+        elif kind == 2:
+            until_done({"command": "create", "path": f"/memories/new/{token}.md", "file_text": f"{token}\n"})
+        else:
+            until_done({"command": "create", "path": f"/memories/inbox/{token}.md", "file_text": f"{token}\n"})
+            until_done({"command": "rename", "old_path": f"/memories/inbox/{token}.md",
+                        "new_path": f"/memories/done/{token}.md"})
+            until_done({"command": "rename", "old_path": shared, "new_path": shared + ".away"})
+            until_done({"command": "rename", "old_path": shared + ".away", "new_path": shared})
+
+
 _CLUSTER: Optional[Cluster] = None
 _FAILED: Optional[str] = None
 

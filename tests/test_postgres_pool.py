@@ -9,10 +9,10 @@ from __future__ import annotations
 import os
 import threading
 import traceback
-from typing import Any, Dict, Iterator, List, Set
+from typing import Any, Iterator, List, Set
 
 import pytest
-from postgres_support import Cluster, import_psycopg
+from postgres_support import SHARED, TOKENS_EACH, Cluster, add_tokens, import_psycopg
 
 from refmem import MemoryHandler
 from refmem.messages import IO_REASONS
@@ -119,42 +119,14 @@ def test_a_pool_refuses_a_bad_tenant_and_a_server_it_cannot_reach(postgres: Clus
 
 THREADS = 16
 MAX_SIZE = 4
-TOKENS_EACH = 8
-SHARED = [f"/memories/shared/f{i}.md" for i in range(4)]
 
 
 def _writer(pool: PostgresPool, number: int, start: threading.Event, failures: List[str]) -> None:
-    """One thread with its own pooled store of the shared pool: TOKENS_EACH unique tokens, each added once by a
-    str_replace, an insert, or a create then a rename, and a rename of a shared file and back."""
+    """One thread with its own pooled store of the shared pool: its tokens (postgres_support.add_tokens)."""
     try:
         handler = MemoryHandler(pool.store(tenant="shared"))
         start.wait()
-
-        def until_done(command: Dict[str, Any]) -> None:
-            for _ in range(2000):
-                result = handler.execute(command)
-                if not result.is_error:
-                    return
-                if "does not exist" not in result.output and "busy" not in result.output:
-                    raise AssertionError(result.output)
-            raise AssertionError(f"never done: {command}")
-
-        for step in range(TOKENS_EACH):
-            token = f"tok-{number:02d}-{step:02d}"
-            shared = SHARED[(number + step) % len(SHARED)]
-            kind = step % 4
-            if kind == 0:
-                until_done({"command": "str_replace", "path": shared, "old_str": "@@\n", "new_str": f"{token}\n@@\n"})
-            elif kind == 1:
-                until_done({"command": "insert", "path": shared, "insert_line": 1, "insert_text": f"{token}\n"})
-            elif kind == 2:
-                until_done({"command": "create", "path": f"/memories/new/{token}.md", "file_text": f"{token}\n"})
-            else:
-                until_done({"command": "create", "path": f"/memories/inbox/{token}.md", "file_text": f"{token}\n"})
-                until_done({"command": "rename", "old_path": f"/memories/inbox/{token}.md",
-                            "new_path": f"/memories/done/{token}.md"})
-                until_done({"command": "rename", "old_path": shared, "new_path": shared + ".away"})
-                until_done({"command": "rename", "old_path": shared + ".away", "new_path": shared})
+        add_tokens(handler, number)
     except BaseException:  # noqa: BLE001  # the test reports it
         failures.append(f"writer {number}: {traceback.format_exc()}")
 

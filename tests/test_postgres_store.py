@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import pytest
-from postgres_support import Cluster, import_psycopg
+from postgres_support import SHARED, TOKENS_EACH, Cluster, add_tokens, import_psycopg
 
 from refmem import MemoryHandler
 from refmem.messages import IO_REASONS
@@ -107,43 +107,15 @@ def test_tenants_through_the_handler_never_meet(postgres: Cluster) -> None:
 # --- many writers ----------------------------------------------------------------------------------------
 
 WRITERS = 16
-TOKENS_EACH = 8
-SHARED = [f"/memories/shared/f{i}.md" for i in range(4)]
 
 
 def _writer(dsn: str, number: int, start: Any, failures: Any) -> None:
-    """One writer with its own connection (as another host would have): TOKENS_EACH unique tokens, each added
-    once by a str_replace, an insert, or a create then a rename, and a rename of a shared file and back."""
+    """One writer with its own connection (as another host would have): its tokens (postgres_support.add_tokens)."""
     try:
         store = PostgresStore(dsn, tenant="shared")
         handler = MemoryHandler(store)
         start.wait()
-
-        def until_done(command: Dict[str, Any]) -> None:
-            for _ in range(2000):
-                result = handler.execute(command)
-                if not result.is_error:
-                    return
-                if "does not exist" not in result.output and "busy" not in result.output:
-                    raise AssertionError(result.output)
-            raise AssertionError(f"never done: {command}")
-
-        for step in range(TOKENS_EACH):
-            token = f"tok-{number:02d}-{step:02d}"
-            shared = SHARED[(number + step) % len(SHARED)]
-            kind = step % 4
-            if kind == 0:
-                until_done({"command": "str_replace", "path": shared, "old_str": "@@\n", "new_str": f"{token}\n@@\n"})
-            elif kind == 1:
-                until_done({"command": "insert", "path": shared, "insert_line": 1, "insert_text": f"{token}\n"})
-            elif kind == 2:
-                until_done({"command": "create", "path": f"/memories/new/{token}.md", "file_text": f"{token}\n"})
-            else:
-                until_done({"command": "create", "path": f"/memories/inbox/{token}.md", "file_text": f"{token}\n"})
-                until_done({"command": "rename", "old_path": f"/memories/inbox/{token}.md",
-                            "new_path": f"/memories/done/{token}.md"})
-                until_done({"command": "rename", "old_path": shared, "new_path": shared + ".away"})
-                until_done({"command": "rename", "old_path": shared + ".away", "new_path": shared})
+        add_tokens(handler, number)
         store.close()
     except BaseException:  # noqa: BLE001  # the parent reports it
         failures.put(f"writer {number}: {traceback.format_exc()}")
