@@ -15,7 +15,7 @@ import argparse
 import json
 import os
 import sys
-from typing import List, Optional, TextIO, Union
+from typing import Any, List, Optional, TextIO, Union
 
 from . import __version__
 from .protocol import MAX_LINE_BYTES
@@ -41,6 +41,7 @@ EPILOG = """examples:
   refmem exec --store sqlite:///var/lib/app/memory.db --tenant alice - < input.json
   refmem-conformance --target "cmd:refmem serve"
   refmem prune --root ./memories --older-than 30d --dry-run
+  refmem prune --store sqlite:///var/lib/app/memory.db --tenant alice --older-than 30d
   REFMEM_STORE=postgresql://app@db.internal/memory refmem db init
   refmem history /memories/notes.md --store sqlite:///var/lib/app/memory.db --tenant alice
   refmem restore /memories/notes.md --version 42 --store sqlite:///var/lib/app/memory.db --tenant alice
@@ -176,15 +177,51 @@ def _prune(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"refmem: {error}", file=sys.stderr)
         return 2
+    if args.root is not None and (args.store is not None or args.tenant is not None):
+        return _fail("give --root (a directory) or --store (a database, with its --tenant), not both")
+    if args.root is None:
+        return _prune_store(args, seconds)
     try:
         report = prune(args.root, seconds, dry_run=args.dry_run)
     except (OSError, FsProblem) as error:
         print(f"refmem: cannot prune {args.root}: {_failure_reason(error)}", file=sys.stderr)
         return 2
-    verb = "would remove" if args.dry_run else "removed"
-    for path in report.removed:
+    return _pruned(report.removed, report.kept, args.dry_run)
+
+
+def _prune_store(args: argparse.Namespace, seconds: float) -> int:
+    """`prune --store LOCATION [--tenant NAME]`: a database store prunes itself (D-STORE-SQL-PRUNE); the location
+    comes from --store or REFMEM_STORE and is never printed."""
+    import time
+
+    from .problems import FsProblem
+    from .storage import TenantError
+    from .stores import StoreError
+    from .stores.location import open_location
+
+    location = args.store if args.store is not None else _store_from_environment()
+    if location is None:
+        return _fail(f"give --root DIRECTORY, or --store postgresql://... or sqlite:///PATH (or set {_STORE_VARIABLE})")
+    try:
+        store: Any = open_location(location, tenant=args.tenant)
+    except TenantError as error:
+        return _fail(f"cannot use the tenant: {error}")
+    except StoreError as error:
+        return _fail(f"cannot use the store: {error}")
+    try:
+        removed, kept = store.prune(time.time() - seconds, dry_run=args.dry_run)
+    except FsProblem as problem:
+        return _fail(f"cannot prune the store: {_failure_reason(problem)}")
+    finally:
+        store.close()
+    return _pruned(removed, kept, args.dry_run)
+
+
+def _pruned(removed: List[str], kept: int, dry_run: bool) -> int:
+    verb = "would remove" if dry_run else "removed"
+    for path in removed:
         print(f"{verb} {path}")
-    print(f"{len(report.removed)} {verb}, {report.kept} kept")
+    print(f"{len(removed)} {verb}, {kept} kept")
     return 0
 
 
@@ -249,7 +286,8 @@ that owns the tables; row-level security is forced on that role too (SECURITY.md
 
 _PRUNE_DESCRIPTION = """Remove the files under /memories that nobody viewed or changed for a while (a
 file's last use is the later of its recorded last view and its modification
-time), then the folders left empty."""
+time; in a database store, when it was made, changed, renamed or viewed),
+then the folders left empty."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -302,7 +340,14 @@ def build_parser() -> argparse.ArgumentParser:
     prune = subcommand(
         commands, "prune", "remove memories nobody viewed or changed for a while", _PRUNE_DESCRIPTION, _prune
     )
-    prune.add_argument("--root", required=True, help="the real directory that /memories stands for (it must exist)")
+    prune.add_argument("--root", help="the real directory that /memories stands for (it must exist)")
+    prune.add_argument(
+        "--store",
+        metavar="LOCATION",
+        help=f"instead of --root: a database store (postgresql://... or sqlite:///PATH.db; also read from "
+        f"{_STORE_VARIABLE}, never printed), which prunes itself in one transaction",
+    )
+    prune.add_argument("--tenant", help="with --store: the tenant whose memories are pruned (default: the default one)")
     prune.add_argument(
         "--older-than",
         required=True,

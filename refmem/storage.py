@@ -213,6 +213,17 @@ class VersionedStore(Protocol):
         ...
 
 
+@runtime_checkable
+class PrunableStore(Protocol):
+    """A store that removes its unused memories itself (the database stores, D-STORE-SQL-PRUNE; the filesystem
+    store's is `refmem.prune`, over its directory): an optional capability, not part of `Store`."""
+
+    def prune(self, cutoff: float, dry_run: bool = False) -> Tuple[List[str], int]:
+        """The files last used before `cutoff` (seconds since the epoch) removed, then the folders that left
+        empty: (the virtual paths removed, the files kept). A dry run removes nothing and says the same."""
+        ...
+
+
 # --- tenants ------------------------------------------------------------------------------------
 
 TENANT_MAX_CHARS = 63

@@ -19,6 +19,7 @@ import postgres_support
 import pytest
 from host_guard_support import Sentinel, devices, differences, snapshot
 from memory_support import Memory
+from sql_store_support import ENGINES, Opener, make_opener
 
 from refmem import kernel
 
@@ -96,6 +97,19 @@ def postgres() -> postgres_support.Cluster:
     """The session's throwaway PostgreSQL cluster (postgres_support): started once, stopped when the session ends;
     the test skips saying why where none can start (fails under REFMEM_REQUIRE_POSTGRES=1)."""
     return postgres_support.cluster()
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    """Each SQL engine in turn (sql_store_support)."""
+    return str(request.param)
+
+
+@pytest.fixture
+def opener(engine: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
+    """Stores over one fresh database of `engine`, each call a store of its own on the same data, all closed after
+    the test (sql_store_support.make_opener)."""
+    yield from make_opener(engine, request, tmp_path)
 
 
 @pytest.fixture

@@ -12,10 +12,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 from urllib.parse import quote
 
 import pytest
+from sql_store_support import Opener
 
 from refmem import MemoryHandler
 from refmem.limits import HistoryLimits
@@ -28,9 +29,6 @@ from refmem.stores.history import line
 from refmem.stores.schema import SCHEMA_VERSION
 from refmem.stores.sqlite import SqliteStore
 
-Opener = Callable[..., SqlStore]
-ENGINES = ["sqlite", "postgresql"]
-
 
 def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
@@ -38,40 +36,6 @@ def sha(data: bytes) -> str:
 
 def vp(raw: str) -> VirtualPath:
     return parse_path(raw)
-
-
-@pytest.fixture(params=ENGINES)
-def engine(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def opener(engine: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
-    """Opens stores over one fresh database of the engine (each call a store of its own, on the same data);
-    every store opened is closed after the test."""
-    opened: List[SqlStore] = []
-
-    if engine == "sqlite":
-
-        def make(**options: Any) -> SqlStore:
-            store = SqliteStore(tmp_path / "memory.db", **options)
-            opened.append(store)
-            return store
-
-    else:
-        cluster = request.getfixturevalue("postgres")
-        from refmem.stores.postgres import PostgresStore
-
-        dsn = cluster.location_dsn(f"test_history:{tmp_path}:{os.getpid()}")
-
-        def make(**options: Any) -> SqlStore:
-            store = PostgresStore(dsn, **options)
-            opened.append(store)
-            return store
-
-    yield make
-    for store in opened:
-        store.close()
 
 
 def run(handler: MemoryHandler, **command: Any) -> str:

@@ -20,14 +20,14 @@ import contextlib
 import hashlib
 import threading
 import time
-from typing import Any, Callable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from .. import problems
 from ..limits import DEFAULT_HISTORY_LIMITS, DEFAULT_LIMITS, HistoryLimits, Limits
 from ..messages import RESTORE_NUMBER_TYPE, TENANT_NESTED, WRITE_DATA_TYPE, WRITE_EXPECTED_TYPE
-from ..paths import VirtualPath
+from ..paths import RESERVED_PREFIX, VirtualPath
 from ..problems import DIR, FILE, Conflict, Exists, Missing, NotRegular, NoVersion, OsFailure, ParentNotDir, TooBig
-from ..storage import Changes, Entry, Listed, ReadFile, Store, TenantError, Version, VersionedStore
+from ..storage import Changes, Entry, Listed, PrunableStore, ReadFile, Store, TenantError, Version, VersionedStore
 from . import history
 from .schema import DEFAULT_TENANT, Queries, subtree
 
@@ -100,7 +100,7 @@ class SqlEdit:
             if q.edit_in_one is not None:  # PostgreSQL: the whole write is one statement, retention's after it
                 note = (tenant, FILE, key, tenant, tenant, self._path.canonical)  # advanced, journal
                 keep = (time.time(), store.actor, store._command_or("edit"), tenant, FILE, key)
-                write = (new_data, len(new_data), tenant, key, self._version)
+                write = (new_data, len(new_data), time.time(), tenant, key, self._version)
                 row = store._one(q.edit_in_one, note + keep + write + (tenant, key))
                 if row is None:
                     raise OsFailure("bookkeeping")
@@ -112,13 +112,17 @@ class SqlEdit:
                 return
             generation = store._note((self._path.canonical,))
             history.keep(store, generation, store._command_or("edit"), one=key)
-            params = (new_data, len(new_data), generation, store.tenant_key, key, self._version)
+            params = (new_data, len(new_data), generation, time.time(), store.tenant_key, key, self._version)
             if store._run(store.queries.rewrite_if, params).rowcount != 1:
                 raise OsFailure("changed")
 
 
 def _key(path: VirtualPath) -> str:
     return "/".join(path.parts)
+
+
+class _DryRun(Exception):
+    """Raised inside a dry run's transaction, to roll back what it did."""
 
 
 class SqlStore:
@@ -591,11 +595,48 @@ class SqlStore:
         generation = self._note((path.canonical,))
         if replacing:
             history.keep(self, generation, command, one=key)
-            self._run(q.rewrite, (data, len(data), generation, tenant, key))
+            self._run(q.rewrite, (data, len(data), generation, now, tenant, key))
             return
         self._make_parents(path.parts, generation, now)
         row = (tenant, key, _key(path.parent), path.name, len(path.parts), FILE, len(data), data, generation, now)
         self._run(q.insert, row)
+
+    # -- expiry (D-STORE-SQL-PRUNE) -------------------------------------------------------------------
+
+    def prune(self, cutoff: float, dry_run: bool = False) -> Tuple[List[str], int]:
+        """The files whose last use (D-STORE-SQL-USES: made, changed, renamed into place or viewed) is before
+        `cutoff` removed, each as `delete` removes a file (its content kept as a version, of the command `prune`),
+        then the folders that left empty, deepest first (never /memories; a folder empty before stays): (the virtual
+        paths removed, files then folders, each sorted; the files kept). One writing transaction, so writers wait
+        and nothing is half pruned; a dry run does all of it and rolls it back. Paths through the store's own names
+        (`.refmem`) are never touched."""
+        q, tenant = self.queries, self.tenant_key
+        files: List[str] = []
+        folders: List[str] = []
+        total = 0
+        try:
+            with self.locked(), self.acting("prune"):
+                row = self._one(q.file_count, (tenant, FILE))
+                total = 0 if row is None else int(row[0])
+                emptied: Set[Tuple[str, ...]] = set()
+                for (key,) in self._all(q.unused_files, (tenant, FILE, cutoff)):
+                    parts = tuple(key.split("/"))
+                    if any(part.startswith(RESERVED_PREFIX) for part in parts):
+                        continue
+                    path = VirtualPath(parts)
+                    self.delete(path)
+                    files.append(path.canonical)
+                    emptied.update(parts[:depth] for depth in range(1, len(parts)))
+                for parts in sorted(emptied, key=len, reverse=True):
+                    if self._one(q.has_child, (tenant, "/".join(parts))) is None:
+                        folder = VirtualPath(parts)
+                        self.delete(folder)
+                        folders.append(folder.canonical)
+                if dry_run:
+                    raise _DryRun()
+        except _DryRun:
+            pass
+        return sorted(files) + sorted(folders), total - len(files)
 
     # -- the journal and the access records ----------------------------------------------------------
 
@@ -642,6 +683,11 @@ class SqlStore:
 
 def _as_store(store: SqlStore) -> Store:
     """Nothing at run time: mypy checks here that `SqlStore` implements `storage.Store`."""
+    return store
+
+
+def _as_prunable(store: SqlStore) -> PrunableStore:
+    """Nothing at run time: mypy checks here that `SqlStore` implements `storage.PrunableStore`."""
     return store
 
 

@@ -235,8 +235,9 @@ class Queries:
             "INSERT INTO refmem_nodes (tenant, path, parent, name, depth, kind, size, data, version, used)"
             " VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}, {p})"
         )
-        self.rewrite = q(
-            "UPDATE refmem_nodes SET data = {p}, size = {p}, version = {p} WHERE tenant = {p} AND path = {p}"
+        self.rewrite = q(  # a change is a use (D-STORE-SQL-USES): `used` is the time of the write
+            "UPDATE refmem_nodes SET data = {p}, size = {p}, version = {p}, used = {p}"
+            " WHERE tenant = {p} AND path = {p}"
         )
         # an edit's write: only while the row still holds the version the edit read (else it changes no row)
         self.rewrite_if = q(self.rewrite + " AND version = {p}")
@@ -254,6 +255,12 @@ class Queries:
         self._history_queries(q, dialect)
         self.use = q("UPDATE refmem_nodes SET used = {p} WHERE tenant = {p} AND path = {p} AND kind = {p}")
         self.used = q("SELECT used FROM refmem_nodes WHERE tenant = {p} AND path = {p}")
+        # prune (D-STORE-SQL-PRUNE): the files last used before a time; whether a folder holds anything
+        self.unused_files = q(
+            "SELECT path FROM refmem_nodes WHERE tenant = {p} AND kind = {p} AND used < {p} ORDER BY path"
+        )
+        self.file_count = q("SELECT count(*) FROM refmem_nodes WHERE tenant = {p} AND kind = {p}")
+        self.has_child = q("SELECT 1 FROM refmem_nodes WHERE tenant = {p} AND parent = {p} LIMIT 1")
 
 
     def _history_queries(self, q: Callable[[str], str], dialect: Dialect) -> None:
@@ -334,7 +341,7 @@ class Queries:
                 f" SELECT n.tenant, n.path, a.generation, n.size, {kept_digest}, {{p}}, {{p}}, {{p}}, n.data"
                 " FROM refmem_nodes n, advanced a WHERE n.tenant = {p} AND n.kind = {p} AND n.path = {p}"
                 " RETURNING size),"
-                " written AS (UPDATE refmem_nodes SET data = {p}, size = {p},"
+                " written AS (UPDATE refmem_nodes SET data = {p}, size = {p}, used = {p},"
                 " version = (SELECT generation FROM advanced)"
                 " WHERE tenant = {p} AND path = {p} AND version = {p} RETURNING path)"
                 " SELECT generation, version_bytes, (SELECT count(*) FROM kept),"

@@ -1,0 +1,46 @@
+"""What the SQL stores' shared fixtures are made of (tests/conftest.py: `engine`, each SQL engine in turn, and
+`opener`, stores over one fresh database of that engine, closed after the test). PostgreSQL's is a schema of its own
+in the session's throwaway cluster (postgres_support), skipped saying why where none can start (failed under
+REFMEM_REQUIRE_POSTGRES=1)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterator, List
+
+import pytest
+
+from refmem.stores.core import SqlStore
+from refmem.stores.sqlite import SqliteStore
+
+Opener = Callable[..., SqlStore]
+ENGINES = ["sqlite", "postgresql"]
+
+
+def make_opener(engine: str, request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
+    """Opens stores over one fresh database of the engine (each call a store of its own, on the same data);
+    every store opened is closed after the test (the `opener` fixture, tests/conftest.py)."""
+    opened: List[SqlStore] = []
+
+    if engine == "sqlite":
+
+        def make(**options: Any) -> SqlStore:
+            store = SqliteStore(tmp_path / "memory.db", **options)
+            opened.append(store)
+            return store
+
+    else:
+        cluster = request.getfixturevalue("postgres")
+        from refmem.stores.postgres import PostgresStore
+
+        dsn = cluster.location_dsn(f"sql_store_support:{tmp_path}:{os.getpid()}")
+
+        def make(**options: Any) -> SqlStore:
+            store = PostgresStore(dsn, **options)
+            opened.append(store)
+            return store
+
+    yield make
+    for store in opened:
+        store.close()
