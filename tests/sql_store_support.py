@@ -11,6 +11,8 @@ from typing import Any, Callable, Iterator, List
 
 import pytest
 
+from refmem import MemoryHandler
+from refmem.paths import VirtualPath, parse_path
 from refmem.stores.core import SqlStore
 from refmem.stores.sqlite import SqliteStore
 
@@ -44,3 +46,14 @@ def make_opener(engine: str, request: pytest.FixtureRequest, tmp_path: Path) -> 
     yield make
     for store in opened:
         store.close()
+
+
+def vp(raw: str) -> VirtualPath:
+    return parse_path(raw)
+
+
+def run(handler: MemoryHandler, **command: Any) -> str:
+    """The command's output; it must succeed."""
+    result = handler.execute(command)
+    assert not result.is_error, result.output
+    return result.output

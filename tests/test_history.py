@@ -16,11 +16,10 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from urllib.parse import quote
 
 import pytest
-from sql_store_support import Opener
+from sql_store_support import Opener, run, vp
 
 from refmem import MemoryHandler
 from refmem.limits import HistoryLimits
-from refmem.paths import VirtualPath, parse_path
 from refmem.problems import Conflict, Exists, NotRegular, NoVersion, OsFailure, ParentNotDir, TooBig
 from refmem.storage import Version, VersionedStore
 from refmem.stores import StoreError
@@ -33,15 +32,6 @@ from refmem.stores.sqlite import SqliteStore
 def sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
-
-def vp(raw: str) -> VirtualPath:
-    return parse_path(raw)
-
-
-def run(handler: MemoryHandler, **command: Any) -> str:
-    result = handler.execute(command)
-    assert not result.is_error, result.output
-    return result.output
 
 
 def content(store: SqlStore, raw: str) -> bytes:

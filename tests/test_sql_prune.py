@@ -13,10 +13,9 @@ from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from sql_store_support import Opener
+from sql_store_support import Opener, run, vp
 
 from refmem import MemoryHandler
-from refmem.paths import VirtualPath, parse_path
 from refmem.problems import DIR
 from refmem.stores import core, history
 from refmem.stores.sqlite import SqliteStore
@@ -41,16 +40,6 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
     monkeypatch.setattr(core, "time", made)
     monkeypatch.setattr(history, "time", made)
     return made
-
-
-def vp(raw: str) -> VirtualPath:
-    return parse_path(raw)
-
-
-def run(handler: MemoryHandler, **command: Any) -> str:
-    result = handler.execute(command)
-    assert not result.is_error, result.output
-    return result.output
 
 
 def tree(store: Any) -> List[str]:
