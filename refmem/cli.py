@@ -258,13 +258,13 @@ def _db(args: argparse.Namespace) -> int:
 
 def _failure_reason(error: Exception) -> str:
     """The short reason a prune failed: the root is missing, or what the operating system said."""
-    from .messages import IO_REASONS
+    from .messages import io_reason
     from .problems import Missing, OsFailure
 
     if isinstance(error, Missing):
         return "no such directory"
     if isinstance(error, OsFailure):
-        return IO_REASONS.get(error.code, IO_REASONS["os"])
+        return io_reason(error.code)
     return getattr(error, "strerror", None) or "operating system error"
 
 

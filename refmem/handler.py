@@ -19,7 +19,6 @@ from typing import Any, Callable, ContextManager, Dict, List, Mapping, NamedTupl
 from . import problems, text, tool, view
 from .limits import DEFAULT_LIMITS, Limits
 from .messages import (
-    IO_REASONS,
     KIND_INTEGER,
     KIND_RANGE,
     KIND_STRING,
@@ -27,6 +26,7 @@ from .messages import (
     Result,
     clip,
     escape,
+    io_reason,
     line_list,
     render,
 )
@@ -254,7 +254,7 @@ class MemoryHandler:
                 return render(key, path=path.canonical)
         if isinstance(problem, TooBig):
             return render("file_too_big_to_edit", path=path.canonical, n=problem.size, max=self.limits.max_file_bytes)
-        reason = IO_REASONS.get(problem.code, IO_REASONS["os"])
+        reason = io_reason(problem.code)
         return render("io_error", action=COMMANDS[command].action, path=path.canonical, reason=reason)
 
     def _policy(self, value: str) -> str:

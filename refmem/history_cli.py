@@ -19,12 +19,12 @@ from .messages import (
     HISTORY_FILESYSTEM,
     HISTORY_NEEDS_STORE,
     HISTORY_NONE,
-    IO_REASONS,
     RESTORE_FAILED,
     RESTORE_PROBLEMS,
     RESTORED,
     RULE_FILE_SLASH,
     escape,
+    io_reason,
 )
 from .paths import PathError, VirtualPath, parse_path
 from .subcommands import subcommand
@@ -67,7 +67,7 @@ def _open(args: argparse.Namespace) -> Tuple[Optional[Any], Optional[VirtualPath
 
 
 def _reason(problem: Exception) -> str:
-    return IO_REASONS.get(getattr(problem, "code", "os"), IO_REASONS["os"])
+    return io_reason(getattr(problem, "code", None))
 
 
 def _history(args: argparse.Namespace) -> int:

@@ -312,6 +312,12 @@ IO_REASONS: Dict[str, str] = {
 }
 
 
+def io_reason(code: object) -> str:
+    """The text of the IO reason `code` (a problem's, an engine's): the generic `os` one for a code the table
+    lacks, so a caller never shows a bare key."""
+    return IO_REASONS.get(code, IO_REASONS["os"]) if isinstance(code, str) else IO_REASONS["os"]
+
+
 def line_list(lines: Sequence[int], more: int) -> str:
     """`1, 4, 9`, or with lines left out, `1, 4, 9 and 1,204 more` (D-STR-LINES)."""
     shown = ", ".join(str(n) for n in lines)

@@ -8,7 +8,7 @@ import pytest
 from memory_support import Memory
 
 from refmem import kernel, problems
-from refmem.messages import IO_REASONS, render
+from refmem.messages import IO_REASONS, io_reason, render
 
 
 def _no_space(*args: object, **kwargs: object) -> int:
@@ -39,3 +39,14 @@ def test_failed_rename_removes_the_folders_it_made(memory: Memory, monkeypatch: 
     result = memory.run(command="rename", old_path="/memories/src.txt", new_path="/memories/n/m/dst.txt")
     assert result == render("io_error", action="rename", path="/memories/src.txt", reason=IO_REASONS["io"])
     assert memory.tree() == before
+
+
+@pytest.mark.parametrize("code", ["no_such_reason", None, 13, ""])
+def test_a_reason_the_table_lacks_is_the_generic_text_never_its_key(code: object) -> None:
+    """`messages.io_reason`, the one way every store, the handler and the CLI turn a problem's code into words."""
+    assert io_reason(code) == IO_REASONS["os"]
+
+
+def test_every_reason_of_the_table_is_its_own_text() -> None:
+    assert all(io_reason(code) == text for code, text in IO_REASONS.items())
+

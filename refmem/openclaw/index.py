@@ -26,7 +26,7 @@ import threading
 import unicodedata
 from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
-from ..messages import IO_REASONS
+from ..messages import IO_REASONS, io_reason
 from ..problems import FsProblem
 from . import bm25, chunks, paths
 from .disk import Files, FileState, FolderState, IndexHandle
@@ -193,7 +193,7 @@ class Index:
                 try:
                     disk.drop_index()
                 except FsProblem as problem:
-                    reason = IO_REASONS.get(problem.code, IO_REASONS["os"])
+                    reason = io_reason(problem.code)
                     break
         return cls.in_memory(settings, reason, mode)
 
@@ -684,7 +684,7 @@ def _index_reason(problem: FsProblem) -> str:
     """Why the index file could not be opened, in words that name no path."""
     if problem.code in ("not_regular", "link", "hard_linked", "escaped", "parent_not_dir"):
         return IO_REASONS["bookkeeping"]  # something else squats its name
-    return IO_REASONS.get(problem.code, IO_REASONS["os"])
+    return io_reason(problem.code)
 
 
 def _rollback_database(header: bytes) -> bool:

@@ -22,7 +22,7 @@ import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..limits import DEFAULT_LIMITS, Limits
-from ..messages import IO_REASONS, escape, is_unsafe_char
+from ..messages import escape, io_reason, is_unsafe_char
 from ..paths import VirtualPath
 from ..problems import FsProblem, NotRegular, ParentNotDir
 from ..storage import Store
@@ -42,7 +42,7 @@ LOG_CONTROLS_ALLOWED = frozenset("\t\n\r")
 
 
 def _reason(error: FsProblem) -> str:
-    return IO_REASONS.get(error.code, IO_REASONS["os"])
+    return io_reason(error.code)
 
 
 def render(result: Dict[str, Any]) -> Tuple[str, bool]:

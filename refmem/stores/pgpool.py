@@ -31,7 +31,7 @@ import weakref
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from ..limits import DEFAULT_HISTORY_LIMITS, DEFAULT_LIMITS, HistoryLimits, Limits
-from ..messages import IO_REASONS, STORE_PG_CANNOT_CONNECT, STORE_PG_NO_DRIVER
+from ..messages import IO_REASONS, STORE_PG_CANNOT_CONNECT, STORE_PG_NO_DRIVER, io_reason
 from ..problems import FsProblem, OsFailure
 from ..storage import tenant_name
 from . import StoreError
@@ -189,7 +189,7 @@ class PostgresPool:
             with made.locked():
                 made._run(QUERIES.add_tenant, (made.tenant_key,))
         except FsProblem as failure:
-            raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason=IO_REASONS.get(failure.code, "os"))) from None
+            raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason=io_reason(failure.code))) from None
         with self._known_lock:
             if len(self._known) >= KNOWN_TENANTS:
                 self._known.clear()

@@ -45,6 +45,7 @@ from ..messages import (
     STORE_PG_NO_SCHEMA,
     STORE_PG_SCHEMA_OLDER,
     STORE_SCHEMA_NEWER,
+    io_reason,
 )
 from ..storage import tenant_name
 from . import StoreError
@@ -276,7 +277,7 @@ class PostgresStore(SqlStore):
             self._commit()
         except problems.FsProblem as failure:
             self.close()
-            reason = IO_REASONS.get(failure.code, IO_REASONS["os"])
+            reason = io_reason(failure.code)
             raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason=reason)) from None
         except BaseException:
             self.close()

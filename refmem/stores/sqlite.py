@@ -38,6 +38,7 @@ from ..messages import (
     STORE_NOT_A_DATABASE,
     STORE_SCHEMA_NEWER,
     STORE_SCHEMA_OLDER,
+    io_reason,
 )
 from ..storage import tenant_name
 from . import StoreError, mounts
@@ -223,7 +224,7 @@ class SqliteStore(SqlStore):
                 raise StoreError(STORE_NOT_A_DATABASE) from None
             raise StoreError(STORE_CANNOT_OPEN.format(reason=IO_REASONS[reason_of(error)])) from None
         except problems.OsFailure as failure:
-            raise StoreError(STORE_CANNOT_OPEN.format(reason=IO_REASONS.get(failure.code, IO_REASONS["os"]))) from None
+            raise StoreError(STORE_CANNOT_OPEN.format(reason=io_reason(failure.code))) from None
 
     # -- the engine's part of SqlStore ---------------------------------------------------------------
 
