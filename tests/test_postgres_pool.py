@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import threading
 import traceback
-from typing import Any, Iterator, List, Set
+from typing import Any, Dict, Iterator, List, Set
 
 import pytest
 from postgres_support import SHARED, TOKENS_EACH, Cluster, add_tokens, import_psycopg
@@ -23,12 +23,18 @@ from refmem.stores import StoreError
 psycopg = import_psycopg()
 
 from refmem.stores.pgpool import PooledStore, PostgresPool  # noqa: E402
-from refmem.stores.postgres import TENANT_SETTING  # noqa: E402
+from refmem.stores.postgres import TENANT_SETTING, migrate  # noqa: E402
+from refmem.stores.schema import SCHEMA_VERSION  # noqa: E402
 
 
 def fresh_dsn(postgres: Cluster, name: str) -> str:
     """A schema of its own, and an application name that tells this test's connections in pg_stat_activity."""
     return postgres.location_dsn(f"test_postgres_pool:{name}:{os.getpid()}") + f" application_name=pool-{name}"
+
+
+def schema_of(dsn: str) -> str:
+    """The schema a fresh_dsn's search path names."""
+    return dsn.split("search_path=")[1].split("'")[0]
 
 
 def connections(postgres: Cluster, name: str) -> List[int]:
@@ -121,6 +127,21 @@ THREADS = 16
 MAX_SIZE = 4
 
 
+def tokens_not_once(postgres: Cluster, dsn: str, writers: int) -> Dict[str, int]:
+    """The tokens of `writers` writers (postgres_support.add_tokens) that the tenant "shared"'s files hold other
+    than once, read from the rows by the superuser."""
+    schema = schema_of(dsn)
+    with postgres.admin() as admin:
+        data = admin.execute(
+            f"SELECT data FROM {schema}.refmem_nodes WHERE tenant = 'shared' AND kind = 'file'"  # noqa: S608
+        ).fetchall()
+    text = b"".join(bytes(row[0]) for row in data).decode()
+    counts = {f"tok-{n:02d}-{s:02d}": 0 for n in range(writers) for s in range(TOKENS_EACH)}
+    for token in counts:
+        counts[token] = text.count(token + "\n")
+    return {token: count for token, count in counts.items() if count != 1}
+
+
 def _writer(pool: PostgresPool, number: int, start: threading.Event, failures: List[str]) -> None:
     """One thread with its own pooled store of the shared pool: its tokens (postgres_support.add_tokens)."""
     try:
@@ -158,22 +179,109 @@ def test_sixteen_threads_on_four_connections_lose_no_token_and_open_no_more(
     watcher.join(60)
     assert failures == [] and not any(writer.is_alive() for writer in writers)
 
-    with postgres.admin() as admin:
-        schema = fresh_dsn(postgres, "threads").split("search_path=")[1].split("'")[0]
-        data = admin.execute(
-            f"SELECT data FROM {schema}.refmem_nodes WHERE tenant = 'shared' AND kind = 'file'"  # noqa: S608
-        ).fetchall()
-    text = b"".join(bytes(row[0]) for row in data).decode()
-    tokens = [f"tok-{n:02d}-{s:02d}" for n in range(THREADS) for s in range(TOKENS_EACH)]
-    counts = {token: text.count(token + "\n") for token in tokens}
-    assert len(counts) == THREADS * TOKENS_EACH == 128
-    assert {token: count for token, count in counts.items() if count != 1} == {}
+    assert THREADS * TOKENS_EACH == 128
+    assert tokens_not_once(postgres, fresh_dsn(postgres, "threads"), THREADS) == {}
     for path in SHARED:  # every shared file is back in its place, its marker once
         assert run(store, command="view", path=path).count("@@") == 1
     # The server never saw more than max_size connections of the pool, and the pool did grow past one (the count
     # sees what it should).
     assert 2 <= peak[0] <= MAX_SIZE, peak
     assert pool._pool.get_stats()["connections_num"] >= 2
+
+
+# --- schema changes while pools are live ------------------------------------------------------------------
+
+
+def test_pools_opened_at_once_on_an_empty_schema_make_it_once(postgres: Cluster, pools: List[PostgresPool]) -> None:
+    """Hosts started together on a new database each make the schema if it is missing (create=True): the first
+    makes it under the schema's advisory lock, the others find it made; none fails, and every tenant's memories
+    are in the one schema."""
+    dsn = fresh_dsn(postgres, "at-once")
+    hosts = 6
+    barrier, opened, failures = threading.Barrier(hosts), [], []  # type: ignore[var-annotated]
+    lock = threading.Lock()
+
+    def host(number: int) -> None:
+        try:
+            barrier.wait(60)
+            pool = PostgresPool(dsn, min_size=1, max_size=2, create=True)
+            with lock:
+                opened.append(pool)
+            run(pool.store(tenant=f"host{number}"), command="create", path="/memories/boot.md", file_text=f"{number}\n")
+        except BaseException:  # noqa: BLE001  # the test reports it
+            failures.append(f"host {number}: {traceback.format_exc()}")
+
+    threads = [threading.Thread(target=host, args=(n,)) for n in range(hosts)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    pools.extend(opened)
+    assert failures == [] and len(opened) == hosts
+    schema = schema_of(dsn)
+    with postgres.admin() as admin:
+        versions = admin.execute(f"SELECT version FROM {schema}.refmem_schema").fetchall()  # noqa: S608
+    assert versions == [(SCHEMA_VERSION,)]
+    reader = opened[0]
+    for number in range(hosts):
+        assert run(reader.store(tenant=f"host{number}"), command="view", path="/memories/boot.md").endswith(
+            f"\t{number}")
+
+
+def test_readers_and_writers_through_a_migration_s_ddl_fail_nothing_and_lose_nothing(
+    postgres: Cluster, pools: List[PostgresPool]
+) -> None:
+    """What a later schema version does to live pools: columns and an index added to refmem's tables, and the
+    migration run again, while eight threads write through four pooled connections whose statements are
+    prepared, and two threads view. The statements name their columns, so the server plans them again and no command
+    fails; every token is there once. (The writers' rollbacks, on connections the readers then borrow, are what
+    made a view answer "operating system error": psycopg deallocates a connection's statements after one.)"""
+    dsn = fresh_dsn(postgres, "ddl")
+    pool = PostgresPool(dsn, min_size=1, max_size=MAX_SIZE)
+    pools.append(pool)
+    store = pool.store(tenant="shared")
+    for path in SHARED:
+        run(store, command="create", path=path, file_text="head\n@@\n")
+        run(store, command="view", path=path)  # the read statement prepared on the connections used
+    schema = schema_of(dsn)
+    writers_count, start, failures = 8, threading.Event(), []  # type: ignore[var-annotated]
+    writers = [threading.Thread(target=_writer, args=(pool, n, start, failures)) for n in range(writers_count)]
+    reads, done = [0], threading.Event()
+
+    def reader() -> None:  # views through the prepared read, before, during and after every change
+        handler = MemoryHandler(pool.store(tenant="shared"))
+        while not done.is_set():
+            for path in SHARED:
+                result = handler.execute({"command": "view", "path": path})
+                reads[0] += 1
+                if result.is_error and "does not exist" not in result.output:  # a writer has it renamed away
+                    failures.append(f"view: {result.output}")
+
+    readers = [threading.Thread(target=reader) for _ in range(2)]
+    for thread in writers + readers:
+        thread.start()
+    start.set()
+    statements = [
+        f"ALTER TABLE {schema}.refmem_nodes ADD COLUMN later_a integer",
+        f"CREATE INDEX later_i ON {schema}.refmem_nodes (tenant, later_a)",
+        f"ALTER TABLE {schema}.refmem_versions ADD COLUMN later_b text DEFAULT 'x'",
+        f"ALTER TABLE {schema}.refmem_tenants ADD COLUMN later_c bigint",
+        f"ALTER TABLE {schema}.refmem_nodes DROP COLUMN later_a",
+    ]
+    with postgres.admin() as admin:
+        for statement in statements:
+            admin.execute(statement)
+            assert migrate(dsn) == (SCHEMA_VERSION, SCHEMA_VERSION)
+    for writer in writers:
+        writer.join(300)
+    done.set()
+    for thread in readers:
+        thread.join(60)
+    assert failures == [] and not any(thread.is_alive() for thread in writers + readers)
+    assert reads[0] > 0
+    for path in SHARED:  # and after them
+        assert run(store, command="view", path=path).count("@@") == 1
+    assert tokens_not_once(postgres, dsn, writers_count) == {}
 
 
 # --- connections lost ------------------------------------------------------------------------------------

@@ -62,6 +62,10 @@ _BEGIN_READ = f"BEGIN ISOLATION LEVEL REPEATABLE READ; {_SET_TENANT}"
 _BEGIN_SINGLE = f"BEGIN; {_SET_TENANT}; "  # then the statement, then "; COMMIT"
 _PREPARED_KEPT = 256
 _NO_SUCH_STATEMENT = "26000"  # invalid_sql_statement_name: a prepared statement the connection no longer has
+_ALREADY_PREPARED = "42P05"  # duplicate_prepared_statement: one the connection has, though not counted as there
+_RECOUNTS = 8
+"""Times a command's first message may find a connection's count of its prepared statements wrong before the
+command fails: each wrong count is put right, and the message sent again, on whichever connection comes next."""
 _PREPARED: Dict[str, Tuple[str, str, int]] = {}
 
 
@@ -269,16 +273,18 @@ class PooledStore(PostgresStore):
     def _first(self, message: str, params: Sequence[Any], prepare: Optional[Tuple[str, str, int]] = None) -> Any:
         """Send a command's first message on a borrowed connection (bound on the client, so several statements
         are one message); its cursor, at the message's first result. With `prepare` (`prepared`), the message
-        begins by preparing that statement where the connection has not yet (its result skipped); where the
-        server no longer has it (psycopg deallocates a connection's statements after a ROLLBACK once it prepared
-        some of its own), it is prepared again, once; a connection on which the message failed otherwise is
-        closed, so that no connection is left unsure of what it holds.
+        begins by preparing that statement where the connection has not yet (its result skipped). The count of
+        what a connection has can be wrong: psycopg deallocates all of a connection's statements after a ROLLBACK
+        when it has prepared some of its own, and only then. So a statement the server no longer has is prepared
+        again, and one it has though not counted is counted, and the message sent again (up to _RECOUNTS times,
+        while other threads' rollbacks may change what the next connection holds); a connection on which the
+        message failed otherwise is closed, so that no connection is left unsure of what it holds.
         A connection found broken here ran nothing of the command: it is given back (the pool discards it), the
         pool checks the others, and the command starts on another."""
         if self._closed:
             raise OsFailure("os")
         self._rollback()  # never run a command inside what an earlier one left open
-        attempt, prepared_again = 0, False
+        attempt, recounts = 0, 0
         while True:
             self._conn = self._pool.borrow()
             known = None if prepare is None else self._pool.prepared_on(self._conn)
@@ -293,9 +299,14 @@ class PooledStore(PostgresStore):
                 return cursor
             except self._psycopg.Error as error:
                 reason = reason_of(error, self._conn)
-                if known is not None and getattr(error, "sqlstate", None) == _NO_SUCH_STATEMENT and not prepared_again:
-                    known.clear()  # deallocated on the server since (`_rollback`): prepared again, once
-                    prepared_again = True
+                state = getattr(error, "sqlstate", None)
+                recount = state in (_NO_SUCH_STATEMENT, _ALREADY_PREPARED) and recounts < _RECOUNTS
+                if prepare is not None and known is not None and recount:
+                    if state == _NO_SUCH_STATEMENT:
+                        known.clear()  # all of them deallocated on the server since (`_rollback`)
+                    else:
+                        known.add(prepare[0])
+                    recounts += 1
                     self._rollback()
                     continue
                 if prepare is not None:
