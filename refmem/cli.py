@@ -226,14 +226,18 @@ def _pruned(removed: List[str], kept: int, dry_run: bool) -> int:
 
 
 def _db(args: argparse.Namespace) -> int:
-    """`db init` / `db migrate`: the database's schema made, or brought to this refmem's version. The location
-    comes from --store or REFMEM_STORE and is never printed."""
+    """`db init` / `db migrate`: the database's schema made, or brought to this refmem's version; `db erase`: one
+    tenant removed. The location comes from --store or REFMEM_STORE and is never printed."""
     from .stores import StoreError
     from .stores.location import is_postgres, sqlite_path
 
     location = args.store if args.store is not None else _store_from_environment()
     if location is None:
         return _fail(f"give --store postgresql://... or sqlite:///PATH (or set {_STORE_VARIABLE})")
+    if args.db_action == "erase":
+        return _erase(location, args)
+    if args.tenant is not None or args.yes:
+        return _fail("--tenant and --yes are for db erase")
     try:
         if is_postgres(location):
             from .stores.postgres import migrate
@@ -253,6 +257,42 @@ def _db(args: argparse.Namespace) -> int:
         print(f"schema already at version {after}: nothing to do")
     else:
         print(f"schema migrated from version {before} to {after}")
+    return 0
+
+
+def _erase(location: str, args: argparse.Namespace) -> int:
+    """`db erase --tenant NAME --yes` (D-STORE-SQL-ERASE): every memory, version and change of one tenant deleted
+    in one transaction, nothing kept to restore; refused without both options, so no typo erases anyone."""
+    from .problems import FsProblem
+    from .storage import TenantError
+    from .stores import StoreError
+    from .stores.location import is_postgres, open_location, sqlite_path
+
+    if args.app_role is not None:
+        return _fail("--app-role is for db init and db migrate")
+    if args.tenant is None:
+        return _fail("db erase needs --tenant NAME: the tenant whose memories, versions and changes go")
+    if not args.yes:
+        return _fail(f"db erase removes every memory and kept version of the tenant {args.tenant}, with nothing kept "
+                     "to restore: run it again with --yes")
+    try:
+        if not is_postgres(location) and not os.path.isfile(sqlite_path(location)):
+            return _fail("cannot use the store: there is no SQLite database there")
+        store: Any = open_location(location, tenant=args.tenant)
+    except TenantError as error:
+        return _fail(f"cannot use the tenant: {error}")
+    except StoreError as error:
+        return _fail(f"cannot use the store: {error}")
+    try:
+        paths, versions = store.erase()
+    except FsProblem as problem:
+        return _fail(f"cannot erase the tenant: {_failure_reason(problem)}")
+    finally:
+        store.close()
+    if paths or versions:
+        print(f"erased the tenant {args.tenant}: {paths} files and folders, {versions} kept versions")
+    else:
+        print(f"the tenant {args.tenant} held nothing: nothing erased")
     return 0
 
 
@@ -282,7 +322,9 @@ drives it with: refmem-conformance --target 'cmd:refmem serve'"""
 
 _DB_DESCRIPTION = """Make a database store's schema (init) or bring it to this refmem's version (migrate),
 in one transaction; both are safe to run again. For PostgreSQL, run them as the role
-that owns the tables; row-level security is forced on that role too (SECURITY.md)."""
+that owns the tables; row-level security is forced on that role too (SECURITY.md).
+erase --tenant NAME --yes removes one tenant whole (its memories, kept versions and
+changes, in one transaction), with nothing kept to restore: a user's offboarding."""
 
 _PRUNE_DESCRIPTION = """Remove the files under /memories that nobody viewed or changed for a while (a
 file's last use is the later of its recorded last view and its modification
@@ -357,9 +399,9 @@ def build_parser() -> argparse.ArgumentParser:
     prune.add_argument("--dry-run", action="store_true", help="list what would go, remove nothing")
 
     database = subcommand(
-        commands, "db", "make (init) or upgrade (migrate) a database store's schema", _DB_DESCRIPTION, _db
+        commands, "db", "make (init) or upgrade (migrate) a store's schema, or erase a tenant", _DB_DESCRIPTION, _db
     )
-    database.add_argument("db_action", choices=["init", "migrate"], metavar="{init,migrate}")
+    database.add_argument("db_action", choices=["init", "migrate", "erase"], metavar="{init,migrate,erase}")
     database.add_argument(
         "--store",
         metavar="LOCATION",
@@ -371,6 +413,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="PostgreSQL: grant this role (the application's, not the tables' owner) reading and writing refmem's "
         "rows and nothing more",
     )
+    database.add_argument("--tenant", metavar="NAME", help="erase: the tenant to remove")
+    database.add_argument("--yes", action="store_true", help="erase: yes, remove it, with nothing kept to restore")
 
     from .history_cli import register as register_history  # history, restore
     from .openclaw_cli import register as register_openclaw  # log, memory-get, memory-search, memory-index

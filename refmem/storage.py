@@ -224,6 +224,17 @@ class PrunableStore(Protocol):
         ...
 
 
+@runtime_checkable
+class ErasableStore(Protocol):
+    """A store that can remove one tenant whole (the database stores, D-STORE-SQL-ERASE): the deployer's
+    offboarding, an optional capability, not part of `Store`. A directory's tenant is its folder: removed with it."""
+
+    def erase(self) -> Tuple[int, int]:
+        """Every memory, kept version and change of this store's tenant deleted, nothing kept to restore:
+        (paths deleted, versions deleted)."""
+        ...
+
+
 # --- tenants ------------------------------------------------------------------------------------
 
 TENANT_MAX_CHARS = 63

@@ -11,7 +11,8 @@ line commit together or not at all.
 History (D-STORE-HISTORY, refmem/stores/history.py): an edit keeps the content it replaces and a delete the
 content of every file it removes, as versions, in the same savepoint as the change; `history`, `restore` and the
 conditional `write` are `storage.VersionedStore`. A create never replaces anything and a rename never overwrites
-(both refuse an existing destination), so neither keeps a version.
+(both refuse an existing destination), so neither keeps a version. `erase` (storage.ErasableStore) removes a tenant
+whole, versions too: the deployer's offboarding (D-STORE-SQL-ERASE).
 """
 
 from __future__ import annotations
@@ -27,7 +28,18 @@ from ..limits import DEFAULT_HISTORY_LIMITS, DEFAULT_LIMITS, HistoryLimits, Limi
 from ..messages import RESTORE_NUMBER_TYPE, TENANT_NESTED, WRITE_DATA_TYPE, WRITE_EXPECTED_TYPE
 from ..paths import RESERVED_PREFIX, VirtualPath
 from ..problems import DIR, FILE, Conflict, Exists, Missing, NotRegular, NoVersion, OsFailure, ParentNotDir, TooBig
-from ..storage import Changes, Entry, Listed, PrunableStore, ReadFile, Store, TenantError, Version, VersionedStore
+from ..storage import (
+    Changes,
+    Entry,
+    ErasableStore,
+    Listed,
+    PrunableStore,
+    ReadFile,
+    Store,
+    TenantError,
+    Version,
+    VersionedStore,
+)
 from . import history
 from .schema import DEFAULT_TENANT, Queries, subtree
 
@@ -638,6 +650,20 @@ class SqlStore:
             pass
         return sorted(files) + sorted(folders), total - len(files)
 
+    # -- a tenant's offboarding (D-STORE-SQL-ERASE) ----------------------------------------------------
+
+    def erase(self) -> Tuple[int, int]:
+        """Every memory (files and folders), kept version and journal line of this store's tenant deleted, in one
+        writing transaction of the tenant (its writers wait; nothing is half erased): (paths deleted, versions
+        deleted). The tenant stays usable, empty, and every generation before the erase answers "rescan", so no
+        cache keeps what was erased. Unlike a delete, nothing is kept to restore: this is the deployer's way to
+        remove a tenant, never a command of the model's."""
+        q, tenant = self.queries, self.tenant_key
+        with self.locked():
+            counts = [int(self._run(statement, (tenant,)).rowcount) for statement in q.erase_rows]
+            self._run(q.erase_mark, (tenant,))
+        return counts[0], counts[1]
+
     # -- the journal and the access records ----------------------------------------------------------
 
     def changes_since(self, generation: int) -> Changes:
@@ -688,6 +714,11 @@ def _as_store(store: SqlStore) -> Store:
 
 def _as_prunable(store: SqlStore) -> PrunableStore:
     """Nothing at run time: mypy checks here that `SqlStore` implements `storage.PrunableStore`."""
+    return store
+
+
+def _as_erasable(store: SqlStore) -> ErasableStore:
+    """Nothing at run time: mypy checks here that `SqlStore` implements `storage.ErasableStore`."""
     return store
 
 

@@ -386,19 +386,6 @@ class PostgresStore(SqlStore):
             self._dsn, tenant=tenant, create=False, actor=actor, history=self.history_limits, limits=self.limits
         )
 
-    def erase(self) -> None:
-        """Delete every memory, journal line, version and the record of this store's tenant (a tenant's
-        offboarding, and the conformance target's cleanup after each case)."""
-        with self.locked():
-            for table in ("refmem_nodes", "refmem_changes", "refmem_versions"):
-                self._run(f"DELETE FROM {table} WHERE tenant = %s", (self.tenant_key,))  # noqa: S608  # nosec B608
-            # every generation before this one now answers "rescan": no cache holds on to what was erased
-            self._run(
-                "UPDATE refmem_tenants SET generation = generation + 1, floor = generation + 1, version_bytes = 0"
-                " WHERE tenant = %s",
-                (self.tenant_key,),
-            )
-
     def close(self) -> None:
         connection = getattr(self, "_conn", None)
         if connection is not None:

@@ -356,6 +356,16 @@ class Queries:
             " WHERE tenant = {p} AND path = {p} ORDER BY number DESC"
         )
         self.version_data = q("SELECT data FROM refmem_versions WHERE tenant = {p} AND path = {p} AND number = {p}")
+        # A tenant erased (D-STORE-SQL-ERASE): its rows of every table but its own, whose generation moves on so
+        # that every generation before answers "rescan"; its version bytes are none.
+        self.erase_rows = tuple(
+            q(f"DELETE FROM {table} WHERE tenant = {{p}}")  # noqa: S608  # nosec B608  # table names of ours
+            for table in ("refmem_nodes", "refmem_versions", "refmem_changes")
+        )
+        self.erase_mark = q(
+            "UPDATE refmem_tenants SET generation = generation + 1, floor = generation + 1, version_bytes = 0"
+            " WHERE tenant = {p}"
+        )
 
 
 def subtree(path: str) -> Tuple[str, str]:
