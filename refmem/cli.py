@@ -15,13 +15,15 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, List, Optional, TextIO, Union
+from typing import Any, Callable, List, Optional, TextIO, Tuple, TypeVar, Union
 
 from . import __version__
 from .protocol import MAX_LINE_BYTES
 from .protocol import VERSION as PROTOCOL_VERSION
 from .stores.location import ENVIRONMENT as _STORE_VARIABLE
 from .subcommands import subcommand
+
+_T = TypeVar("_T")
 
 STDIN_INPUT = "-"
 """The `exec` input argument that means "read the tool input from standard input"."""
@@ -43,6 +45,7 @@ EPILOG = """examples:
   refmem prune --root ./memories --older-than 30d --dry-run
   refmem prune --store sqlite:///var/lib/app/memory.db --tenant alice --older-than 30d
   REFMEM_STORE=postgresql://app@db.internal/memory refmem db init
+  refmem db erase --store sqlite:///var/lib/app/memory.db --tenant alice --yes
   refmem history /memories/notes.md --store sqlite:///var/lib/app/memory.db --tenant alice
   refmem restore /memories/notes.md --version 42 --store sqlite:///var/lib/app/memory.db --tenant alice
 
@@ -194,27 +197,37 @@ def _prune_store(args: argparse.Namespace, seconds: float) -> int:
     comes from --store or REFMEM_STORE and is never printed."""
     import time
 
+    location = args.store if args.store is not None else _store_from_environment()
+    if location is None:
+        return _fail(f"give --root DIRECTORY, or --store postgresql://... or sqlite:///PATH (or set {_STORE_VARIABLE})")
+    status, pruned = _on_store(location, args.tenant, "prune the store",
+                               lambda store: store.prune(time.time() - seconds, dry_run=args.dry_run))
+    if pruned is None:
+        return status
+    removed, kept = pruned
+    return _pruned(removed, kept, args.dry_run)
+
+
+def _on_store(location: str, tenant: Optional[str], doing: str, work: Callable[[Any], _T]) -> Tuple[int, Optional[_T]]:
+    """`work(store)` on the store at `location` for `tenant`, closed after: (0, what it gave), or (2, None) once
+    why it could not is printed, naming no location."""
     from .problems import FsProblem
     from .storage import TenantError
     from .stores import StoreError
     from .stores.location import open_location
 
-    location = args.store if args.store is not None else _store_from_environment()
-    if location is None:
-        return _fail(f"give --root DIRECTORY, or --store postgresql://... or sqlite:///PATH (or set {_STORE_VARIABLE})")
     try:
-        store: Any = open_location(location, tenant=args.tenant)
+        store: Any = open_location(location, tenant=tenant)
     except TenantError as error:
-        return _fail(f"cannot use the tenant: {error}")
+        return _fail(f"cannot use the tenant: {error}"), None
     except StoreError as error:
-        return _fail(f"cannot use the store: {error}")
+        return _fail(f"cannot use the store: {error}"), None
     try:
-        removed, kept = store.prune(time.time() - seconds, dry_run=args.dry_run)
+        return 0, work(store)
     except FsProblem as problem:
-        return _fail(f"cannot prune the store: {_failure_reason(problem)}")
+        return _fail(f"cannot {doing}: {_failure_reason(problem)}"), None
     finally:
         store.close()
-    return _pruned(removed, kept, args.dry_run)
 
 
 def _pruned(removed: List[str], kept: int, dry_run: bool) -> int:
@@ -263,10 +276,8 @@ def _db(args: argparse.Namespace) -> int:
 def _erase(location: str, args: argparse.Namespace) -> int:
     """`db erase --tenant NAME --yes` (D-STORE-SQL-ERASE): every memory, version and change of one tenant deleted
     in one transaction, nothing kept to restore; refused without both options, so no typo erases anyone."""
-    from .problems import FsProblem
-    from .storage import TenantError
     from .stores import StoreError
-    from .stores.location import is_postgres, open_location, sqlite_path
+    from .stores.location import is_postgres, sqlite_path
 
     if args.app_role is not None:
         return _fail("--app-role is for db init and db migrate")
@@ -278,17 +289,12 @@ def _erase(location: str, args: argparse.Namespace) -> int:
     try:
         if not is_postgres(location) and not os.path.isfile(sqlite_path(location)):
             return _fail("cannot use the store: there is no SQLite database there")
-        store: Any = open_location(location, tenant=args.tenant)
-    except TenantError as error:
-        return _fail(f"cannot use the tenant: {error}")
     except StoreError as error:
         return _fail(f"cannot use the store: {error}")
-    try:
-        paths, versions = store.erase()
-    except FsProblem as problem:
-        return _fail(f"cannot erase the tenant: {_failure_reason(problem)}")
-    finally:
-        store.close()
+    status, erased = _on_store(location, args.tenant, "erase the tenant", lambda store: store.erase())
+    if erased is None:
+        return status
+    paths, versions = erased
     if paths or versions:
         print(f"erased the tenant {args.tenant}: {paths} files and folders, {versions} kept versions")
     else:

@@ -6,8 +6,10 @@ REFMEM_REQUIRE_POSTGRES=1)."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
-from typing import Any, Callable, Iterator, List
+from typing import Any, Callable, Dict, Iterator, List
 
 import pytest
 
@@ -57,3 +59,11 @@ def run(handler: MemoryHandler, **command: Any) -> str:
     result = handler.execute(command)
     assert not result.is_error, result.output
     return result.output
+
+
+def refmem_cli(*arguments: str, environment: Dict[str, str]) -> subprocess.CompletedProcess:
+    """`python -m refmem ARGUMENTS` in `environment`, its output captured (the command line's tests)."""
+    return subprocess.run(  # noqa: S603  # our own module, arguments of the test's
+        [sys.executable, "-m", "refmem", *arguments],
+        capture_output=True, text=True, timeout=120, check=False, env=environment,
+    )

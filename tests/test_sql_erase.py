@@ -8,12 +8,11 @@ from __future__ import annotations
 import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 from typing import Dict, List
 
 import pytest
-from sql_store_support import Opener, run, vp
+from sql_store_support import Opener, refmem_cli, run, vp
 
 from refmem import MemoryHandler
 from refmem.storage import ErasableStore
@@ -81,10 +80,7 @@ def test_an_erase_is_one_transaction(opener: Opener, monkeypatch: pytest.MonkeyP
 
 
 def _cli(*arguments: str, environment: Dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(  # noqa: S603  # our own module, arguments of the test's
-        [sys.executable, "-m", "refmem", "db", *arguments],
-        capture_output=True, text=True, timeout=120, check=False, env=environment,
-    )
+    return refmem_cli("db", *arguments, environment=environment)
 
 
 def test_refmem_db_erase_needs_the_tenant_and_yes(tmp_path: Path) -> None:

@@ -8,12 +8,11 @@ from __future__ import annotations
 import os
 import sqlite3
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Dict, List
 
 import pytest
-from sql_store_support import Opener, run, vp
+from sql_store_support import Opener, refmem_cli, run, vp
 
 from refmem import MemoryHandler
 from refmem.problems import DIR
@@ -96,10 +95,7 @@ def test_a_prune_is_one_tenants_alone(opener: Opener, clock: Clock) -> None:
 
 
 def _cli(*arguments: str, environment: Dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(  # noqa: S603  # our own module, arguments of the test's
-        [sys.executable, "-m", "refmem", "prune", *arguments],
-        capture_output=True, text=True, timeout=120, check=False, env=environment,
-    )
+    return refmem_cli("prune", *arguments, environment=environment)
 
 
 def test_refmem_prune_store_prunes_a_database_from_the_command_line(tmp_path: Path) -> None:
