@@ -98,9 +98,10 @@ class SqlEdit:
         q, tenant = store.queries, store.tenant_key
         with store._mutation():
             if q.edit_in_one is not None:  # PostgreSQL: the whole write is one statement, retention's after it
-                note = (tenant, FILE, key, tenant, tenant, self._path.canonical)  # advanced, journal
-                keep = (time.time(), store.actor, store._command_or("edit"), tenant, FILE, key)
-                write = (new_data, len(new_data), time.time(), tenant, key, self._version)
+                now = time.time()
+                note = (len(self.data), tenant, tenant, self._path.canonical)  # advanced, journal
+                keep = (now, store.actor, store._command_or("edit"), tenant, key, FILE, self._version)
+                write = (new_data, len(new_data), now, tenant, key, self._version)
                 row = store._one(q.edit_in_one, note + keep + write + (tenant, key))
                 if row is None:
                     raise OsFailure("bookkeeping")
