@@ -376,8 +376,27 @@ class Counting:
         self.count += 1
         return self.connection.execute(*args, **kwargs)
 
+    def cursor(self, *args: Any, **kwargs: Any) -> Any:
+        """A cursor whose statements count too (the PostgreSQL store sends every statement on one cursor)."""
+        return CountingCursor(self, self.connection.cursor(*args, **kwargs))
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.connection, name)
+
+
+class CountingCursor:
+    """A cursor of a `Counting` connection: each statement it executes counts on that connection."""
+
+    def __init__(self, counting: Counting, cursor: Any) -> None:
+        self.counting = counting
+        self.cursor = cursor
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        self.counting.count += 1
+        return self.cursor.execute(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.cursor, name)
 
 
 def count_statements(store: str, where: Dict[str, str]) -> Dict[Tuple[str, str, str], int]:

@@ -171,18 +171,11 @@ class CutStore(PostgresStore):
                 self.armed = True
         return super()._execute(sql, params)
 
-    def _connect(self) -> Any:
-        connection = super()._connect()
-        store, execute = self, connection.execute
-
-        def cut_before(query: Any, *args: Any, **kwargs: Any) -> Any:
-            if store.armed and not str(query).startswith("BEGIN"):
-                store.armed = False
-                store.admin.execute("SELECT pg_terminate_backend(%s, 5000)", (connection.info.backend_pid,))
-            return execute(query, *args, **kwargs)
-
-        connection.execute = cut_before
-        return connection
+    def _send(self, sql: str, params: Optional[Sequence[Any]] = None) -> Any:
+        if self.armed and not sql.startswith("BEGIN"):
+            self.armed = False
+            self.admin.execute("SELECT pg_terminate_backend(%s, 5000)", (self._conn.info.backend_pid,))
+        return super()._send(sql, params)
 
 
 COMMANDS = [
@@ -414,19 +407,14 @@ class MessageCountingStore(PostgresStore):
     texts: List[str] = []
 
     def _connect(self) -> Any:
-        connection = super()._connect()
-        store, execute = self, connection.execute
-        store.sent = []
-        store.texts = []
+        self.sent, self.texts = [], []
+        return super()._connect()
 
-        def counted(query: Any, *args: Any, **kwargs: Any) -> Any:
-            store.messages += 1
-            store.sent.append(str(query).split()[0])
-            store.texts.append(str(query))
-            return execute(query, *args, **kwargs)
-
-        connection.execute = counted
-        return connection
+    def _send(self, sql: str, params: Optional[Sequence[Any]] = None) -> Any:
+        self.messages += 1
+        self.sent.append(sql.split()[0])
+        self.texts.append(sql)
+        return super()._send(sql, params)
 
 
 @pytest.mark.parametrize(
@@ -515,5 +503,46 @@ def test_a_refused_first_mutation_rolls_back_and_begins_nothing_more(postgres: C
         assert result.is_error and "already exists" in result.output, result
         assert store.sent[0] == "BEGIN" and store.sent.count("BEGIN") == 1 and store.sent[-1] == "ROLLBACK", store.sent
         assert "SAVEPOINT" not in store.sent
+    finally:
+        store.close()
+
+
+class CursorCountingStore(PostgresStore):
+    """Counts the cursors made on the store's connection."""
+
+    cursors = 0
+
+    def _connect(self) -> Any:
+        connection = super()._connect()
+        store, cursor = self, connection.cursor
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            store.cursors += 1
+            return cursor(*args, **kwargs)
+
+        connection.cursor = counted
+        return connection
+
+
+def test_a_connection_sends_every_statement_on_one_cursor(postgres: Cluster) -> None:
+    """A cursor per statement (psycopg's `Connection.execute`) costs a cursor and its adapters each time: the store
+    makes one per connection, kept open after each statement's rows are read, for a listing's nested reads too."""
+    store = CursorCountingStore(fresh_dsn(postgres, "one-cursor"))
+    handler = MemoryHandler(store)
+    try:
+        commands: List[Dict[str, Any]] = [
+            {"command": "create", "path": "/memories/a/b.md", "file_text": "one\ntwo\n"},
+            {"command": "str_replace", "path": "/memories/a/b.md", "old_str": "two", "new_str": "TWO"},
+            {"command": "insert", "path": "/memories/a/b.md", "insert_line": 0, "insert_text": "zero\n"},
+            {"command": "view", "path": "/memories/a/b.md"},
+            {"command": "view", "path": "/memories"},
+            {"command": "rename", "old_path": "/memories/a", "new_path": "/memories/c"},
+            {"command": "delete", "path": "/memories/c/b.md"},
+        ]
+        for command in commands:
+            assert not handler.execute(command).is_error, command
+        assert store.cursors == 1
+        assert [v.command for v in store.history(vp("/memories/a/b.md"))] == ["insert", "str_replace"]
+        assert [v.command for v in store.history(vp("/memories/c/b.md"))] == ["delete"]
     finally:
         store.close()

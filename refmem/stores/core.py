@@ -227,7 +227,7 @@ class SqlStore:
         try:
             row = cursor.fetchone()
         finally:
-            cursor.close()
+            self._finished(cursor)
         return None if row is None else tuple(row)
 
     def _all(self, sql: str, params: Sequence[Any]) -> List[Tuple[Any, ...]]:
@@ -235,7 +235,12 @@ class SqlStore:
         try:
             return [tuple(row) for row in cursor.fetchall()]
         finally:
-            cursor.close()
+            self._finished(cursor)
+
+    def _finished(self, cursor: Any) -> None:
+        """Done with the rows of a statement's cursor: closed, unless the engine keeps one cursor for every
+        statement."""
+        cursor.close()
 
     # -- transactions --------------------------------------------------------------------------------
 
@@ -377,7 +382,7 @@ class SqlStore:
                         break
                     batch.append((name, kind, size if kind == FILE else 0))
             finally:
-                cursor.close()
+                self._finished(cursor)
             for name, kind, size in batch:
                 if len(found) >= cap:
                     truncated = True

@@ -281,6 +281,8 @@ class PostgresStore(SqlStore):
         self._begin_locked = ""
         self._lock_key = 0
         self._unbegun = False  # a writing transaction to begin at its next statement (`_begin_write`)
+        self._cursor: Any = None
+        self._cursor_of: Any = None  # the connection `_cursor` belongs to
         self._conn = self._connect()
         try:
             if not create:
@@ -308,9 +310,21 @@ class PostgresStore(SqlStore):
             locking = _LOCKING.get(sql)
             if locking is not None:  # BEGIN alone, then the statement that takes the tenant's lock itself
                 self._begin(POSTGRES.begin_write)
-                return self._conn.execute(locking, tuple(params) + (self._lock_key,))
+                return self._send(locking, tuple(params) + (self._lock_key,))
             self._begin(self._begin_locked)
-        return self._conn.execute(sql, tuple(params) if params else None)
+        return self._send(sql, tuple(params) if params else None)
+
+    def _send(self, sql: str, params: Optional[Sequence[Any]] = None) -> Any:
+        """One message to the server on the connection's one cursor, made once per connection: a cursor per
+        statement (psycopg's `Connection.execute`) costs a new cursor and its adapters in every statement,
+        12 µs of the 100 µs a statement took here. The cursor is the statement's (`_finished` keeps it open)."""
+        connection = self._conn
+        if self._cursor_of is not connection:
+            self._cursor, self._cursor_of = connection.cursor(), connection
+        return self._cursor.execute(sql, params)
+
+    def _finished(self, cursor: Any) -> None:
+        """The connection's one cursor stays open for its next statement (`_send`)."""
 
     def _restart_write(self) -> None:
         """The transaction rolled back now and begun again only at its next statement, if one comes: a caller that
@@ -345,7 +359,7 @@ class PostgresStore(SqlStore):
                     self._reconnect()
                 self._rollback()  # never run a command inside what an earlier one left open
                 if begin is not None:
-                    self._conn.execute(begin)
+                    self._send(begin)
                 return
             except self._psycopg.Error as error:
                 reason = reason_of(error, self._conn)
@@ -387,7 +401,7 @@ class PostgresStore(SqlStore):
             self._unbegun = False
             return
         try:
-            self._conn.execute("COMMIT")
+            self._send("COMMIT")
         except self._psycopg.Error as error:
             reason = reason_of(error, self._conn)
             raise problems.OsFailure("commit_unknown" if reason == "disconnected" else reason) from None
@@ -398,7 +412,7 @@ class PostgresStore(SqlStore):
         if connection is None or connection.broken or connection.closed:
             return
         if connection.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
-            connection.execute("ROLLBACK")
+            self._send("ROLLBACK")
 
     def _failure(self, error: Exception) -> Optional[problems.FsProblem]:
         if isinstance(error, self._psycopg.Error):
