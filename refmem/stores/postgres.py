@@ -7,7 +7,8 @@ store, in PostgreSQL's dialect.
 
 What it promises (SECURITY.md, docs/spec-notes.md D-STORE-PG-*):
 * One transaction per command. A writing transaction first takes its tenant's lock (a transaction-level advisory
-  lock keyed by the schema's and the tenant's names, `tenant_lock_key`), so the writers of one tenant queue as
+  lock keyed by the schema's and the tenant's names, `tenant_lock_key`; an edit's, with the read of its file,
+  before that read locks any row), so the writers of one tenant queue as
   SQLite's do, whatever host they run on, and the writers of different tenants never wait for each other
   (D-STORE-PG-WRITERS). `str_replace` and `insert` read
   the file with `SELECT ... FOR UPDATE` and write it in the same transaction: no update is lost. A folder's
