@@ -10,7 +10,9 @@ Method
   agents of many users would. Writers of one tenant queue by design (D-STORE-PG-WRITERS; SQLite has one
   writer for the whole file whatever the tenant), so one shared tenant would measure that queue instead.
 * Per command and client count: the median and p95 of every call's latency over all clients, and the
-  throughput, the calls of all clients divided by the phase's wall time (first start to last end).
+  throughput while every client runs: the calls that end between the last client's start and the first
+  client's end, over that window (`all_running_rate`). A full run's client makes at least `CALLS_PER_CLIENT`
+  calls of each writing command, so that window is most of the phase even with 16 processes on 2 cores.
 * A run is made of rounds, each over every store and client count, with fresh tenants, files and tables;
   within a round a store and its floor take turns at going first, so that the disk's moods (a folder's
   fsync here takes 0.1 to 10 ms) hit both alike. Latencies are pooled over the rounds; the throughput is
@@ -197,7 +199,7 @@ def open_client(store: str, side: str, where: str, tenant: str) -> Client:
     return SqlFloor(store, where, tenant)
 
 
-Phase = Tuple[float, float, List[float], int]  # start, end, latencies (s), error results
+Phase = Tuple[float, float, List[float], int, List[float]]  # start, end, latencies (s), error results, call ends
 
 
 def client_main(store: str, side: str, where: str, tenant: str, files: int, barrier: Any, results: Any,
@@ -211,15 +213,17 @@ def client_main(store: str, side: str, where: str, tenant: str, files: int, barr
             for command in client.commands:
                 barrier.wait(PHASE_SECONDS)
                 latencies: List[float] = []
+                ends: List[float] = []
                 errors = 0
                 began = time.perf_counter()
                 for i in range(files * REPEATS.get(command, 1)):
                     request = tool_input(command, i % files)
                     started = time.perf_counter()
                     output = client.execute(request)
-                    latencies.append(time.perf_counter() - started)
+                    ends.append(time.perf_counter())
+                    latencies.append(ends[-1] - started)
                     errors += is_error(output)
-                phases[command] = (began, time.perf_counter(), latencies, errors)
+                phases[command] = (began, time.perf_counter(), latencies, errors, ends)
         finally:
             client.close()
         results.put((number, phases, ""))
@@ -269,12 +273,24 @@ def run_clients(store: str, side: str, where: str, clients: int, files: int, lab
     return {command: [phases_of[command] for _, phases_of, _ in reports] for command in reports[0][1]}
 
 
+def all_running_rate(phases: Sequence[Phase]) -> float:
+    """Calls per second of all clients while every one of them runs: the calls that end between the last client's
+    start and the first client's end, over that window. On 2 cores, 16 processes released by a barrier start (and
+    end) tens of milliseconds apart, so over the whole phase (first start to last end) the rate would mix in the
+    ramps, where fewer clients run; a phase without such a window (one so short that a client ends before another
+    starts) falls back to the whole phase."""
+    start, end = max(phase[0] for phase in phases), min(phase[1] for phase in phases)
+    inside = sum(start < at <= end for phase in phases for at in phase[4])
+    if end > start and inside >= len(phases):
+        return inside / (end - start)
+    return sum(len(phase[2]) for phase in phases) / (max(phase[1] for phase in phases) - min(p[0] for p in phases))
+
+
 def figure(runs: Sequence[Sequence[Phase]]) -> Figure:
     """One Figure from the rounds of a command (each the phases of all clients): latencies pooled over the
-    rounds; throughput the median of the rounds' (each: calls of all clients over the phase's wall time)."""
+    rounds; throughput the median of the rounds' (each: `all_running_rate`)."""
     latencies = [value for phases in runs for phase in phases for value in phase[2]]
-    rates = [sum(len(phase[2]) for phase in phases) / (max(end for _, end, _, _ in phases)
-                                                       - min(start for start, _, _, _ in phases)) for phases in runs]
+    rates = [all_running_rate(phases) for phases in runs]
     return Figure(statistics.median(latencies), percentile(latencies, 0.95), statistics.median(rates),
                   sum(phase[3] for phases in runs for phase in phases))
 
@@ -292,6 +308,7 @@ class Report(NamedTuple):
     files: int
     rounds: int
     statements: Dict[Tuple[str, str, str], int]  # (store, side, command) -> statements one call sends
+    least: int = 2  # the fewest calls of each writing command one client made (`files_for`)
 
 
 def loadavg() -> str:
@@ -302,13 +319,21 @@ def loadavg() -> str:
         return "unknown"
 
 
-def files_for(clients: int, calls: int) -> int:
-    """Calls each client makes per command: about `calls` in all, at least 2 each."""
-    return max(2, calls // clients)
+CALLS_PER_CLIENT = 40
+"""The fewest calls of each writing command a client makes in a full run's phase. With 7 (120 calls over 16
+clients), a phase lasted about 100 ms, of which the last of 16 clients started 37 ms after the first and the first
+ended 75 ms before the last (PostgreSQL's str_replace, 2026-11-26): the 16 clients never all ran at once, and the
+throughput measured how processes start on 2 cores rather than the store."""
+
+
+def files_for(clients: int, calls: int, least: int = 2) -> int:
+    """Calls each client makes per command: about `calls` in all, at least `least` each."""
+    return max(least, calls // clients)
 
 
 def measure(base: str, calls: int = 120, clients: Sequence[int] = CLIENTS, stores: Sequence[str] = STORES,
-            dsn: Optional[str] = None, rounds: int = 3, log: Callable[[str], None] = lambda line: None) -> Report:
+            dsn: Optional[str] = None, rounds: int = 3, log: Callable[[str], None] = lambda line: None,
+            least: int = 2) -> Report:
     """Every store and its floor at every client count, in one run of `rounds` rounds (each over every store and
     client count, the store and its floor taking turns at going first: the disk's and the machine's moods hit
     them alike). PostgreSQL at `dsn` (a schema of its own is made there and dropped), else
@@ -320,7 +345,7 @@ def measure(base: str, calls: int = 120, clients: Sequence[int] = CLIENTS, store
         chosen = tuple(store for store in stores if store not in skipped)
         for round_ in range(rounds):
             for count in clients:
-                files = files_for(count, calls)
+                files = files_for(count, calls, least)
                 for turn, store in enumerate(chosen):
                     label = f"r{round_}n{count}"
                     where = prepare(store, base, label, pg_dsn)
@@ -337,7 +362,7 @@ def measure(base: str, calls: int = 120, clients: Sequence[int] = CLIENTS, store
                 statements.update(count_statements(store, prepare(store, base, "count", pg_dsn)))
     figures = {key: figure(phases) for key, phases in runs.items()}
     return Report(figures, tuple(s for s in stores if s not in skipped), tuple(clients), skipped, load_before,
-                  load_after, files_for(1, calls), rounds, statements)
+                  load_after, files_for(1, calls, least), rounds, statements, least)
 
 
 class Counting:
@@ -351,8 +376,27 @@ class Counting:
         self.count += 1
         return self.connection.execute(*args, **kwargs)
 
+    def cursor(self, *args: Any, **kwargs: Any) -> Any:
+        """A cursor whose statements count too (the PostgreSQL store sends every statement on one cursor)."""
+        return CountingCursor(self, self.connection.cursor(*args, **kwargs))
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.connection, name)
+
+
+class CountingCursor:
+    """A cursor of a `Counting` connection: each statement it executes counts on that connection."""
+
+    def __init__(self, counting: Counting, cursor: Any) -> None:
+        self.counting = counting
+        self.cursor = cursor
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        self.counting.count += 1
+        return self.cursor.execute(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.cursor, name)
 
 
 def count_statements(store: str, where: Dict[str, str]) -> Dict[Tuple[str, str, str], int]:
@@ -569,7 +613,7 @@ def markdown(report: Report) -> str:
         lines.append(f"\n{store}: skipped: {why}")
     lines.append(f"\n{report.rounds} rounds; in each, {report.files} files per client for 1 client, each viewed "
                  f"{REPEATS['view']} times and written once by each writing command (fewer each for more clients, "
-                 "about as many in all); "
+                 f"about as many in all, at least {report.least} each); "
                  f"load average {report.load_before} before, {report.load_after} after.")
     return "\n".join(lines)
 
@@ -580,7 +624,7 @@ def main_section(base: str, quick: bool) -> str:
     os.makedirs(folder, exist_ok=True)
     try:
         report = measure(folder, calls=24 if quick else 120, rounds=1 if quick else 3,
-                         log=lambda line: print(line, file=sys.stderr))
+                         log=lambda line: print(line, file=sys.stderr), least=2 if quick else CALLS_PER_CLIENT)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return "## The stores under concurrent clients\n\n" + markdown(report)

@@ -126,3 +126,21 @@ def test_postgresql_rows_are_skipped_saying_why_without_initdb(tmp_path: Path, m
     assert report.stores == ("sqlite",)
     assert "initdb" in report.skipped["postgresql"]
     assert f"postgresql: skipped: {report.skipped['postgresql']}" in stores.markdown(report)
+
+
+def test_throughput_counts_only_while_every_client_runs() -> None:
+    """Two clients: one runs from 0 to 10 s, one from 4 to 6 s (a late start, an early end). While both run (4 to
+    6 s) 5 calls end (3 of the first's, 2 of the second's): 2.5 calls per second, not the 13 calls over the whole
+    10 s; a phase in which no moment has every client running falls back to the whole phase."""
+    first = (0.0, 10.0, [0.1] * 11, 0, [0.5, 1.0, 2.0, 3.0, 4.5, 5.0, 5.5, 7.0, 8.0, 9.0, 10.0])
+    second = (4.0, 6.0, [0.1] * 2, 0, [5.0, 6.0])
+    assert stores.all_running_rate([first, second]) == 5 / 2
+    apart = (11.0, 12.0, [0.1], 0, [12.0])
+    assert stores.all_running_rate([first, apart]) == 12 / 12
+    assert stores.figure([[first, second]]).throughput == 5 / 2
+
+
+def test_a_full_runs_client_makes_enough_calls_to_run_beside_the_others() -> None:
+    assert stores.files_for(16, 120, stores.CALLS_PER_CLIENT) == stores.CALLS_PER_CLIENT >= 40
+    assert stores.files_for(1, 120, stores.CALLS_PER_CLIENT) == 120
+    assert stores.files_for(16, 2) == 2

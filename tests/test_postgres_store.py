@@ -10,6 +10,7 @@ import multiprocessing
 import os
 import random
 import signal
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -153,19 +154,28 @@ def test_sixteen_writers_lose_no_token(postgres: Cluster) -> None:
 
 class CutStore(PostgresStore):
     """A store whose connection the server terminates (pg_terminate_backend, from another connection) just
-    before its `cut_at`-th statement of the next command: the cut a network failure or a restart makes."""
+    before its `cut_at`-th statement of the next command: the cut a network failure or a restart makes. A writing
+    transaction begins with its first statement (`_begin_write`): the cut comes after its BEGIN, as a cut before
+    anything of a command was sent is no cut in its middle (the command then runs on a new connection:
+    `test_a_connection_lost_between_commands_is_opened_again`)."""
 
     cut_at: Optional[int] = None
     admin: Any = None
+    armed = False
 
     def _execute(self, sql: str, params: Sequence[Any]) -> Any:
         if self.cut_at is not None:
             self.cut_at -= 1
             if self.cut_at == 0:
                 self.cut_at = None
-                pid = self._conn.info.backend_pid
-                self.admin.execute("SELECT pg_terminate_backend(%s, 5000)", (pid,))
+                self.armed = True
         return super()._execute(sql, params)
+
+    def _send(self, sql: str, params: Optional[Sequence[Any]] = None) -> Any:
+        if self.armed and not sql.startswith("BEGIN"):
+            self.armed = False
+            self.admin.execute("SELECT pg_terminate_backend(%s, 5000)", (self._conn.info.backend_pid,))
+        return super()._send(sql, params)
 
 
 COMMANDS = [
@@ -394,19 +404,17 @@ class MessageCountingStore(PostgresStore):
 
     messages = 0
     sent: List[str] = []
+    texts: List[str] = []
 
     def _connect(self) -> Any:
-        connection = super()._connect()
-        store, execute = self, connection.execute
-        store.sent = []
+        self.sent, self.texts = [], []
+        return super()._connect()
 
-        def counted(query: Any, *args: Any, **kwargs: Any) -> Any:
-            store.messages += 1
-            store.sent.append(str(query).split()[0])
-            return execute(query, *args, **kwargs)
-
-        connection.execute = counted
-        return connection
+    def _send(self, sql: str, params: Optional[Sequence[Any]] = None) -> Any:
+        self.messages += 1
+        self.sent.append(sql.split()[0])
+        self.texts.append(sql)
+        return super()._send(sql, params)
 
 
 @pytest.mark.parametrize(
@@ -417,9 +425,10 @@ class MessageCountingStore(PostgresStore):
     ],
 )
 def test_an_edit_is_four_round_trips(postgres: Cluster, command: Dict[str, Any]) -> None:
-    """An edit (str_replace, insert) sends what a bare locked read-modify-write sends: BEGIN with its tenant's lock
-    (one message), the file's SELECT ... FOR UPDATE, the whole write (one statement: generation, journal, version
-    kept, the conditional rewrite), COMMIT; no SAVEPOINT, as the write is the transaction's first."""
+    """An edit (str_replace, insert) sends what a bare locked read-modify-write sends: a bare BEGIN, the file's
+    SELECT ... FOR UPDATE (which takes its tenant's lock first), the whole write (one statement: generation,
+    journal, version kept, the conditional rewrite), COMMIT; no SAVEPOINT, as the write is the transaction's
+    first."""
     store = MessageCountingStore(fresh_dsn(postgres, f"messages-{command['command']}"))
     handler = MemoryHandler(store)
     try:
@@ -429,11 +438,56 @@ def test_an_edit_is_four_round_trips(postgres: Cluster, command: Dict[str, Any])
                 sent = dict(command, old_str=command["new_str"], new_str=command["old_str"])
             else:
                 sent = command
-            store.messages = 0
+            store.messages, store.sent, store.texts = 0, [], []
             assert not handler.execute(sent).is_error
             assert store.messages == 4
+            assert store.sent == ["BEGIN", "SELECT", "WITH", "COMMIT"], store.sent
+            assert ";" not in store.texts[0] and "pg_advisory_xact_lock" in store.texts[1], store.texts
     finally:
         store.close()
+
+
+def test_an_edit_takes_its_tenants_lock_before_it_locks_the_files_row(postgres: Cluster) -> None:
+    """D-STORE-PG-WRITERS: the edit's read carries its tenant's lock (after a bare BEGIN), and takes it before it
+    reads or locks the file's row: while another writer of the tenant holds the lock, the edit waits for it
+    holding no row lock (another transaction locks the row at once, NOWAIT), so two writers never wait for each
+    other's locks in opposite orders; once the lock is free, the edit is made."""
+    dsn = fresh_dsn(postgres, "edit-lock-order")
+    holder, editor = PostgresStore(dsn, tenant="alice"), PostgresStore(dsn, tenant="alice")
+    done: List[Any] = []
+    try:
+        handler = MemoryHandler(editor)
+        assert not handler.execute({"command": "create", "path": "/memories/e.md", "file_text": "one\n"}).is_error
+        pid = editor._conn.info.backend_pid
+        with holder.locked():
+            holder.write_new(vp("/memories/held.md"), b"h\n")
+            edit = {"command": "str_replace", "path": "/memories/e.md", "old_str": "one", "new_str": "ONE"}
+            thread = threading.Thread(target=lambda: done.append(handler.execute(edit)))
+            thread.start()
+            with postgres.admin() as admin:
+                for _ in range(500):
+                    waiting = admin.execute(
+                        "SELECT wait_event_type, wait_event FROM pg_stat_activity WHERE pid = %s", (pid,)
+                    ).fetchone()
+                    if waiting == ("Lock", "advisory"):
+                        break
+                    time.sleep(0.01)
+                else:
+                    raise AssertionError(f"the edit never waited for its tenant's lock: {waiting}")
+                schema = dsn.split("search_path=")[1].rstrip("'")
+                with admin.transaction():
+                    row = admin.execute(
+                        f"SELECT data FROM {schema}.refmem_nodes WHERE tenant = 'alice' AND path = 'e.md'"  # noqa: S608
+                        " FOR UPDATE NOWAIT"
+                    ).fetchone()
+                assert row is not None and bytes(row[0]) == b"one\n"
+            assert not done  # still waiting for the tenant's lock
+        thread.join(30)
+        assert done and not done[0].is_error, done
+        assert handler.execute({"command": "view", "path": "/memories/e.md"}).output.endswith("ONE")
+    finally:
+        holder.close()
+        editor.close()
 
 
 def test_a_refused_first_mutation_rolls_back_and_begins_nothing_more(postgres: Cluster) -> None:
@@ -449,5 +503,46 @@ def test_a_refused_first_mutation_rolls_back_and_begins_nothing_more(postgres: C
         assert result.is_error and "already exists" in result.output, result
         assert store.sent[0] == "BEGIN" and store.sent.count("BEGIN") == 1 and store.sent[-1] == "ROLLBACK", store.sent
         assert "SAVEPOINT" not in store.sent
+    finally:
+        store.close()
+
+
+class CursorCountingStore(PostgresStore):
+    """Counts the cursors made on the store's connection."""
+
+    cursors = 0
+
+    def _connect(self) -> Any:
+        connection = super()._connect()
+        store, cursor = self, connection.cursor
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            store.cursors += 1
+            return cursor(*args, **kwargs)
+
+        connection.cursor = counted
+        return connection
+
+
+def test_a_connection_sends_every_statement_on_one_cursor(postgres: Cluster) -> None:
+    """A cursor per statement (psycopg's `Connection.execute`) costs a cursor and its adapters each time: the store
+    makes one per connection, kept open after each statement's rows are read, for a listing's nested reads too."""
+    store = CursorCountingStore(fresh_dsn(postgres, "one-cursor"))
+    handler = MemoryHandler(store)
+    try:
+        commands: List[Dict[str, Any]] = [
+            {"command": "create", "path": "/memories/a/b.md", "file_text": "one\ntwo\n"},
+            {"command": "str_replace", "path": "/memories/a/b.md", "old_str": "two", "new_str": "TWO"},
+            {"command": "insert", "path": "/memories/a/b.md", "insert_line": 0, "insert_text": "zero\n"},
+            {"command": "view", "path": "/memories/a/b.md"},
+            {"command": "view", "path": "/memories"},
+            {"command": "rename", "old_path": "/memories/a", "new_path": "/memories/c"},
+            {"command": "delete", "path": "/memories/c/b.md"},
+        ]
+        for command in commands:
+            assert not handler.execute(command).is_error, command
+        assert store.cursors == 1
+        assert [v.command for v in store.history(vp("/memories/a/b.md"))] == ["insert", "str_replace"]
+        assert [v.command for v in store.history(vp("/memories/c/b.md"))] == ["delete"]
     finally:
         store.close()

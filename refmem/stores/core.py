@@ -110,9 +110,10 @@ class SqlEdit:
         q, tenant = store.queries, store.tenant_key
         with store._mutation():
             if q.edit_in_one is not None:  # PostgreSQL: the whole write is one statement, retention's after it
-                note = (tenant, FILE, key, tenant, tenant, self._path.canonical)  # advanced, journal
-                keep = (time.time(), store.actor, store._command_or("edit"), tenant, FILE, key)
-                write = (new_data, len(new_data), time.time(), tenant, key, self._version)
+                now = time.time()
+                note = (len(self.data), tenant, tenant, self._path.canonical)  # advanced, journal
+                keep = (now, store.actor, store._command_or("edit"), tenant, key, FILE, self._version)
+                write = (new_data, len(new_data), now, tenant, key, self._version)
                 row = store._one(q.edit_in_one, note + keep + write + (tenant, key))
                 if row is None:
                     raise OsFailure("bookkeeping")
@@ -238,7 +239,7 @@ class SqlStore:
         try:
             row = cursor.fetchone()
         finally:
-            cursor.close()
+            self._finished(cursor)
         return None if row is None else tuple(row)
 
     def _all(self, sql: str, params: Sequence[Any]) -> List[Tuple[Any, ...]]:
@@ -246,7 +247,12 @@ class SqlStore:
         try:
             return [tuple(row) for row in cursor.fetchall()]
         finally:
-            cursor.close()
+            self._finished(cursor)
+
+    def _finished(self, cursor: Any) -> None:
+        """Done with the rows of a statement's cursor: closed, unless the engine keeps one cursor for every
+        statement."""
+        cursor.close()
 
     # -- transactions --------------------------------------------------------------------------------
 
@@ -388,7 +394,7 @@ class SqlStore:
                         break
                     batch.append((name, kind, size if kind == FILE else 0))
             finally:
-                cursor.close()
+                self._finished(cursor)
             for name, kind, size in batch:
                 if len(found) >= cap:
                     truncated = True

@@ -264,7 +264,7 @@ class PooledStore(PostgresStore):
         self._psycopg = pool._psycopg
         self._conn: Any = None  # the connection borrowed for the transaction under way, if any
         self._closed = False
-        self._restarting = False
+        self._unbegun = False
         self._single = False  # the next statement is a read of one statement: sent in one message
         self._reading_only = False  # the transaction under way is a read's
         self._setting = TENANT_PREFIX + self.tenant_key
@@ -336,8 +336,8 @@ class PooledStore(PostgresStore):
         return True
 
     def _execute(self, sql: str, params: Sequence[Any]) -> Any:
-        if self._restarting:
-            self._restarting = False
+        if self._unbegun:
+            self._unbegun = False
             self._begin_write()
         if self._single:  # BEGIN, the tenant, the statement and COMMIT: one message, the connection back at once
             self._single = False
@@ -359,8 +359,8 @@ class PooledStore(PostgresStore):
         return self._conn.execute(sql, tuple(params) if params else None)
 
     def _commit(self) -> None:
-        if self._restarting:  # rolled back, and nothing sent since: nothing to commit, no connection held
-            self._restarting = False
+        if self._unbegun:  # rolled back, and nothing sent since: nothing to commit, no connection held
+            self._unbegun = False
             return
         if self._conn is None:
             raise OsFailure("os")
@@ -374,7 +374,7 @@ class PooledStore(PostgresStore):
 
     def _rollback(self) -> None:
         """The transaction ended (rolled back if still open) and its connection given back; never raises."""
-        self._restarting = False
+        self._unbegun = False
         self._single = False
         reading_only, self._reading_only = self._reading_only, False
         connection, self._conn = self._conn, None

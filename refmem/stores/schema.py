@@ -43,6 +43,7 @@ class Dialect(NamedTuple):
     for_update: str  # appended to a read of a row a transaction will change ("" where the write lock is global)
     sha256_hex: str  # an expression's SHA-256 as 64 lower-case hex digits, "{}" standing for the expression
     returning: bool  # whether an UPDATE may end in RETURNING (one statement where two would be: a round trip less)
+    tenant_lock: str  # an expression that takes a transaction's lock keyed by "{}" ("" where the write lock is global)
 
 
 SQLITE = Dialect(
@@ -57,6 +58,7 @@ SQLITE = Dialect(
     for_update="",
     sha256_hex="refmem_sha256({})",  # a function the SQLite store registers on its connection
     returning=False,  # SQLite has it from 3.35 only, older than CPython 3.9 may bring; in process, a statement is cheap
+    tenant_lock="",  # BEGIN IMMEDIATE takes the database's one write lock
 )
 
 POSTGRES = Dialect(
@@ -71,6 +73,7 @@ POSTGRES = Dialect(
     for_update=" FOR UPDATE",
     sha256_hex="encode(sha256({}), 'hex')",
     returning=True,
+    tenant_lock="pg_advisory_xact_lock({})",
 )
 """The PostgreSQL store's dialect (`refmem.stores.postgres`): the same schema and statements, rendered for psycopg.
 A writer's transaction is serialised per tenant by the tenant's advisory lock the store takes when it begins
@@ -223,6 +226,17 @@ class Queries:
         self.read_for_edit = q(
             "SELECT kind, size, data, version FROM refmem_nodes WHERE tenant = {p} AND path = {p}" + upd  # noqa: S608  # nosec B608
         )
+        # Where the engine has a tenant's lock: the same read taking the lock first, for a writing transaction whose
+        # first statement it is (D-STORE-PG-WRITERS): the lock is an uncorrelated scalar subquery, so PostgreSQL
+        # evaluates it once as a one-time filter above the scan, before any row is read or locked.
+        self.read_for_edit_locking: Optional[str] = (
+            q(
+                "SELECT kind, size, data, version FROM refmem_nodes WHERE tenant = {p} AND path = {p}"  # noqa: S608  # nosec B608
+                f" AND (SELECT {dialect.tenant_lock.format('{p}')}) IS NOT NULL" + upd
+            )
+            if dialect.tenant_lock
+            else None
+        )
         self.children = q(
             "SELECT name, kind, size FROM refmem_nodes WHERE tenant = {p} AND parent = {p} ORDER BY name"
         )
@@ -323,24 +337,24 @@ class Queries:
         self.drop_up_to = q("DELETE FROM refmem_versions WHERE tenant = {p} AND number <= {p}")
         self.uncount = q("UPDATE refmem_tenants SET version_bytes = version_bytes - {p} WHERE tenant = {p}")
         # Where an UPDATE may return rows: an edit's whole write in one statement (one snapshot, so the version
-        # kept and the tenant's count read the content before the write): a new generation and its journal line,
-        # the file's content kept as a version of that number and counted, the file rewritten only if it still
-        # holds the version the edit read. It returns the generation, the tenant's version bytes, the versions kept
-        # (0 or 1), the path's versions before it and the rows written (0: the edit is refused `changed`).
+        # kept reads the content before the write): a new generation and its journal line, the file's content kept
+        # as a version of that number and counted, the file rewritten, each only while the file's row still holds
+        # the version the edit read (its size, read with it, is what the tenant's count grows by: a row changed since
+        # writes nothing and the edit is undone, so no statement reads it again). It returns the generation, the
+        # tenant's version bytes, the versions kept (0 or 1), the path's versions before it and the rows written
+        # (0: the edit is refused `changed`).
         kept_digest = dialect.sha256_hex.format("n.data")
         self.edit_in_one: Optional[str] = (
             q(
                 "WITH advanced AS (UPDATE refmem_tenants SET generation = generation + 1,"  # noqa: S608  # nosec B608
-                " version_bytes = version_bytes + (SELECT coalesce(sum(size), 0) FROM refmem_nodes"
-                " WHERE tenant = {p} AND kind = {p} AND path = {p})"
-                " WHERE tenant = {p} RETURNING generation, version_bytes),"
+                " version_bytes = version_bytes + {p} WHERE tenant = {p} RETURNING generation, version_bytes),"
                 " journal AS (INSERT INTO refmem_changes (tenant, generation, path)"
                 " SELECT {p}, generation, {p} FROM advanced),"
                 " kept AS (INSERT INTO refmem_versions"
                 " (tenant, path, number, size, sha256, kept_at, actor, command, data)"
                 f" SELECT n.tenant, n.path, a.generation, n.size, {kept_digest}, {{p}}, {{p}}, {{p}}, n.data"
-                " FROM refmem_nodes n, advanced a WHERE n.tenant = {p} AND n.kind = {p} AND n.path = {p}"
-                " RETURNING size),"
+                " FROM refmem_nodes n, advanced a WHERE n.tenant = {p} AND n.path = {p} AND n.kind = {p}"
+                " AND n.version = {p} RETURNING size),"
                 " written AS (UPDATE refmem_nodes SET data = {p}, size = {p}, used = {p},"
                 " version = (SELECT generation FROM advanced)"
                 " WHERE tenant = {p} AND path = {p} AND version = {p} RETURNING path)"
