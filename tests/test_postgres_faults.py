@@ -1,5 +1,6 @@
 """PostgreSQL faults in the middle of a run (issue 18, "Faults"), against the session's throwaway cluster: the server
-restarted under several writing clients, and clients SIGKILLed in the middle of their commands by the thousand.
+restarted under several writing clients (each with a connection of its own, then each with a pool of its own), and
+clients SIGKILLed in the middle of their commands by the thousand.
 
 What is proved: every command is answered with a result (success, or the D-STORE-PG-RETRY reasons, never the
 internal error and never a hang); after the restart the clients' stores connect again on their own and go on; a
@@ -21,7 +22,7 @@ import signal
 import time
 import traceback
 from pathlib import Path
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pytest
 from postgres_support import APP_ROLE, Cluster, import_psycopg
@@ -86,13 +87,25 @@ RUN_SECONDS = 240
 """The bound on each phase of the run: a client that hangs fails the test instead of stalling it."""
 
 
-def _restart_client(dsn: str, number: int, go: Any, finish: Any, progress: Any, log: str) -> None:
-    """One client with its own connection, adding unique tokens until `finish`: str_replace and insert on shared
-    files, create, create then rename of a file, and rename of a folder of its own (`/memories/dirN/NAME`, moved
-    to a new NAME each time). Every result goes to `log` as a JSON line."""
+def _open_client_store(dsn: str, kind: str) -> Tuple[Any, Callable[[], None]]:
+    """A client's store and how to close it: a connection of its own, or a store of a pool of two connections of
+    its own (refmem.stores.pgpool), borrowed per transaction."""
+    if kind == "connection":
+        store = PostgresStore(dsn, tenant=RESTART_TENANT, create=False)
+        return store, store.close
+    from refmem.stores.pgpool import PostgresPool
+
+    pool = PostgresPool(dsn, min_size=1, max_size=2, create=False)
+    return pool.store(tenant=RESTART_TENANT), pool.close
+
+
+def _restart_client(dsn: str, kind: str, number: int, go: Any, finish: Any, progress: Any, log: str) -> None:
+    """One client with its own connection (or pool: `kind`), adding unique tokens until `finish`: str_replace and
+    insert on shared files, create, create then rename of a file, and rename of a folder of its own
+    (`/memories/dirN/NAME`, moved to a new NAME each time). Every result goes to `log` as a JSON line."""
     with open(log, "w", encoding="utf-8") as records:
         try:
-            store = PostgresStore(dsn, tenant=RESTART_TENANT, create=False)  # opened after the fork
+            store, close = _open_client_store(dsn, kind)  # opened after the fork
             handler = MemoryHandler(store)
             folder = "start"
 
@@ -146,7 +159,7 @@ def _restart_client(dsn: str, number: int, go: Any, finish: Any, progress: Any, 
                             raise AssertionError("the server never answered after the restart")
                 step += 1
             records.write(json.dumps({"kind": "end", "folder": folder}) + "\n")
-            store.close()
+            close()
         except BaseException:  # noqa: BLE001  # the parent reports it
             records.write(json.dumps({"kind": "crash", "output": traceback.format_exc()}) + "\n")
 
@@ -159,8 +172,13 @@ def _wait(condition: Any, seconds: float, what: str) -> None:
         time.sleep(0.05)
 
 
-def test_a_server_restart_mid_run_loses_nothing_and_answers_every_command(postgres: Cluster, tmp_path: Path) -> None:
-    dsn = fresh_dsn(postgres, "restart")
+@pytest.mark.parametrize("kind", ["connection", "pool"])
+def test_a_server_restart_mid_run_loses_nothing_and_answers_every_command(
+    postgres: Cluster, tmp_path: Path, kind: str
+) -> None:
+    """Each client with a connection of its own, or (`pool`) a pool of its own whose connections the restart
+    breaks while idle in the pool or borrowed mid-command (D-STORE-PG-POOL)."""
+    dsn = fresh_dsn(postgres, f"restart-{kind}")
     store = PostgresStore(dsn, tenant=RESTART_TENANT)
     handler = MemoryHandler(store)
     paths = list(SHARED) + [f"/memories/dir{n}/start/{name}" for n in range(RESTART_CLIENTS) for name in FOLDER_FILES]
@@ -174,7 +192,7 @@ def test_a_server_restart_mid_run_loses_nothing_and_answers_every_command(postgr
     progress = context.Array("i", RESTART_CLIENTS)
     logs = [str(tmp_path / f"client{n}.jsonl") for n in range(RESTART_CLIENTS)]
     clients = [
-        context.Process(target=_restart_client, args=(dsn, n, go, finish, progress, logs[n]))
+        context.Process(target=_restart_client, args=(dsn, kind, n, go, finish, progress, logs[n]))
         for n in range(RESTART_CLIENTS)
     ]
     for client in clients:
