@@ -1,7 +1,8 @@
 """The SQLite store's writer gate (refmem/stores/gate.py, D-STORE-SQL-GATE): writers of one database queue on it
 before SQLite's write lock and go on when it is let go; one held past the store's busy policy is answered `busy`
-having changed nothing; and a gate's name holding anything but a plain file of one link (a FIFO, a link, a hard
-link, a folder) is never opened, followed or locked: the store goes without the gate, SQLite's lock alone."""
+having changed nothing; and a gate's name holding anything but a plain file of one link, this user's and open to no
+other (a FIFO, a link, a hard link, a folder, a file others may open, another user's file) is never opened, followed
+or locked: the store goes without the gate, SQLite's lock alone."""
 
 from __future__ import annotations
 
@@ -84,11 +85,30 @@ def _folder(path: Path) -> None:
     path.mkdir()
 
 
-SQUATTERS: Dict[str, Callable[[Path], None]] = {"fifo": _fifo, "link": _link, "hard-link": _hard_link, "folder": _folder}
+def _open_to_others(path: Path) -> None:
+    path.write_text("")
+    path.chmod(0o644)  # anyone may open it, so anyone may hold its flock
+
+
+def _another_users(path: Path) -> None:
+    """Planted by another user in a folder others may write (as root, the test makes it nobody's)."""
+    path.write_text("")
+    path.chmod(0o600)
+    os.chown(path, 65534, 65534)
+
+
+SQUATTERS: Dict[str, Callable[[Path], None]] = {
+    "fifo": _fifo, "link": _link, "hard-link": _hard_link, "folder": _folder, "open-to-others": _open_to_others,
+    "another-users": _another_users,
+}
 
 
 @pytest.mark.parametrize("squatter", sorted(SQUATTERS))
 def test_a_gate_name_holding_anything_but_a_plain_file_is_left_alone(tmp_path: Path, squatter: str) -> None:
+    """Nothing but this user's regular file of one link, open to no other user, is ever used as the gate: the store
+    goes on with SQLite's lock alone, so a planted name can neither block writers nor be opened or followed."""
+    if squatter == "another-users" and os.geteuid() != 0:
+        pytest.skip("making a file another user's needs root; the open-to-others case covers the mode check")
     database = tmp_path / "m.db"
     gate = Path(str(database) + SUFFIX)
     SQUATTERS[squatter](gate)

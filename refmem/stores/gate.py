@@ -9,9 +9,10 @@ processes writing one file, throughput fell to a fifth of one writer's. Waiters 
 
 The gate is an aid, never the safety: `BEGIN IMMEDIATE` still takes SQLite's lock, so a writer that does not know
 the gate (another program, an older refmem) is safe, and so is a store that cannot use the gate (a read-only
-folder, or something other than a regular file of one link at its name: a FIFO is never opened, a link never
-followed, a hard link never locked) and goes without it. A writer waits on the gate no longer than its store's
-whole busy policy allows (`busy_seconds` times its tries), then is answered `busy` as D-STORE-SQL-BUSY says.
+folder, or anything at its name but a regular file of one link, this user's and open to no other: a FIFO is never
+opened, a link never followed, a hard link never locked, another user's file never held) and goes without it. A
+writer waits on the gate no longer than its store's whole busy policy allows (`busy_seconds` times its tries), then
+is answered `busy` as D-STORE-SQL-BUSY says.
 """
 
 from __future__ import annotations
@@ -126,4 +127,12 @@ class WriterGate:
 
 
 def _plain(info: os.stat_result) -> bool:
-    return stat.S_ISREG(info.st_mode) and info.st_nlink == 1
+    """A gate this store may lock: a regular file of one link, owned by this process's user and open to no one else.
+    Anyone who can open a file can hold its `flock`: a gate another user can open (planted in a folder others may
+    write, or made readable to them) would let that user keep every writer waiting to the end of its busy policy."""
+    return (
+        stat.S_ISREG(info.st_mode)
+        and info.st_nlink == 1
+        and info.st_uid == os.geteuid()
+        and not info.st_mode & (stat.S_IRWXG | stat.S_IRWXO)
+    )
