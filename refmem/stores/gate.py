@@ -23,6 +23,11 @@ import stat
 import time
 from typing import Optional
 
+try:
+    import fcntl
+except ImportError:  # pragma: no cover  # Windows: no flock, SQLite's lock alone
+    fcntl = None  # type: ignore[assignment]
+
 SUFFIX = "-writer-lock"
 """The gate's file is the database's path and this (beside SQLite's own `-wal` and `-shm`)."""
 FIRST_PAUSE = 0.0002
@@ -49,8 +54,6 @@ class WriterGate:
         fd = self._file()
         if fd is None:
             return True
-        import fcntl
-
         deadline = time.monotonic() + seconds
         pause = FIRST_PAUSE
         while True:
@@ -74,8 +77,6 @@ class WriterGate:
             return
         self._held = False
         if self._fd is not None and self._pid == os.getpid():
-            import fcntl
-
             with contextlib.suppress(OSError):
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
 
@@ -88,16 +89,11 @@ class WriterGate:
 
     def _file(self) -> Optional[int]:
         """The gate's descriptor, opened on first use (and again in a forked child); None when unusable."""
-        if not self._usable:
+        if not self._usable or fcntl is None:
             return None
         if self._fd is not None and self._pid == os.getpid():
             return self._fd
         self._fd, self._held = None, False  # a parent's descriptor is the parent's: left open for it
-        try:
-            import fcntl  # noqa: F401  # only to learn whether flock exists here
-        except ImportError:  # pragma: no cover  # Windows: SQLite's lock alone
-            self._usable = False
-            return None
         try:
             before = os.lstat(self.path)
         except FileNotFoundError:

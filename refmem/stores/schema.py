@@ -223,17 +223,13 @@ class Queries:
         self.kind = q("SELECT kind, size FROM refmem_nodes WHERE tenant = {p} AND path = {p}")
         self.read = q("SELECT kind, data, used FROM refmem_nodes WHERE tenant = {p} AND path = {p}")
         # The fragments joined below are the dialect's constants, never input: every value is a placeholder.
-        self.read_for_edit = q(
-            "SELECT kind, size, data, version FROM refmem_nodes WHERE tenant = {p} AND path = {p}" + upd  # noqa: S608  # nosec B608
-        )
+        edit_read = "SELECT kind, size, data, version FROM refmem_nodes WHERE tenant = {p} AND path = {p}"
+        self.read_for_edit = q(edit_read + upd)
         # Where the engine has a tenant's lock: the same read taking the lock first, for a writing transaction whose
         # first statement it is (D-STORE-PG-WRITERS): the lock is an uncorrelated scalar subquery, so PostgreSQL
         # evaluates it once as a one-time filter above the scan, before any row is read or locked.
         self.read_for_edit_locking: Optional[str] = (
-            q(
-                "SELECT kind, size, data, version FROM refmem_nodes WHERE tenant = {p} AND path = {p}"  # noqa: S608  # nosec B608
-                f" AND (SELECT {dialect.tenant_lock.format('{p}')}) IS NOT NULL" + upd
-            )
+            q(edit_read + f" AND (SELECT {dialect.tenant_lock.format('{p}')}) IS NOT NULL" + upd)
             if dialect.tenant_lock
             else None
         )
