@@ -16,7 +16,7 @@ import os
 from collections import abc
 from typing import Any, Callable, ContextManager, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
-from . import problems, text, tool, view
+from . import listing, problems, text, tool, view
 from .limits import DEFAULT_LIMITS, Limits
 from .messages import (
     KIND_INTEGER,
@@ -311,7 +311,8 @@ class MemoryHandler:
             return render("view_range_on_dir")
         limits = self.limits
         try:
-            found, truncated = self.store.list_tree(
+            found, truncated = listing.list_tree(
+                self.store,
                 path, limits.max_listing_depth, limits.max_listing_entries, self._addressable
             )
         except Missing:

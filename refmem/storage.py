@@ -119,12 +119,13 @@ class Store(Protocol):
         NotRegular(kind) (DIR for a folder), IsLink or HardLinked (stores without links never do)."""
         ...
 
-    def list_tree(
-        self, path: VirtualPath, depth: int, cap: int, addressable: Callable[[str], bool]
-    ) -> Tuple[List[Listed], bool]:
-        """Folders and regular files below `path`, `depth` levels, depth first and sorted by name, at most
-        `cap` of them, and whether more were left out. Hidden names, `node_modules` and names that are not
-        `addressable` are left out and never entered."""
+    def children(
+        self, path: VirtualPath, keep: Callable[[str], bool], limit: int
+    ) -> Tuple[List[Tuple[str, str, int]], bool]:
+        """(name, kind, size) of the folders (DIR, size 0) and regular files (FILE) directly in the folder
+        `path` whose names `keep` accepts, at most `limit` of them in any order, and whether more were there;
+        Missing when `path` is not a folder. Links and special files are never given. What a listing shows
+        is decided above every store (`listing.list_tree`), not here."""
         ...
 
     def extent(self, path: VirtualPath, max_depth: int) -> Tuple[int, int]:

@@ -249,25 +249,19 @@ class Root:
             self.dir.check_removed()
             raise
 
-    def list_tree(
-        self, path: VirtualPath, depth: int, cap: int, addressable: Callable[[str], bool]
-    ) -> Tuple[List[Listed], bool]:
-        """Folders and regular files below `path`, depth first, sorted, at most `cap` of them.
-
-        Hidden names, node_modules, links, special files and names that are not `addressable` are
-        left out and never entered. Each folder is read only until the cap could be met.
-        """
-        found: List[Listed] = []
-        truncated = False
-
-        def visit(folder: Dir, prefix: Tuple[str, ...], level: int) -> None:
-            nonlocal truncated
-            room = cap - len(found)
-            batch: List[Tuple[str, str, int]] = []
+    def children(
+        self, path: VirtualPath, keep: Callable[[str], bool], limit: int
+    ) -> Tuple[List[Tuple[str, str, int]], bool]:
+        """The folders and regular files in the folder `path` that `keep` accepts, at most `limit` of them in
+        directory order (the folder is read only until the limit could be met), and whether more were there.
+        A name `keep` refuses is never stat'ed; links and special files are never given."""
+        batch: List[Tuple[str, str, int]] = []
+        more = False
+        with self.dir.walk(path.parts) as folder:
             try:
                 with folder.scandir() as entries:
                     for item in entries:
-                        if item.name.startswith(".") or item.name == "node_modules" or not addressable(item.name):
+                        if not keep(item.name):
                             continue
                         try:  # the type comes with the directory read; only files are stat'ed
                             if item.is_dir(follow_symlinks=False):
@@ -281,29 +275,13 @@ class Root:
                                 continue  # links and special files are never listed
                         except OSError:
                             continue  # vanished meanwhile
-                        if len(batch) == room:
-                            truncated = True
+                        if len(batch) == limit:
+                            more = True
                             break
                         batch.append((item.name, kind, size))
             except OSError as error:
                 raise problems.os_failure(error) from None
-            batch.sort(key=lambda item: item[0])
-            for name, kind, size in batch:
-                if len(found) >= cap:
-                    truncated = True
-                    return
-                found.append(Listed(prefix + (name,), kind, size))
-                if kind == DIR and level < depth:
-                    try:
-                        child = folder.open_dir(name)
-                    except (Missing, OsFailure):
-                        continue
-                    with child:
-                        visit(child, prefix + (name,), level + 1)
-
-        with self.dir.walk(path.parts) as top:
-            visit(top, (), 1)
-        return found, truncated
+        return batch, more
 
     def extent(self, path: VirtualPath, max_depth: int) -> Tuple[int, int]:
         """(levels, longest relative path in bytes) of the tree at `path`, counting at most

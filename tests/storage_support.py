@@ -26,7 +26,7 @@ import postgres_support
 from refmem import problems
 from refmem.paths import VirtualPath
 from refmem.problems import DIR, FILE
-from refmem.storage import Changes, Entry, Listed, Store, TenantError, tenant_name
+from refmem.storage import Changes, Entry, Store, TenantError, tenant_name
 from refmem.store import Root
 from refmem.stores.sqlite import SqliteStore
 
@@ -153,28 +153,21 @@ class DictStore:
             raise problems.NotRegular(DIR)
         return DictFile(self.space.files[path.parts][0])
 
-    def list_tree(
-        self, path: VirtualPath, depth: int, cap: int, addressable: Callable[[str], bool]
-    ) -> Tuple[List[Listed], bool]:
+    def children(
+        self, path: VirtualPath, keep: Callable[[str], bool], limit: int
+    ) -> Tuple[List[Tuple[str, str, int]], bool]:
         if self._kind(path.parts) != DIR:
             raise problems.Missing()
-        found: List[Listed] = []
-
-        def visit(parts: Parts, level: int) -> bool:
-            for name in sorted({p[len(parts)] for p in self._below(parts)}):
-                if name.startswith(".") or name == "node_modules" or not addressable(name):
-                    continue
-                if len(found) >= cap:
-                    return True
-                child = parts + (name,)
-                kind = self._kind(child) or DIR
-                size = len(self.space.files[child][0]) if kind == FILE else 0
-                found.append(Listed(child[len(path.parts) :], kind, size))
-                if kind == DIR and level < depth and visit(child, level + 1):
-                    return True
-            return False
-
-        return found, visit(path.parts, 1)
+        batch: List[Tuple[str, str, int]] = []
+        for name in sorted({p[len(path.parts)] for p in self._below(path.parts)}):
+            if not keep(name):
+                continue
+            if len(batch) == limit:
+                return batch, True
+            child = path.parts + (name,)
+            kind = self._kind(child) or DIR
+            batch.append((name, kind, len(self.space.files[child][0]) if kind == FILE else 0))
+        return batch, False
 
     def extent(self, path: VirtualPath, max_depth: int) -> Tuple[int, int]:
         below = [p[len(path.parts) :] for p in self._below(path.parts)]

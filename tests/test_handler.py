@@ -144,7 +144,7 @@ class RaisingStore:
 
 
 STORE_METHODS = [
-    "entry", "open_regular", "list_tree", "extent", "write_new", "open_edit", "delete", "rename", "locked",
+    "entry", "open_regular", "children", "extent", "write_new", "open_edit", "delete", "rename", "locked",
     "record_use", "last_access", "changes_since", "for_tenant", "close",
 ]
 COMMANDS = [
@@ -185,7 +185,7 @@ def test_a_store_that_raises_the_unforeseen_gives_the_internal_result(tmp_path: 
 def _untouched(method: str, command: Dict[str, Any]) -> bool:
     """Whether `command` never calls `method` (so its result owes nothing to the failure)."""
     calls = {
-        "view": {"entry", "open_regular", "list_tree"},
+        "view": {"entry", "open_regular", "children"},
         "create": {"locked", "write_new"},
         "str_replace": {"locked", "open_edit"},
         "insert": {"locked", "open_edit"},
@@ -196,7 +196,7 @@ def _untouched(method: str, command: Dict[str, Any]) -> bool:
 
 
 def _viewed(command: Dict[str, Any]) -> str:
-    return "list_tree" if command["path"] == "/memories" else "open_regular"
+    return "children" if command["path"] == "/memories" else "open_regular"
 
 
 def test_garbage_from_a_store_gives_the_internal_result(tmp_path: Path) -> None:
@@ -207,7 +207,7 @@ def test_garbage_from_a_store_gives_the_internal_result(tmp_path: Path) -> None:
         def open_regular(self, path: VirtualPath, refuse_hard_links: bool = True) -> Any:
             return object()
 
-        def list_tree(self, *args: Any) -> Any:
+        def children(self, *args: Any) -> Any:
             return 42
 
         @contextlib.contextmanager

@@ -15,6 +15,7 @@ import pytest
 from sql_store_support import Opener, refmem_cli, run, vp
 
 from refmem import MemoryHandler
+from refmem.listing import list_tree
 from refmem.storage import ErasableStore
 from refmem.stores.sqlite import SqliteStore
 
@@ -48,7 +49,7 @@ def test_an_erase_removes_one_tenant_whole_and_leaves_the_other_as_it_was(opener
     assert alice.erase() == (4, 2)  # a.md, d, d/f.md, e (left empty by the rename); a.md's and gone.md's versions
 
     handler = MemoryHandler(alice)
-    listed, _ = alice.list_tree(vp("/memories"), 64, 10_000, lambda name: True)
+    listed, _ = list_tree(alice, vp("/memories"), 64, 10_000, lambda name: True)
     assert listed == []
     assert alice.history(vp("/memories/a.md")) == [] and alice.history(vp("/memories/gone.md")) == []
     assert alice.changes_since(generation).paths is None  # a cache of before: rescan

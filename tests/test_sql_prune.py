@@ -15,6 +15,7 @@ import pytest
 from sql_store_support import Opener, refmem_cli, run, vp
 
 from refmem import MemoryHandler
+from refmem.listing import list_tree
 from refmem.problems import DIR
 from refmem.stores import core, history
 from refmem.stores.sqlite import SqliteStore
@@ -42,7 +43,7 @@ def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
 
 
 def tree(store: Any) -> List[str]:
-    listed, _ = store.list_tree(vp("/memories"), 64, 10_000, lambda name: True)
+    listed, _ = list_tree(store, vp("/memories"), 64, 10_000, lambda name: True)
     return sorted("/".join(entry.parts) + ("/" if entry.kind == DIR else "") for entry in listed)
 
 

@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from storage_support import KINDS, StoreKind
 
 from refmem import problems
+from refmem.listing import list_tree
 from refmem.paths import VirtualPath, parse_path
 from refmem.problems import DIR, FILE
 from refmem.storage import Changes, Store, TenantError, tenant_name
@@ -93,18 +94,18 @@ def test_open_regular_reads_whole_or_in_chunks(store: Store) -> None:
 def test_list_tree_is_sorted_depth_first_bounded_and_filtered(store: Store) -> None:
     for name in ("b/z.md", "b/a.md", "a.md", "c/d/e/deep.md", ".hidden/x.md", "node_modules/m.js", "b/NOPE.md"):
         put(store, name)
-    found, truncated = store.list_tree(vp(), 2, 100, lambda name: name != "NOPE.md")
+    found, truncated = list_tree(store, vp(), 2, 100, lambda name: name != "NOPE.md")
     assert not truncated
     assert [("/".join(item.parts), item.kind) for item in found] == [
         ("a.md", FILE), ("b", DIR), ("b/a.md", FILE), ("b/z.md", FILE), ("c", DIR), ("c/d", DIR),
     ]
     assert [item.size for item in found if item.kind == FILE] == [2, 2, 2]
-    few, cut = store.list_tree(vp(), 2, 3, lambda name: True)
-    whole = store.list_tree(vp(), 2, 100, lambda name: True)[0]
+    few, cut = list_tree(store, vp(), 2, 3, lambda name: True)
+    whole = list_tree(store, vp(), 2, 100, lambda name: True)[0]
     assert cut and len(few) == 3 and set(few) <= set(whole)  # which ones is the store's (D-VIEW-LIST-CAP)
     assert few[0].parts == ("a.md",) and few[1].parts == ("b",)  # the first level is read first, sorted
     with pytest.raises(problems.Missing):
-        store.list_tree(vp("absent"), 2, 10, lambda name: True)
+        list_tree(store, vp("absent"), 2, 10, lambda name: True)
 
 
 def test_extent_counts_levels_and_the_longest_path(store: Store) -> None:
@@ -166,7 +167,7 @@ def test_delete_removes_a_file_or_a_whole_folder(store: Store) -> None:
         with pytest.raises(problems.Missing):
             store.delete(vp("f"))
     assert store.entry(vp("f")) is None and store.entry(vp("keep.md")) is None
-    assert store.list_tree(vp(), 2, 10, lambda name: True) == ([], False)
+    assert list_tree(store, vp(), 2, 10, lambda name: True) == ([], False)
 
 
 def test_rename_moves_never_replaces_and_makes_parents(store: Store) -> None:
@@ -263,7 +264,7 @@ def test_reading_changes_nothing_in_the_journal(store: Store) -> None:
     mark = store.changes_since(0)
     store.entry(vp("r.md"))
     read(store, "r.md")
-    store.list_tree(vp(), 2, 10, lambda name: True)
+    list_tree(store, vp(), 2, 10, lambda name: True)
     assert store.changes_since(mark.generation) == (mark.generation, ())
 
 
@@ -339,9 +340,9 @@ def test_tenants_never_see_each_other(store: Store) -> None:
         put(store, "shared.md", b"default")
         assert read(alice, "secret.md") == b"alice's" and read(bob, "secret.md") == b"bob's"
         for one in (alice, bob):
-            assert [item.parts for item in one.list_tree(vp(), 2, 10, lambda name: True)[0]] == [("secret.md",)]
+            assert [item.parts for item in list_tree(one, vp(), 2, 10, lambda name: True)[0]] == [("secret.md",)]
             assert one.entry(vp("shared.md")) is None
-        assert [item.parts for item in store.list_tree(vp(), 2, 10, lambda name: True)[0]] == [("shared.md",)]
+        assert [item.parts for item in list_tree(store, vp(), 2, 10, lambda name: True)[0]] == [("shared.md",)]
         mark = bob.changes_since(0)
         put(alice, "more.md")
         assert bob.changes_since(mark.generation) == (mark.generation, ())

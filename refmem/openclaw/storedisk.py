@@ -3,7 +3,7 @@
 
 A database has no `.refmem/` folder, no inodes and no folder times (D-OPENCLAW-STORES): the search index lives
 in memory, stays fresh from the store's change journal (`fresh.JournalFreshness`), and tells one version of a
-file from another by its size and a digest of its bytes. The scan is the store's `list_tree` below `memory/`
+file from another by its size and a digest of its bytes. The scan is `listing.list_tree` below `memory/`
 plus the two curated files at the top, bounded by `max_indexed_files`; reads are `open_regular`; the daily log
 is one read-modify-write inside `locked()` (one transaction).
 
@@ -18,6 +18,7 @@ import contextlib
 import hashlib
 from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
+from .. import listing
 from ..limits import DEFAULT_LIMITS, Limits
 from ..paths import VirtualPath
 from ..problems import FILE, Exists, FsProblem, HardLinked, IsLink, Missing, NotRegular, OsFailure, ParentNotDir
@@ -46,9 +47,9 @@ def guarded() -> Iterator[None]:
 
 
 def _listed(name: str) -> bool:
-    """Is `name` one that `Store.list_tree` shows and enters (not hidden, not `node_modules`), and one the
+    """Is `name` one that `listing.list_tree` shows and enters (not hidden, not `node_modules`), and one the
     OpenClaw tools read?"""
-    return paths.readable_name(name) and not name.startswith(".") and name != "node_modules"
+    return listing.shown(name, paths.readable_name)
 
 
 def content_state(data: bytes) -> FileState:
@@ -104,7 +105,8 @@ class StoreDisk:
         top = under or (paths.MEMORY_DIR,)
         try:
             with guarded():
-                listed, _ = self.store.list_tree(
+                listed, _ = listing.list_tree(
+                    self.store,
                     VirtualPath(top), paths.READ_MAX_DEPTH - len(top), LISTED_PER_FILE * cap + 1, paths.readable_name
                 )
         except (Missing, NotRegular):

@@ -21,7 +21,7 @@ import contextlib
 import hashlib
 import threading
 import time
-from typing import Any, Callable, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import Any, Callable, ContextManager, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
 from .. import problems
 from ..limits import DEFAULT_HISTORY_LIMITS, DEFAULT_LIMITS, HistoryLimits, Limits
@@ -32,7 +32,6 @@ from ..storage import (
     Changes,
     Entry,
     ErasableStore,
-    Listed,
     PrunableStore,
     ReadFile,
     Store,
@@ -372,44 +371,37 @@ class SqlStore:
             raise NotRegular(row[0])
         return BlobFile(bytes(row[1]), row[2])
 
-    def list_tree(
-        self, path: VirtualPath, depth: int, cap: int, addressable: Callable[[str], bool]
-    ) -> Tuple[List[Listed], bool]:
-        """As the filesystem store lists: each folder's entries by name, at most what the cap leaves room for,
-        its folders entered depth first; hidden, `node_modules` and unaddressable names never shown or entered."""
-        found: List[Listed] = []
-        truncated = False
-
-        def visit(folder: str, prefix: Tuple[str, ...], level: int) -> None:
-            nonlocal truncated
-            room = cap - len(found)
-            batch: List[Tuple[str, str, int]] = []
+    def children(
+        self, path: VirtualPath, keep: Callable[[str], bool], limit: int
+    ) -> Tuple[List[Tuple[str, str, int]], bool]:
+        """The folder's entries by name, at most `limit` that `keep` accepts; the folder's own row is read only
+        when it has none (an empty folder, or no folder: Missing)."""
+        batch: List[Tuple[str, str, int]] = []
+        more = False
+        folder = _key(path)
+        with self._read():
             cursor = self._run(self.queries.children, (self.tenant_key, folder))
             try:
+                any_row = False
                 for name, kind, size in cursor:
-                    if name.startswith(".") or name == "node_modules" or not addressable(name):
+                    any_row = True
+                    if not keep(name):
                         continue
-                    if len(batch) == room:
-                        truncated = True
+                    if len(batch) == limit:
+                        more = True
                         break
                     batch.append((name, kind, size if kind == FILE else 0))
             finally:
                 self._finished(cursor)
-            for name, kind, size in batch:
-                if len(found) >= cap:
-                    truncated = True
-                    return
-                found.append(Listed(prefix + (name,), kind, size))
-                if kind == DIR and level < depth:
-                    visit(f"{folder}/{name}" if folder else name, prefix + (name,), level + 1)
-
-        with self._read():
-            if path.parts:
-                row = self._one(self.queries.kind, (self.tenant_key, _key(path)))
+            if path.parts and not any_row:
+                row = self._one(self.queries.kind, (self.tenant_key, folder))
                 if row is None or row[0] != DIR:
                     raise Missing()
-            visit(_key(path), (), 1)
-        return found, truncated
+        return batch, more
+
+    def reading(self) -> ContextManager[None]:
+        """One read transaction for several questions (`listing.list_tree` asks one per folder)."""
+        return self._read()
 
     def extent(self, path: VirtualPath, max_depth: int) -> Tuple[int, int]:
         key = _key(path)

@@ -251,9 +251,9 @@ class CountingStore(SqliteStore):
         CountingStore.reads.append(path.canonical)
         return super().open_regular(path, refuse_hard_links)
 
-    def list_tree(self, path: Any, *args: Any) -> Any:
+    def children(self, path: Any, *args: Any) -> Any:
         CountingStore.listings.append(path.canonical)
-        return super().list_tree(path, *args)
+        return super().children(path, *args)
 
 
 @pytest.mark.parametrize("files", [20, 40])
@@ -288,7 +288,7 @@ class BrokenStore:
     def _fail(self, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError(f"could not open {self.secret}/memory.db")
 
-    entry = open_regular = list_tree = extent = write_new = open_edit = delete = rename = _fail
+    entry = open_regular = children = extent = write_new = open_edit = delete = rename = _fail
     locked = record_use = last_access = changes_since = for_tenant = close = _fail
 
 
