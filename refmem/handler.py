@@ -17,12 +17,14 @@ from collections import abc
 from typing import Any, Callable, ContextManager, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
 from . import listing, problems, text, tool, view
+from .directory import open_directory
 from .limits import DEFAULT_LIMITS, Limits
 from .messages import (
     KIND_INTEGER,
     KIND_RANGE,
     KIND_STRING,
     RULE_FILE_SLASH,
+    TENANT_UNSUPPORTED,
     Result,
     clip,
     escape,
@@ -30,10 +32,10 @@ from .messages import (
     line_list,
     render,
 )
+from .optional import required_module
 from .paths import PathError, VirtualPath, is_addressable, parse_path
 from .problems import DIR, FsProblem, Missing, TooBig
-from .storage import ReadFile, Store
-from .store import Root
+from .storage import ReadFile, Store, TenantStore
 from .viewcache import ViewCache
 
 SMALL_FILE_BYTES = 1024 * 1024  # views of files up to this size read them whole; larger ones stream
@@ -102,10 +104,10 @@ class MemoryHandler:
         content_policy: Union[ContentPolicy, str, None] = None,
         portable_walk: bool = False,
         refuse_hard_links: bool = True,
-        track_access: bool = True,
+        track_access: Optional[bool] = None,
         view_cache_bytes: int = VIEW_CACHE_BYTES,
     ) -> None:
-        """Serve `root` as `/memories`: a directory (made if missing: the filesystem store, `store.Root`)
+        """Serve `root` as `/memories`: a directory (made if missing: the filesystem store `open_directory` gives)
         or a `storage.Store` object, used as it is (the caller keeps it and closes it).
 
         `tenant` names whose memories these are (`storage.tenant_name`; D-STORE-TENANT): the filesystem store
@@ -116,7 +118,9 @@ class MemoryHandler:
         name of the built-in policy's action, "reject" or "redact": `refmem.policy.ContentPolicy`). The
         plain-data forms are what the conformance suite passes a `python:` factory, so a vendored copy's
         `MemoryHandler` is a target as it is; `portable_walk` forces the filesystem store's path-checking
-        walk (see SECURITY.md); `track_access` keeps last-access records for `refmem prune`;
+        walk (see SECURITY.md); `track_access` keeps last-access records for `refmem prune` where the store
+        keeps them (`storage.AccessRecords`; None, the default: wherever it can, False: never, True: a directory
+        gets them or `optional.MissingModule`, D-VENDOR-SET);
         `view_cache_bytes` bounds remembered views.
         """
         self._limits = Limits.from_mapping(limits)
@@ -124,8 +128,13 @@ class MemoryHandler:
         self.allow = tuple(allow) if allow is not None else None
         self.content_policy = _content_policy(content_policy)
         self.refuse_hard_links = refuse_hard_links
-        self.track_access = track_access and not read_only
-        self.store, self._owns_store = _open_store(root, tenant, portable_walk, self.track_access)
+        self.track_access = track_access is not False and not read_only
+        wanted = (None if track_access is None else bool(track_access)) if self.track_access else False
+        self.store, self._owns_store = _open_store(root, tenant, portable_walk, wanted)
+        # A store that keeps access records is told of each view (storage.AccessRecords, D-EXPIRY).
+        self._record_use: Optional[Callable[[VirtualPath, ReadFile], None]] = (
+            getattr(self.store, "record_use", None) if self.track_access else None
+        )
         # A store that keeps history is told which command its mutations belong to (storage.VersionedStore).
         self._acting: Optional[Callable[[str], ContextManager[None]]] = getattr(self.store, "acting", None)
         self.root = self.store  # the earlier name, kept for applications that reach the filesystem store
@@ -301,9 +310,9 @@ class MemoryHandler:
             return render("view_missing", path=path.canonical)
         except FsProblem as problem:
             return self._problem(problem, "view", path)
-        if self.track_access and not rendered.is_error:
+        if self._record_use is not None and not rendered.is_error:
             with contextlib.suppress(Exception):  # bookkeeping never fails a view whose page is made
-                self.store.record_use(path, opened)
+                self._record_use(path, opened)
         return rendered
 
     def _view_dir(self, path: VirtualPath, view_range: Optional[Sequence[int]]) -> Result:
@@ -530,15 +539,17 @@ COMMANDS: Dict[str, Command] = {
 
 
 def _open_store(
-    root: Union[str, os.PathLike[str], Store], tenant: Optional[str], portable_walk: bool, track_access: bool
+    root: Union[str, os.PathLike[str], Store], tenant: Optional[str], portable_walk: bool, track_access: Optional[bool]
 ) -> Tuple[Store, bool]:
     """The store a handler serves, and whether the handler opened it (and so closes it)."""
     if isinstance(root, (str, os.PathLike)):
-        return Root(root, portable=portable_walk, tenant=tenant, track_access=track_access), True
+        return open_directory(root, tenant=tenant, portable=portable_walk, track_access=track_access), True
     if not isinstance(root, Store):
         raise TypeError("MemoryHandler serves a directory path or a refmem.storage.Store")
     if tenant is None:
         return root, False
+    if not isinstance(root, TenantStore):
+        raise TypeError(TENANT_UNSUPPORTED)
     return root.for_tenant(tenant), True
 
 
@@ -546,9 +557,8 @@ def _content_policy(value: Union[ContentPolicy, str, None]) -> Optional[ContentP
     """A policy callable from what the handler was given: a callable as it is, an action name as the built-in
     detectors with that action."""
     if isinstance(value, str):
-        from .policy import ContentPolicy as BuiltIn  # imported only when asked for by name
-
-        built: ContentPolicy = BuiltIn(value)
+        policy = required_module("policy", "a content policy named by its action")
+        built: ContentPolicy = policy.ContentPolicy(value)
         return built
     return value
 

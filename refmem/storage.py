@@ -1,7 +1,7 @@
 """The storage interface: what a memory store does for the handler, whatever it keeps the files in.
 
 The handler, the paths, the limits, the messages, the views and the content policy are the same for
-every store; a store only answers the questions below. `store.Root` (a directory tree, the default)
+every store; a store only answers the questions below. `directory.Directory` (a directory tree, the default)
 implements it; a database store implements the same methods and passes the same contract tests
 (`tests/test_storage_contract.py`, parametrised over store factories).
 
@@ -16,18 +16,23 @@ What every store promises
 * Mutations (`write_new`, `Edit.replace`, `delete`, `rename`) run inside `locked()`: the store's write
   lock or transaction. A filesystem store shares it between threads and processes on one host; a
   database store makes it one transaction. A mutation called outside it takes it for itself.
-* Every successful mutation records the paths it changed in the store's change journal before it
-  returns (`changes_since`), at least from the first `changes_since` on; a recorded path stands for
-  itself and everything below it.
+* A store with a change journal (`ChangeJournal`) records the paths every successful mutation changed
+  before it returns (`changes_since`), at least from the first `changes_since` on; a recorded path stands
+  for itself and everything below it.
 * Folders exist on their own: an empty folder stays until deleted; listing order is by name (code
   point order), depth first; sizes are bytes; a folder's size is not shown.
+
+The six commands need `Store` and nothing else; what only some deployments read is an optional
+protocol a store may also implement: `ChangeJournal` (OpenClaw's index), `AccessRecords` (expiry),
+`TenantStore` (tenants) and `VersionedStore` (history). The filesystem store `directory.Directory` is
+`Store` alone; `store.Root` adds the journal and the access records over it.
 
 Construction
 ------------
 A store is made for one tenant or for none (`tenant=None`, the default namespace). Tenant names are
 checked by `tenant_name` (the same rule for every store), so two accepted names never collide on any
-filesystem or database. `for_tenant(name)` gives a store of the same kind for that tenant; a store
-never shows one tenant's memories to another.
+filesystem or database. `for_tenant(name)` (`TenantStore`) gives a store of the same kind for that
+tenant; a store never shows one tenant's memories to another.
 
 History (optional)
 ------------------
@@ -156,6 +161,25 @@ class Store(Protocol):
         """The write lock (or transaction): every read-modify-write and every mutation happens inside."""
         ...
 
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class ChangeJournal(Protocol):
+    """A store that says what changed (the filesystem store's `store.Root`, the database stores): an optional
+    capability, not part of `Store`. OpenClaw's search index reads it; without it the index rescans."""
+
+    def changes_since(self, generation: int) -> Changes:
+        """The paths changed since `generation` (a value an earlier call returned; 0 to start), and the
+        generation to ask from next. Cheap: proportional to what changed, not to the store's size."""
+        ...
+
+
+@runtime_checkable
+class AccessRecords(Protocol):
+    """A store that remembers when each file was last used (D-EXPIRY: `refmem prune`): an optional capability,
+    not part of `Store`. The handler reports a view's use where a store has it."""
+
     def record_use(self, path: VirtualPath, opened: ReadFile) -> None:
         """The file just read through `opened` was used now (D-EXPIRY: a view). Never raises for a
         bookkeeping failure, and may skip a record that its own data already implies."""
@@ -165,17 +189,16 @@ class Store(Protocol):
         """The last recorded use of `path` (seconds since the epoch), None when there is no record."""
         ...
 
-    def changes_since(self, generation: int) -> Changes:
-        """The paths changed since `generation` (a value an earlier call returned; 0 to start), and the
-        generation to ask from next. Cheap: proportional to what changed, not to the store's size."""
-        ...
+
+@runtime_checkable
+class TenantStore(Protocol):
+    """A store that keeps several tenants' memories apart (D-STORE-TENANT): an optional capability, not part of
+    `Store`. A handler made with `tenant=` over a store object asks it for that tenant's store."""
 
     def for_tenant(self, tenant: str) -> Store:
         """A store of the same kind over `tenant`'s memories (checked by `tenant_name`); the caller
         closes it."""
         ...
-
-    def close(self) -> None: ...
 
 
 class Version(NamedTuple):

@@ -1,120 +1,31 @@
-"""The filesystem store: the memory directory's operations, each a few lines over the kernel's walk.
+"""The filesystem store with its change journal and access records: `Root`, a layer over `directory.Directory`.
 
-`Root` implements `storage.Store` over a real directory: every method is a walk to a parent folder,
-then one kernel primitive. It adds no confinement of its own: every disk access below goes through
-`kernel.RootDir.walk` and the kernel's primitives, so an audit of `kernel.py` covers it. Its own files
-(the write lock, the change journal, the access records) live in `.refmem/` (`bookkeeping.py`).
+`Directory` is the memory directory's operations, and all a vendored copy needs (D-VENDOR-SET). `Root` adds
+what only some deployments read, built from `Directory`'s hooks at the moments it changes something:
+  * the change journal (`changes.py`: `changes_since`, for OpenClaw's index), every change recorded under
+    the write lock, after every check and before the change (`note_changes`);
+  * the access records (`access.py`: `record_use`, `last_access`, for `refmem prune` and D-EXPIRY), moved
+    and forgotten with the paths they are about.
+Both live in `.refmem/` (`bookkeeping.py`); `open_directory` gives a `Root` wherever this module was copied.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import stat
-from typing import Callable, ContextManager, Iterator, List, Optional, Tuple, Union
+from typing import Optional, Tuple, Union
 
-from . import kernel, problems, tree
+from . import kernel
 from .access import AccessTracker
-from .bookkeeping import BOOKKEEPING_DIR, LOCK_NAME, TENANTS_DIR, WriteLock
 from .changes import Journal
-from .kernel import Dir
-from .messages import TENANT_NESTED
+from .directory import BOOKKEEPING_DIR, LOCK_NAME, Directory, Edit, Entry, Listed, OpenFile, TooBig, protected
 from .paths import RESERVED_PREFIX, VirtualPath
-from .problems import DIR, FILE, FsProblem, Missing, OsFailure, TooBig
-from .storage import Changes, Entry, Listed, ReadFile, Store, TenantError, tenant_name
+from .storage import Changes, ReadFile
 
 __all__ = ["BOOKKEEPING_DIR", "LOCK_NAME", "Edit", "Entry", "Listed", "OpenFile", "Root", "TooBig", "protected"]
 
-READ_CHUNK = 1 << 20  # a large file is read (and viewed) this much at a time
-_SPECIAL_BITS = stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX
 
-
-def protected(info: os.stat_result) -> bool:
-    """D-MODE: a regular file its owner may not write is not edited or deleted."""
-    return stat.S_ISREG(info.st_mode) and not info.st_mode & stat.S_IWUSR
-
-
-class OpenFile:
-    """A regular file open for reading (`storage.ReadFile`); `info` is its fstat after opening."""
-
-    __slots__ = ("fd", "info")
-
-    def __init__(self, fd: int, info: os.stat_result) -> None:
-        self.fd = fd
-        self.info = info
-
-    @property
-    def size(self) -> int:
-        return self.info.st_size
-
-    def read_all(self) -> bytes:
-        """Read to the end: usually one call, since the size comes from fstat."""
-        size = self.info.st_size
-        try:
-            first = os.read(self.fd, size + 1)
-            return first if len(first) <= size else first + b"".join(self.chunks())
-        except OSError as error:
-            raise problems.os_failure(error) from None
-
-    def chunks(self) -> Iterator[bytes]:
-        while True:
-            try:
-                chunk = os.read(self.fd, READ_CHUNK)
-            except OSError as error:
-                raise problems.os_failure(error) from None
-            if not chunk:
-                return
-            yield chunk
-
-    def close(self) -> None:
-        fd, self.fd = self.fd, -1
-        if fd >= 0:
-            os.close(fd)
-
-    def __enter__(self) -> OpenFile:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class Edit:
-    """A file read for a read-modify-write: `data` as read; `replace(new)` puts new content in its
-    place atomically, in the very folder it was read from (one walk, so the two cannot differ)."""
-
-    __slots__ = ("data", "_folder", "_name", "_mode", "_read", "_version", "_changing")
-
-    def __init__(
-        self, folder: Dir, name: str, data: bytes, info: os.stat_result, changing: Callable[[], ContextManager[None]]
-    ) -> None:
-        self.data = data
-        self._folder = folder
-        self._name = name
-        self._mode = stat.S_IMODE(info.st_mode) & ~_SPECIAL_BITS
-        self._read = kernel.identity(info)
-        self._version = _version(info)
-        self._changing = changing  # the write lock, with the change recorded in the journal
-
-    def replace(self, new_data: bytes) -> None:
-        """Put `new_data` in place of the file read, only if the name still holds that very file, as it
-        was read (replaced or rewritten by something outside the lock since the read, it is not
-        clobbered: its inode number alone could be a new file's, reused)."""
-        temp = kernel.write_temp(self._folder, new_data, self._mode)
-        try:
-            with self._changing():
-                now = self._folder.lstat(self._name)
-                if now is None or _version(now) != self._version:
-                    raise OsFailure("changed")
-                kernel.replace(self._folder, temp, self._name, expected=self._read)
-        except BaseException:
-            kernel.unlink_quietly(self._folder, temp)  # gone already unless the journal refused
-            raise
-        self._folder.fsync()
-
-
-class Root:
-    """A memory directory on disk (`storage.Store`): every method is a walk to a parent folder, then one
-    primitive. `tenant` names a tenant whose memories live in their own folder (D-STORE-TENANT-FS)."""
+class Root(Directory):
+    """A memory directory on disk with a change journal and, with `track_access`, access records (D-EXPIRY)."""
 
     def __init__(
         self,
@@ -125,192 +36,28 @@ class Root:
         tenant: Optional[str] = None,
         track_access: bool = True,
     ) -> None:
-        """Open the memory directory at `path`, made if missing; with `create=False` a missing one
-        raises Missing (prune must not conjure up a root from a typo). `track_access` keeps the
-        access records of views, deletes and renames (D-EXPIRY)."""
-        checked = None if tenant is None else tenant_name(tenant)  # before anything is made
-        top = kernel.RootDir(path, portable, create)
-        if checked is not None:
-            parent = top
-            try:
-                top = _open_tenant(parent, checked)
-            finally:
-                parent.close()
-        self._open(top, checked, track_access)
-
-    def _open(self, top: kernel.RootDir, tenant: Optional[str], track_access: bool) -> None:
-        self.dir = top
-        self.real = top.real
-        self.portable = top.portable
-        self.tenant = tenant
+        """As `Directory`; `track_access` keeps the access records of views, deletes and renames (D-EXPIRY)."""
         self.track_access = track_access
-        self._lock = WriteLock(top)
+        super().__init__(path, portable, create, tenant=tenant)
+
+    def _open(self, top: kernel.RootDir, tenant: Optional[str]) -> None:
+        super()._open(top, tenant)
         self._journal = Journal(top)
         self._access = AccessTracker(top)
+
+    def _like(self, top: kernel.RootDir, tenant: str) -> Root:
+        made = Root.__new__(Root)
+        made.track_access = self.track_access
+        made._open(top, tenant)
+        return made
 
     def close(self) -> None:
         """Release the root's descriptors (the handler keeps them for its lifetime)."""
         self._access.close()
         self._journal.close()
-        self._lock.close()
-        self.dir.close()
+        super().close()
 
-    def __del__(self) -> None:
-        with contextlib.suppress(Exception):
-            self.close()
-
-    def for_tenant(self, tenant: str) -> Root:
-        """The store of `tenant`'s memories below this root (D-STORE-TENANT-FS); the caller closes it."""
-        if self.tenant is not None:
-            raise TenantError(TENANT_NESTED)
-        made = Root.__new__(Root)
-        made._open(_open_tenant(self.dir, tenant_name(tenant)), tenant, self.track_access)
-        return made
-
-    def walk(self, parts: Tuple[str, ...], create: bool = False, made: Optional[List[int]] = None) -> Dir:
-        return self.dir.walk(parts, create, made)
-
-    def _parent(self, path: VirtualPath, check: bool = True) -> Dir:
-        return self.dir.walk(path.parts[:-1], check=check)
-
-    def _found_parent(self, path: VirtualPath) -> Dir:
-        """The folder holding `path`, which a command expects to find there; the root-removed check (a stat)
-        is made only when the folder is not found, since a removed root has no entries (what a view does)."""
-        try:
-            return self._parent(path, check=False)
-        except Missing:
-            self.dir.check_removed()
-            raise
-
-    @contextlib.contextmanager
-    def _made_parent(self, path: VirtualPath) -> Iterator[Dir]:
-        """The folder holding `path`, made if missing; folders made are removed if the command fails.
-
-        An existing folder is reached as a view reaches it (one openat below the root, one openat2
-        deeper); only a missing one takes the name-by-name walk that makes folders."""
-        made: List[int] = []
-        try:
-            try:
-                existing: Optional[Dir] = self.dir.walk(path.parent.parts)
-            except Missing:
-                existing = None
-            with existing or self.dir.walk(path.parent.parts, True, made) as folder:
-                yield folder
-        except BaseException:
-            if made:
-                self._unmake(path.parent.parts, made[0])
-            raise
-
-    def _unmake(self, parts: Tuple[str, ...], first_made: int) -> None:
-        """Remove the folders parts[first_made:] a failed command made, deepest first, if still empty."""
-        for depth in range(len(parts), first_made, -1):
-            try:
-                with self.dir.walk(parts[: depth - 1]) as folder:
-                    folder.rmdir(parts[depth - 1])
-            except (OSError, FsProblem):
-                return  # not empty any more, or gone: leave the rest alone
-
-    # -- queries --
-
-    def entry(self, path: VirtualPath) -> Optional[Entry]:
-        """What is at `path`, without following a link; None when nothing is (or OsFailure("root_removed")).
-        The root-removed check is made only when nothing is found: a removed folder has no entries."""
-        if path.is_root:
-            return Entry(DIR, 0)
-        try:
-            with self._parent(path, check=False) as folder:
-                info = folder.lstat(path.name)
-        except Missing:
-            self.dir.check_removed()
-            return None
-        if info is None:
-            self.dir.check_removed()
-            return None
-        if path.trailing_slash and not stat.S_ISDIR(info.st_mode):
-            return None  # a trailing "/" names a folder: anything else is not there (ENOTDIR)
-        kind = problems.kind_of(info.st_mode)
-        return Entry(kind, info.st_size if kind == FILE else 0)
-
-    def open_regular(self, path: VirtualPath, refuse_hard_links: bool = True) -> OpenFile:
-        """The regular file at `path`, open for reading (the caller closes it).
-
-        Raises NotRegular with the kind found (a folder included), IsLink, HardLinked or Missing.
-        The root-removed check is made only when nothing is found: a removed folder has no entries.
-        """
-        if not path.parts:
-            raise problems.NotRegular(DIR)
-        try:
-            folder = self._parent(path, check=False)
-            try:  # try/finally, not `with`: views are the commonest command, and this is their path
-                return _open_file(folder, path, refuse_hard_links)
-            finally:
-                folder.close()
-        except Missing:
-            self.dir.check_removed()
-            raise
-
-    def children(
-        self, path: VirtualPath, keep: Callable[[str], bool], limit: int
-    ) -> Tuple[List[Tuple[str, str, int]], bool]:
-        """The folders and regular files in the folder `path` that `keep` accepts, at most `limit` of them in
-        directory order (the folder is read only until the limit could be met), and whether more were there.
-        A name `keep` refuses is never stat'ed; links and special files are never given."""
-        batch: List[Tuple[str, str, int]] = []
-        more = False
-        with self.dir.walk(path.parts) as folder:
-            try:
-                with folder.scandir() as entries:
-                    for item in entries:
-                        if not keep(item.name):
-                            continue
-                        try:  # the type comes with the directory read; only files are stat'ed
-                            if item.is_dir(follow_symlinks=False):
-                                kind, size = DIR, 0
-                            elif item.is_file(follow_symlinks=False):
-                                info = item.stat(follow_symlinks=False)
-                                if not stat.S_ISREG(info.st_mode):
-                                    continue
-                                kind, size = FILE, info.st_size
-                            else:
-                                continue  # links and special files are never listed
-                        except OSError:
-                            continue  # vanished meanwhile
-                        if len(batch) == limit:
-                            more = True
-                            break
-                        batch.append((item.name, kind, size))
-            except OSError as error:
-                raise problems.os_failure(error) from None
-        return batch, more
-
-    def extent(self, path: VirtualPath, max_depth: int) -> Tuple[int, int]:
-        """(levels, longest relative path in bytes) of the tree at `path`, counting at most
-        `max_depth + 1` levels: enough to tell whether moving it would exceed the limits."""
-        deepest, longest = 0, 0
-        with self._parent(path) as parent, parent.open_dir(path.name) as top:
-
-            def enter(parts: Tuple[str, ...], name: str) -> bool:
-                return len(parts) < max_depth
-
-            for visit in tree.descend(top, enter):
-                for name, _info in visit.entries:
-                    size = sum(len(part.encode("utf-8", "surrogateescape")) + 1 for part in visit.parts + (name,))
-                    deepest = max(deepest, len(visit.parts) + 1)
-                    longest = max(longest, size)
-        return deepest, longest
-
-    # -- changes (each under the write lock, recorded in the journal before anything changes) --
-
-    def _writing(self) -> ContextManager[None]:
-        """The write lock for a mutation, unless this thread holds it already (the handler always does)."""
-        return contextlib.nullcontext() if self._lock.held() else self._lock.locked()
-
-    @contextlib.contextmanager
-    def _changing(self, *paths: str) -> Iterator[None]:
-        """The write lock, with `paths` recorded in the journal before the block changes them."""
-        with self._writing():
-            self.note_changes(paths)
-            yield
+    # -- the hooks: what changed, recorded --
 
     def note_changes(self, paths: Tuple[str, ...]) -> None:
         """Record in the change journal that the virtual paths `paths` (and what lies below them) are
@@ -319,93 +66,15 @@ class Root:
         if shown:
             self._journal.append(shown)
 
-    def write_new(self, path: VirtualPath, data: bytes) -> None:
-        """Create a file that must not exist yet; parents are made. All or nothing."""
-        with self._writing(), self._made_parent(path) as folder:
-            temp = kernel.write_temp(folder, data, kernel.FILE_MODE)
-            try:
-                self.note_changes((path.canonical,))
-                kernel.rename_noreplace(folder, temp, folder, path.name, is_dir=False)
-            except BaseException:
-                kernel.unlink_quietly(folder, temp)
-                raise
-            folder.fsync()
+    def _removed(self, canonical: str, is_dir: bool) -> None:
+        if self.track_access and not _reserved(canonical):
+            self._access.forget(canonical, is_dir=is_dir)
 
-    @contextlib.contextmanager
-    def open_edit(self, path: VirtualPath, limit: int) -> Iterator[Edit]:
-        """A regular file read whole for an edit (call under `locked()`: edits are read-modify-write).
+    def _moved(self, old: str, new: str, is_dir: bool) -> None:
+        if self.track_access:
+            self._access.move(old, new, is_dir=is_dir)
 
-        Files over `limit` bytes raise TooBig before they are read whole; a file its owner may not
-        write raises OsFailure("protected") (D-MODE). The mode is kept, less setuid, setgid and
-        sticky bits, which are never carried onto content the model wrote.
-        """
-        with self._parent(path) as folder:
-            with _open_file(folder, path, True) as opened:
-                if protected(opened.info):
-                    raise OsFailure("protected")
-                size = opened.info.st_size
-                if size > limit:
-                    raise TooBig(size)
-                data = opened.read_all()
-                if len(data) > limit:
-                    raise TooBig(len(data))
-            yield Edit(folder, path.name, data, opened.info, lambda: self._changing(path.canonical))
-
-    def delete(self, path: VirtualPath) -> None:
-        """Remove a name; a folder goes with everything in it, at any depth. Links are removed, never
-        followed; files their owner may not write are not removed (D-MODE)."""
-        if path.is_root:
-            raise OsFailure("denied")
-        with self._writing():
-            with self._found_parent(path) as folder:
-                info = folder.lstat(path.name)
-                if info is None:
-                    self.dir.check_removed()
-                    raise Missing()
-                if path.trailing_slash and not stat.S_ISDIR(info.st_mode):
-                    raise Missing()
-                if protected(info):
-                    raise OsFailure("protected")
-                self.note_changes((path.canonical,))
-                try:
-                    tree.remove(folder, path.name, info, keep=protected)
-                except OsFailure as problem:
-                    if problem.code == "protected":
-                        raise OsFailure("protected_inside") from None
-                    raise
-                folder.fsync()
-            if self.track_access and not _reserved(path.canonical):
-                self._access.forget(path.canonical, is_dir=stat.S_ISDIR(info.st_mode))
-
-    def rename(self, old: VirtualPath, new: VirtualPath) -> None:
-        """Move `old` to `new`, never over anything; the destination's missing parents are made."""
-        if old.is_root or new.is_root:
-            raise OsFailure("denied")
-        with self._writing():
-            with self._found_parent(old) as source:
-                info = source.lstat(old.name)
-                if info is None:
-                    self.dir.check_removed()
-                    raise Missing()
-                is_dir = stat.S_ISDIR(info.st_mode)
-                if old.parts[:-1] == new.parts[:-1]:  # one folder: it is the destination, fsynced once
-                    self.note_changes((old.canonical, new.canonical))
-                    kernel.rename_noreplace(source, old.name, source, new.name, is_dir)
-                else:
-                    with self._made_parent(new) as destination:
-                        self.note_changes((old.canonical, new.canonical))
-                        kernel.rename_noreplace(source, old.name, destination, new.name, is_dir)
-                        destination.fsync()
-                source.fsync()
-            if self.track_access:
-                self._access.move(old.canonical, new.canonical, is_dir=is_dir)
-
-    # -- the lock, the journal and the access records --
-
-    def locked(self) -> ContextManager[None]:
-        """An exclusive lock shared by every handler, thread and process on this root (`flock` of
-        `.refmem/lock`, see bookkeeping.WriteLock)."""
-        return self._lock.locked()
+    # -- the journal and the access records (storage.ChangeJournal, storage.AccessRecords) --
 
     def changes_since(self, generation: int) -> Changes:
         """The paths changed since `generation` (changes.py); read under the write lock, so no change
@@ -428,50 +97,7 @@ class Root:
         return self._access.last_access(path.canonical)
 
 
-def _version(info: os.stat_result) -> Tuple[int, int, int, int, int]:
-    """What tells one version of a file from another without reading it: identity, size, both times."""
-    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
-
-
-def _open_file(folder: Dir, path: VirtualPath, refuse_hard_links: bool) -> OpenFile:
-    """The file `path` names in its open parent folder. A trailing "/" names a folder: anything
-    else there is not found (POSIX ENOTDIR), a folder is NotRegular(DIR)."""
-    if path.trailing_slash:
-        info = folder.lstat(path.name)
-        if info is None or not stat.S_ISDIR(info.st_mode):
-            raise Missing()
-    return OpenFile(*kernel.open_regular(folder, path.name, refuse_hard_links))
-
-
 def _reserved(canonical: str) -> bool:
     """A virtual path through the store's own `.refmem` names (the OpenClaw index's file, for one)."""
     first = canonical[len("/memories/") :].split("/", 1)[0]
     return first.startswith(RESERVED_PREFIX)
-
-
-def _open_tenant(parent: kernel.RootDir, tenant: str) -> kernel.RootDir:
-    """`.refmem/tenants/<tenant>` below `parent`, made if missing, opened as a root of its own.
-
-    The folder is reached by the parent's walk (never through a link, never outside the parent),
-    then opened by its host path as a root and accepted only if it is that very folder (device and
-    inode): a folder swapped for a link in between is refused, not followed. Anything but folders
-    on the way is OsFailure("bookkeeping").
-    """
-    try:
-        with parent.walk((BOOKKEEPING_DIR, TENANTS_DIR, tenant), create=True) as folder:
-            expected = folder.identity()
-    except (problems.ParentNotDir, problems.Escaped, Missing):
-        raise OsFailure("bookkeeping") from None
-    opened = kernel.RootDir(os.path.join(parent.real, BOOKKEEPING_DIR, TENANTS_DIR, tenant), parent.portable, False)
-    try:
-        if opened.top.identity() != expected:
-            raise OsFailure("bookkeeping")
-    except BaseException:
-        opened.close()
-        raise
-    return opened
-
-
-def _as_store(root: Root) -> Store:
-    """Nothing at run time: mypy checks here that `Root` implements `storage.Store`."""
-    return root

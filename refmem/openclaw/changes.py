@@ -33,7 +33,7 @@ import time
 from typing import Callable, Dict, List, Optional, Set, Tuple, Union
 
 from ..problems import FsProblem
-from ..storage import Store
+from ..storage import ChangeJournal, Store
 from ..store import Root
 from .storedisk import guarded
 
@@ -167,6 +167,8 @@ class StoreJournal(Source):
         self.store = store
 
     def changes_since(self, token: int) -> Tuple[int, Paths]:
+        if not isinstance(self.store, ChangeJournal):  # a store without one (storage.ChangeJournal): rescan
+            return token, None
         try:
             with guarded():
                 generation, changed = self.store.changes_since(token)

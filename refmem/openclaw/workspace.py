@@ -22,10 +22,10 @@ import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 from ..limits import DEFAULT_LIMITS, Limits
-from ..messages import escape, io_reason, is_unsafe_char
+from ..messages import TENANT_UNSUPPORTED, escape, io_reason, is_unsafe_char
 from ..paths import VirtualPath
 from ..problems import FsProblem, NotRegular, ParentNotDir
-from ..storage import Store
+from ..storage import Store, TenantStore
 from ..store import Root, TooBig
 from ..text import is_crlf
 from . import embeddings, inputs, paths, search
@@ -322,6 +322,8 @@ def _open_store(root: Union[str, os.PathLike[str], Store], tenant: Optional[str]
         raise TypeError("OpenClawMemory serves a directory path or a refmem.storage.Store")
     if tenant is None:
         return root, None
+    if not isinstance(root, TenantStore):
+        raise TypeError(TENANT_UNSUPPORTED)
     made = root.for_tenant(tenant)
     return made, made
 
