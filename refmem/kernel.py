@@ -24,7 +24,7 @@ import errno
 import os
 import secrets
 import stat
-from typing import Callable, Iterator, List, Optional, Tuple, Union, cast
+from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Tuple, Union, cast
 
 from . import problems, syscalls
 from .handles import (  # the flags and modes both handles use; re-exported, since callers name them here
@@ -44,13 +44,16 @@ from .handles import (  # the flags and modes both handles use; re-exported, sin
     identity,
     inside,
 )
-from .portable import PathDir
+from .optional import required_module
 from .problems import Missing, OsFailure, os_failure, problem_of
+
+if TYPE_CHECKING:  # the portable walk is loaded only where it is used: a vendored copy may leave it out
+    from .portable import PathDir
 
 __all__ = [
     "CLOSED_FD", "CREATE_FLAGS", "DIR_FLAGS", "DIR_MODE", "FD_WALK_AVAILABLE", "FILE_MODE", "O_BINARY",
     "O_CLOEXEC", "O_DIRECTORY", "O_NOFOLLOW", "O_NONBLOCK", "READ_FLAGS", "TEMP_PREFIX", "Dir", "FdDir",
-    "Identity", "PathDir", "RootDir", "identity", "inside", "open_regular", "rename_noreplace", "replace",
+    "Identity", "RootDir", "identity", "inside", "open_regular", "rename_noreplace", "replace",
     "unlink_quietly", "write_temp",
 ]
 
@@ -195,7 +198,7 @@ class FdDir:
 
 
 # The no-`dir_fd` variant lives in its own file, as Go's root_noopenat.go does; both follow handles.Handle.
-Dir = Union[FdDir, PathDir]
+Dir = Union[FdDir, "PathDir"]
 
 
 # --- the root and the walk ---------------------------------------------------------------------
@@ -214,7 +217,8 @@ class RootDir:
         self._fd: Optional[int] = None
         self._close = os.close  # the close of the `os` that opened it (a test may patch `os` later)
         if self.portable:
-            self.top: Dir = PathDir(self.real, self.real)
+            portable_walk = required_module("portable", "the portable walk (portable_walk, or no dir_fd here)")
+            self.top: Dir = portable_walk.PathDir(self.real, self.real)
         else:
             try:
                 self._fd = os.open(self.real, os.O_RDONLY | O_DIRECTORY | O_CLOEXEC)
