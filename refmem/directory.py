@@ -20,11 +20,13 @@ import os
 import stat
 from typing import Callable, ContextManager, Iterator, List, Optional, Tuple, Union
 
-from . import kernel, problems, tree
-from .bookkeeping import BOOKKEEPING_DIR, LOCK_NAME, TENANTS_DIR, WriteLock
-from .kernel import Dir
+from . import _kernel as kernel
+from . import _tree as tree
+from . import problems
+from ._bookkeeping import BOOKKEEPING_DIR, LOCK_NAME, TENANTS_DIR, WriteLock
+from ._kernel import Dir
+from ._optional import optional_module
 from .messages import TENANT_NESTED
-from .optional import optional_module
 from .paths import VirtualPath
 from .problems import DIR, FILE, FsProblem, Missing, OsFailure, TooBig
 from .storage import Entry, Listed, Store, TenantError, tenant_name

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from .access import (
+from ._access import (
     DEFAULT_RESOLUTION,
     AccessTracker,
     Record,

@@ -16,7 +16,12 @@ import os
 from collections import abc
 from typing import Any, Callable, ContextManager, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
-from . import listing, problems, text, tool, view
+from . import _listing as listing
+from . import _text as text
+from . import _view as view
+from . import problems, tool
+from ._optional import required_module
+from ._viewcache import ViewCache
 from .directory import open_directory
 from .limits import DEFAULT_LIMITS, Limits
 from .messages import (
@@ -32,11 +37,9 @@ from .messages import (
     line_list,
     render,
 )
-from .optional import required_module
 from .paths import PathError, VirtualPath, is_addressable, parse_path
 from .problems import DIR, FsProblem, Missing, TooBig
 from .storage import ReadFile, Store, TenantStore
-from .viewcache import ViewCache
 
 SMALL_FILE_BYTES = 1024 * 1024  # views of files up to this size read them whole; larger ones stream
 PARSE_CACHE_SIZE = 4096  # parsed paths remembered per handler (each at most max_path_bytes)

@@ -224,7 +224,7 @@ TENANT_RESERVED = "a tenant name must not be a Windows device name (con, prn, au
 TENANT_NESTED = "a tenant's store has no tenants of its own"
 TENANT_UNSUPPORTED = "this store keeps no tenants (it has no for_tenant)"
 
-# A feature whose module a vendored copy left out (refmem.optional, D-VENDOR-SET): told to the application when it
+# A feature whose module a vendored copy left out (refmem._optional, D-VENDOR-SET): told to the application when it
 # asks for the feature, never a ModuleNotFoundError from inside.
 MODULE_NOT_COPIED = (
     "{feature} needs the module {module}, which is not part of this copy of refmem: copy {file} beside the others "

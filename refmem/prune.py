@@ -16,10 +16,11 @@ import stat
 import time
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple, Union
 
-from . import kernel, tree
-from .access import AccessTracker, Record, virtual_path
-from .bookkeeping import names, remove_record
-from .kernel import Dir
+from . import _kernel as kernel
+from . import _tree as tree
+from ._access import AccessTracker, Record, virtual_path
+from ._bookkeeping import names, remove_record
+from ._kernel import Dir
 from .paths import RESERVED_PREFIX
 from .problems import FsProblem, OsFailure
 from .store import Root

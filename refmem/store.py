@@ -14,9 +14,9 @@ from __future__ import annotations
 import os
 from typing import Optional, Tuple, Union
 
-from . import kernel
-from .access import AccessTracker
-from .changes import Journal
+from . import _kernel as kernel
+from ._access import AccessTracker
+from ._changes import Journal
 from .directory import BOOKKEEPING_DIR, LOCK_NAME, Directory, Edit, Entry, Listed, OpenFile, TooBig, protected
 from .paths import RESERVED_PREFIX, VirtualPath
 from .storage import Changes, ReadFile

@@ -21,7 +21,7 @@ from host_guard_support import Sentinel, devices, differences, snapshot
 from memory_support import Memory
 from sql_store_support import ENGINES, Opener, make_opener
 
-from refmem import kernel
+from refmem import _kernel as kernel
 
 _HOST = pytest.StashKey[dict]()
 

@@ -27,7 +27,8 @@ from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
 import pytest
 
-from refmem import MemoryHandler, Result, kernel, tool
+from refmem import MemoryHandler, Result, tool
+from refmem import _kernel as kernel
 
 CANARY = "CANARY-5e1f0c secret bytes from outside"
 INTERNAL = "Error: The command could not be completed because of an internal error."

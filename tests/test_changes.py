@@ -17,7 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from refmem import MemoryHandler, changes, kernel, problems
+from refmem import MemoryHandler, problems
+from refmem import _changes as changes
+from refmem import _kernel as kernel
 from refmem.messages import IO_REASONS
 from refmem.paths import parse_path
 from refmem.store import Root

@@ -1,4 +1,4 @@
-"""Access tracking and pruning (refmem.expiry, refmem.access, refmem.prune): records, crash leftovers, the walk, durations."""
+"""Access tracking and pruning (refmem.expiry, refmem._access, refmem.prune): records, crash leftovers, the walk, durations."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from memory_support import Memory
 
-from refmem import access
+from refmem import _access as access
 from refmem import prune as prune_module
 from refmem.expiry import (
     AccessTracker,
@@ -27,7 +27,7 @@ NOW = 2_000_000_000.0  # a fixed "now" in 2033: every test clock is explicit
 
 
 class FrozenClock:
-    """Stands for the `time` module inside refmem.access: its clock moves only when a test moves it, so a test
+    """Stands for the `time` module inside refmem._access: its clock moves only when a test moves it, so a test
     of the resolution windows holds however long the machine takes between two steps."""
 
     def __init__(self, now: float) -> None:

@@ -7,7 +7,8 @@ import errno
 import pytest
 from memory_support import Memory
 
-from refmem import kernel, problems
+from refmem import _kernel as kernel
+from refmem import problems
 from refmem.messages import IO_REASONS, io_reason, render
 
 

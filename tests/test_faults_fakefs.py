@@ -5,7 +5,7 @@ Notes on the fake:
 - pyfakefs does not emulate `dir_fd`, so every handler here runs with `portable_walk=True` (the
   checked-path walk that Windows uses).
 - `renameat2` is called through ctypes on real paths, which the fake cannot intercept, so
-  `refmem.kernel._renameat2` is set to None for these tests: the documented link-then-unlink fallback.
+  `refmem._kernel._renameat2` is set to None for these tests: the documented link-then-unlink fallback.
 - pyfakefs runs as a non-root user here (`allow_root_user=False`) so permissions are enforced.
 - pyfakefs hands any `os` name it does not fake to the real module, where a fake descriptor number names
   whatever the test process has open under it (a Windows run once made pytest's `/dev/null` mode 0600 through
@@ -26,7 +26,7 @@ from pyfakefs.fake_filesystem import OSType
 from pyfakefs.fake_filesystem_unittest import Patcher
 from pyfakefs.fake_os import FakeOsModule
 
-import refmem.kernel as refmem_fs
+import refmem._kernel as refmem_fs
 from refmem import MemoryHandler, Result
 
 ROOT = "/data/memories"

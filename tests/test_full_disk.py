@@ -34,7 +34,8 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 import pytest
 from memory_support import Memory
 
-from refmem import MemoryHandler, Result, kernel
+from refmem import MemoryHandler, Result
+from refmem import _kernel as kernel
 from refmem.handler import COMMANDS as COMMAND_VERBS
 from refmem.messages import IO_REASONS, STORE_CANNOT_OPEN, STORE_PG_CANNOT_CONNECT, render
 

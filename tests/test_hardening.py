@@ -16,7 +16,9 @@ from typing import List
 
 import pytest
 
-from refmem import Limits, MemoryHandler, kernel, tree
+from refmem import Limits, MemoryHandler
+from refmem import _kernel as kernel
+from refmem import _tree as tree
 from refmem.expiry import prune, record_name
 
 CANARY = "CANARY-hardening-7f3a"

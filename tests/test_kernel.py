@@ -11,7 +11,9 @@ from typing import Callable, Tuple
 
 import pytest
 
-from refmem import Limits, MemoryHandler, bookkeeping, kernel, problems, store
+from refmem import Limits, MemoryHandler, problems, store
+from refmem import _bookkeeping as bookkeeping
+from refmem import _kernel as kernel
 from refmem.paths import parse_path
 
 

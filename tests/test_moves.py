@@ -14,7 +14,8 @@ from typing import Iterator
 
 import pytest
 
-from refmem import MemoryHandler, moves
+from refmem import MemoryHandler
+from refmem import _moves as moves
 from refmem.expiry import AccessTracker, prune
 
 DAY = 86400.0

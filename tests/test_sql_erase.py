@@ -15,7 +15,7 @@ import pytest
 from sql_store_support import Opener, refmem_cli, run, vp
 
 from refmem import MemoryHandler
-from refmem.listing import list_tree
+from refmem._listing import list_tree
 from refmem.storage import ErasableStore
 from refmem.stores.sqlite import SqliteStore
 

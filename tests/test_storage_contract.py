@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from storage_support import KINDS, StoreKind
 
 from refmem import problems
-from refmem.listing import list_tree
+from refmem._listing import list_tree
 from refmem.paths import VirtualPath, parse_path
 from refmem.problems import DIR, FILE
 from refmem.storage import Changes, Store, TenantError, tenant_name

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from refmem import MemoryHandler, bookkeeping, kernel, problems, store
+from refmem import MemoryHandler, problems, store
+from refmem import _bookkeeping as bookkeeping
+from refmem import _kernel as kernel
 from refmem.messages import IO_REASONS
 from refmem.paths import parse_path
 from refmem.storage import Entry, TenantError

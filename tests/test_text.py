@@ -1,4 +1,4 @@
-"""Pure text helpers (`refmem.text`) against D-VIEW-SIZE, D-VIEW-LINES, D-VIEW-CRLF, D-VIEW-PAGINATE,
+"""Pure text helpers (`refmem._text`) against D-VIEW-SIZE, D-VIEW-LINES, D-VIEW-CRLF, D-VIEW-PAGINATE,
 D-STR-COUNT and D-INSERT-SEMANTICS, plus the streaming view window against a naive reference."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
-from refmem import text
+from refmem import _text as text
 
 # --- human_size (D-VIEW-SIZE and the documentation's examples) -------------------------------------
 

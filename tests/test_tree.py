@@ -8,7 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from refmem import kernel, problems, tree
+from refmem import _kernel as kernel
+from refmem import _tree as tree
+from refmem import problems
 
 
 def test_remove_takes_a_tree_without_following_links(kernel_root: kernel.RootDir, tmp_path: Path) -> None:

@@ -15,11 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from refmem import Limits
-from refmem import text as text_module
+from refmem import _text as text_module
+from refmem._text import ViewWindow, split_lines
+from refmem._view import file_page, listing, streamed_page
 from refmem.problems import DIR, FILE
 from refmem.storage import Listed
-from refmem.text import ViewWindow, split_lines
-from refmem.view import file_page, listing, streamed_page
 
 PATH = "/memories/f.md"
 LINE = st.text(alphabet=st.sampled_from("ab \t€😀\r"), max_size=40)
@@ -103,7 +103,7 @@ def test_pages_are_bounded_by_the_budget_whatever_the_file() -> None:
 
 
 def _lines_made(monkeypatch: pytest.MonkeyPatch) -> List[int]:
-    """Record how many lines every split of a text into lines makes (refmem.text.split_lines)."""
+    """Record how many lines every split of a text into lines makes (refmem._text.split_lines)."""
     made: List[int] = []
     original = text_module.split_lines
 

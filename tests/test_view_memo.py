@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 from memory_support import Memory
 
 from refmem import Limits, MemoryHandler
+from refmem._viewcache import ViewCache
 from refmem.messages import Result, render
-from refmem.viewcache import ViewCache
 
 
 def view(handler: MemoryHandler, path: str, view_range: Optional[Tuple[int, int]] = None) -> Result:

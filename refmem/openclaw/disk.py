@@ -16,7 +16,9 @@ import sys
 import threading
 from typing import Callable, ContextManager, Dict, List, NamedTuple, Optional, Protocol, Tuple
 
-from .. import kernel, problems, tree
+from .. import _kernel as kernel
+from .. import _tree as tree
+from .. import problems
 from ..limits import DEFAULT_LIMITS, Limits
 from ..paths import VirtualPath
 from ..problems import FsProblem, Missing, OsFailure

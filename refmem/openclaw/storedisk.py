@@ -18,7 +18,7 @@ import contextlib
 import hashlib
 from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
-from .. import listing
+from .. import _listing as listing
 from ..limits import DEFAULT_LIMITS, Limits
 from ..paths import VirtualPath
 from ..problems import FILE, Exists, FsProblem, HardLinked, IsLink, Missing, NotRegular, OsFailure, ParentNotDir

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, List, NamedTuple, Optional, Tuple
 
-from ..text import read_window, split_lines
+from .._text import read_window, split_lines
 from .messages import NOTICE_SEPARATOR, NOTICES
 
 

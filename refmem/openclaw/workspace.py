@@ -21,13 +21,13 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
+from .._text import is_crlf
 from ..limits import DEFAULT_LIMITS, Limits
 from ..messages import TENANT_UNSUPPORTED, escape, io_reason, is_unsafe_char
 from ..paths import VirtualPath
 from ..problems import FsProblem, NotRegular, ParentNotDir
 from ..storage import Store, TenantStore
 from ..store import Root, TooBig
-from ..text import is_crlf
 from . import embeddings, inputs, paths, search
 from .disk import Disk, Files
 from .fresh import Freshness, JournalFreshness

@@ -13,7 +13,8 @@ from typing import Any, Callable, Dict, List
 
 import pytest
 
-from refmem import kernel, openclaw_cli, problems
+from refmem import _kernel as kernel
+from refmem import openclaw_cli, problems
 from refmem.openclaw import OpenClawLimits, OpenClawMemory
 
 DAY = datetime.date(2026, 11, 23)

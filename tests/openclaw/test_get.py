@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from refmem._text import ViewWindow
 from refmem.openclaw import OpenClawLimits, OpenClawMemory, render
 from refmem.openclaw.paths import is_indexed, is_readable
 from refmem.openclaw.window import excerpt_from_text, read_excerpt
-from refmem.text import ViewWindow
 
 from .openclaw_support import CANARY, write
 

@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 from typing import Any, Dict, Tuple
 
-from refmem import MemoryHandler, kernel
+from refmem import MemoryHandler
+from refmem import _kernel as kernel
 
 CANARY = "CANARY-race-figures"
 COMMANDS = [

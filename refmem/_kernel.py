@@ -26,8 +26,9 @@ import secrets
 import stat
 from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Tuple, Union, cast
 
-from . import problems, syscalls
-from .handles import (  # the flags and modes both handles use; re-exported, since callers name them here
+from . import _syscalls as syscalls
+from . import problems
+from ._handles import (  # the flags and modes both handles use; re-exported, since callers name them here
     CLOSED_FD,
     CREATE_FLAGS,
     DIR_FLAGS,
@@ -44,11 +45,11 @@ from .handles import (  # the flags and modes both handles use; re-exported, sin
     identity,
     inside,
 )
-from .optional import required_module
+from ._optional import required_module
 from .problems import Missing, OsFailure, os_failure, problem_of
 
 if TYPE_CHECKING:  # the portable walk is loaded only where it is used: a vendored copy may leave it out
-    from .portable import PathDir
+    from ._portable import PathDir
 
 __all__ = [
     "CLOSED_FD", "CREATE_FLAGS", "DIR_FLAGS", "DIR_MODE", "FD_WALK_AVAILABLE", "FILE_MODE", "O_BINARY",
@@ -217,7 +218,7 @@ class RootDir:
         self._fd: Optional[int] = None
         self._close = os.close  # the close of the `os` that opened it (a test may patch `os` later)
         if self.portable:
-            portable_walk = required_module("portable", "the portable walk (portable_walk, or no dir_fd here)")
+            portable_walk = required_module("_portable", "the portable walk (portable_walk, or no dir_fd here)")
             self.top: Dir = portable_walk.PathDir(self.real, self.real)
         else:
             try:

@@ -50,9 +50,9 @@ import time
 from typing import Iterable, Iterator, Optional, Set, Tuple
 
 from . import problems
-from .bookkeeping import BOOKKEEPING_DIR, CHANGES_NAME, Walker, open_folder, open_single
-from .handles import Identity, identity
-from .kernel import Dir
+from ._bookkeeping import BOOKKEEPING_DIR, CHANGES_NAME, Walker, open_folder, open_single
+from ._handles import Identity, identity
+from ._kernel import Dir
 from .paths import ROOT
 from .problems import OsFailure
 from .storage import Changes

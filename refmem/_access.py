@@ -55,8 +55,10 @@ import threading
 import time
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
-from . import kernel, moves, problems
-from .bookkeeping import (
+from . import _kernel as kernel
+from . import _moves as moves
+from . import problems
+from ._bookkeeping import (
     ACCESS_DIR,
     Walker,
     names,
@@ -66,7 +68,7 @@ from .bookkeeping import (
     remove_record,
     set_record_time,
 )
-from .kernel import Dir
+from ._kernel import Dir
 from .problems import FsProblem, OsFailure
 
 RootLike = Union[Walker, str, "os.PathLike[str]"]

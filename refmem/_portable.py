@@ -13,8 +13,8 @@ import os
 import stat
 from typing import Iterator, Optional, Tuple
 
-from . import syscalls
-from .handles import DIR_MODE, FILE_MODE, O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, Identity, identity, inside
+from . import _syscalls as syscalls
+from ._handles import DIR_MODE, FILE_MODE, O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, Identity, identity, inside
 from .problems import Escaped, Missing, OsFailure, os_failure, problem_of
 
 

@@ -26,11 +26,12 @@ import os
 import re
 from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
-from . import kernel, problems
-from .bookkeeping import MOVES_NAME, open_single, remove_record
-from .changes import json_string
-from .handles import FILE_MODE, READ_FLAGS
-from .kernel import Dir
+from . import _kernel as kernel
+from . import problems
+from ._bookkeeping import MOVES_NAME, open_single, remove_record
+from ._changes import json_string
+from ._handles import FILE_MODE, READ_FLAGS
+from ._kernel import Dir
 from .paths import ROOT
 
 COMPACT_BYTES = 64 * 1024  # the log is compacted past this size (or twice its last compacted size)

@@ -25,9 +25,11 @@ import stat
 import threading
 from typing import Iterator, List, Optional, Protocol, Tuple
 
-from . import kernel, problems, tree
-from .handles import FILE_MODE, O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK, READ_FLAGS
-from .kernel import Dir
+from . import _kernel as kernel
+from . import _tree as tree
+from . import problems
+from ._handles import FILE_MODE, O_BINARY, O_CLOEXEC, O_NOFOLLOW, O_NONBLOCK, READ_FLAGS
+from ._kernel import Dir
 from .paths import RESERVED_PREFIX
 from .problems import FsProblem, OsFailure
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 
-from . import text
+from . import _text as text
 from .limits import Limits
 from .messages import Result, render
 from .problems import DIR

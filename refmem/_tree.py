@@ -14,7 +14,7 @@ import os
 import stat
 from typing import Callable, Generator, List, Optional, Tuple
 
-from .kernel import Dir, Identity
+from ._kernel import Dir, Identity
 from .problems import FsProblem, OsFailure, os_failure, problem_of
 
 
