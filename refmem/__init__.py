@@ -2,20 +2,53 @@
 
 Standard library only. `MemoryHandler(root).execute(tool_input)` runs one command against a real
 directory that stands for `/memories`, and always returns a `Result`.
+
+The names below are the package's public interface (D-PUBLIC-NAMES, guarded by tests/test_public_names.py):
+the handler and its bounds and results, the paths it accepts, and what a store implements (`storage`).
+Modules whose names start with `_` are internal: import them only from inside refmem. docs/vendoring.md
+lists the files a vendored copy needs.
 """
 
+from ._optional import MissingModule
+from .directory import open_directory
 from .handler import MemoryHandler
 from .limits import DEFAULT_LIMITS, Limits
 from .messages import Result
 from .paths import PathError, VirtualPath, parse_path
+from .storage import (
+    AccessRecords,
+    ChangeJournal,
+    Edit,
+    Entry,
+    Listed,
+    ReadFile,
+    Store,
+    TenantError,
+    TenantStore,
+    VersionedStore,
+    tenant_name,
+)
 
 __all__ = [
     "DEFAULT_LIMITS",
+    "AccessRecords",
+    "ChangeJournal",
+    "Edit",
+    "Entry",
     "Limits",
+    "Listed",
     "MemoryHandler",
+    "MissingModule",
     "PathError",
+    "ReadFile",
     "Result",
+    "Store",
+    "TenantError",
+    "TenantStore",
+    "VersionedStore",
     "VirtualPath",
+    "open_directory",
     "parse_path",
+    "tenant_name",
 ]
 __version__ = "0.1.0"
