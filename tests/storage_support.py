@@ -24,6 +24,7 @@ from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 import postgres_support
 
 from refmem import problems
+from refmem.directory import Directory
 from refmem.paths import VirtualPath
 from refmem.problems import DIR, FILE
 from refmem.storage import Changes, Entry, Store, TenantError, tenant_name
@@ -272,6 +273,7 @@ class StoreKind(NamedTuple):
 
 KINDS = [
     StoreKind("filesystem", lambda where: Root(where), True),
+    StoreKind("filesystem-bare", lambda where: Directory(where), True),  # no journal, no access records
     StoreKind("filesystem-portable", lambda where: Root(where, portable=True), True),
     StoreKind("dict", lambda where: DictStore(str(where)), False),
     StoreKind("sqlite", lambda where: SqliteStore(where), True),
