@@ -281,6 +281,30 @@ def read(
     return result
 
 
+def read_bytes(top: str, relative: str, limit: int = KEEP_BYTES) -> Optional[bytes]:
+    """The bytes of the regular file `relative` below the folder `top`, or None when there is none (a name on the
+    way is a link or not a folder, the file is a link, a FIFO or larger than `limit`). Each folder is entered
+    from its parent's descriptor, as `read` does; nothing is followed and a FIFO is never opened."""
+    names = [name for name in relative.split("/") if name]
+    if not names or any(name in (".", "..") for name in names):
+        return None
+    opened: List[int] = []
+    try:
+        opened.append(open_folder(top))
+        for name in names[:-1]:
+            opened.append(os.open(name, _DIR_FLAGS, dir_fd=opened[-1]))
+        info = os.lstat(names[-1], dir_fd=opened[-1])
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        _digest, _head, data, _why = _read_file(opened[-1], names[-1], info)
+        return data if data is not None and len(data) <= limit else None
+    except OSError:
+        return None
+    finally:
+        for fd in opened:
+            os.close(fd)
+
+
 def _names(fd: int) -> List[str]:
     try:
         with os.scandir(fd) as entries:
