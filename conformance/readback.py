@@ -96,9 +96,11 @@ def tolerant_readings(output: str, path: str = "") -> List[List[str]]:
         rows = rows[:-1]
     found: List[List[str]] = []
     for skip in range(min(3, len(rows))):
+        if skip and _TOLERANT_LINE.match(rows[skip - 1]):
+            break  # a header is not numbered: a numbered first row that breaks the count is no header
         numbered = _numbered(rows[skip:])
         if numbered is not None and rows[skip:]:
-            found.append(numbered)
+            found.append(_without_final_empty(numbered))
             break
     header = bool(rows) and (rows[0].rstrip().endswith(":") or bool(path) and path in rows[0])
     found += [rows[1:], rows] if header else [rows, rows[1:]]
