@@ -262,10 +262,11 @@ def test_spec_notes_have_decisions() -> None:
     assert len(_decision_ids()) >= 40
 
 
-NOT_TOOL_BEHAVIOUR = ("D-SERVE-", "D-EXEC-", "D-STORE-", "D-SDK-")
+NOT_TOOL_BEHAVIOUR = ("D-SERVE-", "D-EXEC-", "D-STORE-", "D-SDK-", "D-DEPLOY-")
 """Decisions about the reference's programs (`refmem serve`, `refmem exec`), its storage interface (stores,
-tenants, the change journal) and its SDK tools (how they run the handler) rather than the memory tool: no tool
-input reaches them, so no conformance case can pin them; their own tests do."""
+tenants, the change journal), its SDK tools (how they run the handler) and the deployment tier (how it judges
+several sessions) rather than the memory tool: no tool input reaches them, so no conformance case can pin them;
+their own tests do."""
 OTHER_TOOL_PREFIX = "D-OPENCLAW-"
 """OpenClaw's workspace-memory tools have their own cases (conformance/openclaw/cases) and their own checks."""
 
