@@ -73,6 +73,14 @@ from .target_base import DEFAULT_STEP_TIMEOUT, StepResult, TargetError
 
 CHECKS = ("lost-updates", "readers-during-writers", "tenants", "abandoned-calls", "abandoned-threads")
 
+SOURCES: Dict[str, List[str]] = {
+    "lost-updates": [
+        "https://github.com/anthropics/anthropic-sdk-typescript/issues/1181",
+        "https://github.com/openclaw/openclaw/issues/117741",
+    ],
+}
+"""Where the failure a check looks for was reported in the field (a finding links them, as a case's `sources`)."""
+
 OPS = ("str_replace", "insert", "create", "rename")
 """The writing commands of the lost-updates rounds, in the order a round's two groups of sessions take them."""
 
@@ -117,8 +125,10 @@ class DeploymentReport:
     def add(self, check: str, detail: str, effect: str = FILE_LOST, evidence: str = OUTPUT_EVIDENCE) -> None:
         """A finding of `check`: its class is the effect's (conformance/effects.py); `evidence` says what showed
         it (an output, or which reading of a file: readback.EVIDENCE)."""
-        finding = {"class": class_of(effect), "effect": effect, "check": check, "detail": detail,
-                   "evidence": evidence}
+        finding: Dict[str, Any] = {"class": class_of(effect), "effect": effect, "check": check, "detail": detail,
+                                   "evidence": evidence}
+        if check in SOURCES and effect == FILE_LOST:
+            finding["sources"] = list(SOURCES[check])
         if finding not in self.findings:
             self.findings.append(finding)
 
@@ -928,7 +938,11 @@ def lost_per_thousand(report: DeploymentReport) -> Optional[float]:
 
 def summary_lines(report: Dict[str, Any]) -> List[str]:
     """A report (`as_dict()`) as a CLI shows it: one line per finding, then notes and figures."""
-    lines = [f"DEPLOYMENT {item['check']}: {item['detail']}" for item in report.get("findings", [])]
+    lines = [
+        f"DEPLOYMENT {item['check']}: {item['detail']}"
+        + (f" (reported in the field: {', '.join(item['sources'])})" if item.get("sources") else "")
+        for item in report.get("findings", [])
+    ]
     lines += [f"note: {note}" for note in report.get("notes", [])]
     for check, figures in report.get("figures", {}).items():
         lines.append(f"{check}: " + ", ".join(f"{key}={value}" for key, value in figures.items()))

@@ -14,6 +14,7 @@ import xml.etree.ElementTree as ET
 from typing import Any, Callable, Dict, List
 
 from . import excerpt
+from .cases import source_label
 from .checks import Finding
 from .documentation import quote
 from .families import family_titles, matrix_family
@@ -72,6 +73,7 @@ def describe_failure(result: CaseResult, full: bool = False) -> str:
     lines = [f"{(result.outcome or result.status).upper()} {case.id} [{_label(result)}] {printable(case.description)}"]
     if case.cite and result.failed_in(DOCUMENTED):
         lines.append(f"    documentation: {printable(quote(case.cite))}")
+    lines += [f"    reported in the field: {url}" for url in case.sources if source_label(url)]
     lines += finding_lines(result.findings, full)
     return log_safe(redact("\n".join(lines)))
 
@@ -210,6 +212,8 @@ def _case_dict(result: CaseResult) -> Dict[str, Any]:
     if case.cite:
         entry["cite"] = case.cite
         entry["documentation"] = quote(case.cite)
+    if case.sources:
+        entry["sources"] = [url for url in case.sources if source_label(url)]
     if result.reason:
         entry["reason"] = result.reason
     if result.expectation:
@@ -269,6 +273,7 @@ def _properties(testcase: ET.Element, result: CaseResult) -> None:
     case = result.case
     values = [("tier", case.tier), ("level", case.level), ("basis", case.basis)]
     values += [("decision", case.decision), ("cite", case.cite), ("classes", ",".join(result.classes()))]
+    values += [("sources", " ".join(url for url in case.sources if source_label(url)))]
     properties = ET.SubElement(testcase, "properties")
     for name, value in values:
         if value:
@@ -439,8 +444,15 @@ def _table(
     return lines + [""]
 
 
+def source_links(urls: List[str]) -> str:
+    """Markdown links to a case's field reports: only URLs of the sources pattern, labelled `owner/repo#N`."""
+    return ", ".join(f"[{label}]({url})" for url in urls for label in [source_label(url)] if label)
+
+
 def _failing_row(result: CaseResult) -> str:
     cited = _cell(quote(result.case.cite), 200) if result.failed_in(DOCUMENTED) else ""
+    links = source_links(result.case.sources)
+    cited = f"{cited}<br>{links}" if cited and links else cited or links
     return (
         f"| `{result.case.id}` | {_label(result)} | {_cell(result.case.description)} | "
         f"{', '.join(result.classes())} | {_cell(_first(result))} | {cited} |"

@@ -341,7 +341,7 @@ def test_mutating_cases_state_the_final_tree() -> None:
     missing = []
     for case in _hand_written():
         succeeded = any(
-            isinstance(step["input"], dict) and isinstance(step["input"].get("command"), str) and step["input"]["command"] in mutating and not step["is_error"]
+            isinstance(step["input"], dict) and isinstance(step["input"].get("command"), str) and step["input"]["command"] in mutating and not step.get("is_error", False)
             for step in case["steps"]
         )
         if succeeded and "final" not in case:
