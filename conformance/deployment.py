@@ -70,6 +70,7 @@ from .readback import Reading
 from .screen import ScreenedRun
 from .signalling import ErrorPrefix
 from .target_base import DEFAULT_STEP_TIMEOUT, StepResult, TargetError
+from .visible import redact_secrets
 
 CHECKS = ("lost-updates", "readers-during-writers", "tenants", "abandoned-calls", "abandoned-threads")
 
@@ -946,4 +947,4 @@ def summary_lines(report: Dict[str, Any]) -> List[str]:
     lines += [f"note: {note}" for note in report.get("notes", [])]
     for check, figures in report.get("figures", {}).items():
         lines.append(f"{check}: " + ", ".join(f"{key}={value}" for key, value in figures.items()))
-    return lines or ["deployment: nothing to report"]
+    return [redact_secrets(line) for line in lines] or ["deployment: nothing to report"]

@@ -32,7 +32,7 @@ from .tiers import (
     describe_profile,
     gates,
 )
-from .visible import printable, redact
+from .visible import printable, redact, redact_secrets
 
 OUTCOMES = ("pass", "fail", "xfail", "xpass", "skip")
 
@@ -278,4 +278,4 @@ def source_links(urls: Any) -> str:
 
 
 def write(page: str, path: pathlib.Path) -> None:
-    path.write_text(page, encoding="utf-8", errors="backslashreplace")
+    path.write_text(redact_secrets(page), encoding="utf-8", errors="backslashreplace")

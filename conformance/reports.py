@@ -23,7 +23,7 @@ from .figures import rows as figure_rows
 from .legend import FIGURE_UNITS
 from .results import SKIP, CaseResult, RunResult
 from .tiers import CLASSES, DOCUMENTED, SAFETY, SIGNALLING, TIERS, describe_profile
-from .visible import clip, log_safe, printable, redact
+from .visible import clip, log_safe, printable, redact, redact_secrets
 
 
 def counts(run: RunResult) -> Dict[str, int]:
@@ -227,7 +227,7 @@ def _case_dict(result: CaseResult) -> Dict[str, Any]:
 def as_json(run: RunResult) -> Dict[str, Any]:
     return {
         "versions": run.versions,
-        "target": run.target,
+        "target": redact_secrets(run.target),
         "implementation": run.implementation,
         "storage": run.storage,
         "profile": run.profile,
@@ -249,23 +249,22 @@ def as_json(run: RunResult) -> Dict[str, Any]:
 
 def write_json(run: RunResult, path: pathlib.Path) -> None:
     # A lone surrogate (outputs may hold one) becomes the JSON escape \udXXX through backslashreplace.
-    path.write_text(
-        json.dumps(as_json(run), indent=2, ensure_ascii=False) + "\n", encoding="utf-8", errors="backslashreplace"
-    )
+    text = redact_secrets(json.dumps(as_json(run), indent=2, ensure_ascii=False))
+    path.write_text(text + "\n", encoding="utf-8", errors="backslashreplace")
 
 
 # --- JUnit --------------------------------------------------------------------------------------
 
 
 def _xml_text(text: str) -> str:
-    """XML 1.0 cannot carry most control characters: draw them as escapes."""
+    """XML 1.0 cannot carry most control characters: draw them as escapes (and take secrets out)."""
     return "".join(
         ch
         if ch in "\t\n\r" or (ord(ch) >= 0x20 and not 0xD800 <= ord(ch) <= 0xDFFF and ch not in "\ufffe\uffff")
         else f"\\x{ord(ch):02x}"
         if ord(ch) < 0x100
         else f"\\u{ord(ch):04x}"
-        for ch in text
+        for ch in redact_secrets(text)
     )
 
 
