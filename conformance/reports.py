@@ -7,9 +7,9 @@ bounded: the generated security matrix is one row per payload family, not one pe
 
 from __future__ import annotations
 
-import html
 import json
 import pathlib
+import re
 import xml.etree.ElementTree as ET
 from typing import Any, Callable, Dict, List
 
@@ -317,11 +317,32 @@ def write_junit(run: RunResult, path: pathlib.Path) -> None:
 # --- Markdown -----------------------------------------------------------------------------------
 
 
+_MARKDOWN_SYNTAX = re.compile(r"([\\`*_\[\]()<>|~&])")
+"""Characters that open Markdown syntax anywhere in a line: links and images, emphasis, code, raw HTML and
+entities, a table's cell boundary."""
+_AUTOLINK = re.compile(r"(?i)(:)(//)|\b(www)(\.)|(@)")
+"""What a GitHub-flavoured renderer makes a link of with no syntax at all: `scheme://`, `www.`, an e-mail address."""
+
+
+def markdown_text(text: str, limit: int = 160) -> str:
+    """Any text a backend or a user handed the harness, as Markdown that renders as that text and nothing else:
+    non-printable characters escaped (`printable`: no line break, no escape sequence), every character that
+    opens syntax backslash-escaped (no link, image, emphasis, HTML or table boundary), and bare URLs, `www.` and
+    e-mail addresses broken by an escape so that no renderer links them."""
+    escaped = _MARKDOWN_SYNTAX.sub(r"\\\1", printable(clip(text, limit)))
+    return _AUTOLINK.sub(lambda found: "".join(part if part in ("//", "www") else "\\" + part
+                                               for part in found.groups() if part), escaped)
+
+
 def _cell(text: str, limit: int = 160) -> str:
-    """Any text (a backend's included) as one Markdown table cell: non-printable characters escaped
-    (`printable`: no line break, no escape sequence), HTML and the table's own syntax neutralised."""
-    escaped = html.escape(printable(clip(text, limit)), quote=False)
-    return escaped.replace("|", "\\|").replace("`", "'")
+    """Any text (a backend's included) as one Markdown table cell (`markdown_text`)."""
+    return markdown_text(text, limit)
+
+
+def _code(text: str, limit: int = 160) -> str:
+    """Any text as the inside of a Markdown code span in a table cell: nothing in a code span is a link; a
+    backtick would end it and a bar the cell, so they are drawn as `'` and `\\|`."""
+    return printable(clip(text, limit)).replace("`", "'").replace("|", "\\|")
 
 
 # The Markdown report is a page to read (a CI step summary, a published report): it is bounded.
@@ -478,16 +499,17 @@ def _unsafe_table(unsafe: List[CaseResult]) -> List[str]:
 def _details(failed: List[CaseResult]) -> List[str]:
     if not failed:
         return []
-    lines = [f"<details><summary>Details of the first {min(len(failed), DETAIL_CASES)}</summary>", "", "```text"]
-    lines += [clip(describe_failure(result), DETAIL_LIMIT) for result in failed[:DETAIL_CASES]]
-    return lines + ["```", "", "</details>", ""]
+    shown = [clip(describe_failure(result), DETAIL_LIMIT) for result in failed[:DETAIL_CASES]]
+    fence = "`" * max([3] + [len(run) + 1 for text in shown for run in re.findall(r"`+", text)])
+    lines = [f"<details><summary>Details of the first {min(len(failed), DETAIL_CASES)}</summary>", "", fence + "text"]
+    return lines + shown + [fence, "", "</details>", ""]
 
 
 def markdown(run: RunResult, title: str = "") -> str:
     info = run.implementation
     numbers = figures(run)
     lines = [
-        f"# {title or 'Memory tool conformance: ' + info.get('name', '?')}",
+        f"# {markdown_text(title, 300) if title else 'Memory tool conformance: ' + _cell(info.get('name', '?'))}",
         "",
         "| | |",
         "|---|---|",
@@ -495,7 +517,7 @@ def markdown(run: RunResult, title: str = "") -> str:
         f"| language | {_cell(info.get('language', ''))} |",
         f"| homepage | {_cell(info.get('homepage', '')) or '-'} |",
         f"| storage | {run.storage} |",
-        f"| target | `{_cell(run.target)}` |",
+        f"| target | `{_code(run.target, 300)}` |",
         f"| error signalling | {_cell(run.signalling)} |",
         "| suite / protocol / case format | {suite} / {protocol} / {case_format} |".format(**run.versions),
         f"| profile | {run.profile}: {describe_profile(run.profile)} |",
