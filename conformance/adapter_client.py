@@ -7,6 +7,8 @@ timed out, and the next `reset` starts a new child.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 import pathlib
 import queue
@@ -209,6 +211,8 @@ class AdapterTarget(Target):
     """Why it cannot share (its `share_reason`), when it said so."""
     tenants = False
     """The adapter's reset accepts a `tenant`."""
+    reads = False
+    """The adapter answers the optional `read` request (a file's bytes; PROTOCOL.md)."""
 
     def __init__(
         self,
@@ -269,6 +273,7 @@ class AdapterTarget(Target):
         reason = reply.get(P.SHARE_REASON)
         self.share_reason = shown(reason, MESSAGE_CHARS) if isinstance(reason, str) else ""
         self.tenants = reply.get(P.TENANTS) is True
+        self.reads = reply.get(P.READS) is True
         self.restarts += 1
         return child
 
@@ -346,6 +351,27 @@ class AdapterTarget(Target):
             tail = child.tail()
             what = str(exc) or "the adapter exited"
             return StepResult("", True, crashed=True, detail=f"{what}\n{tail}".strip())
+
+
+    def read_bytes(self, path: str) -> Optional[bytes]:
+        """The bytes of the file `path` by the optional `read` request; None when the adapter does not declare
+        it, has no such file, or answers anything else (the caller then judges by what the views show). A read
+        that hangs or breaks the protocol ends the adapter, as any request does."""
+        child = self._child
+        if not self.reads or child is None:
+            return None
+        try:
+            reply = self._request(child, {P.CMD: P.CMD_READ, P.PATH: path}, self._step_timeout)
+        except (queue.Empty, OSError, EOFError, ProtocolViolation):
+            self._discard()
+            return None
+        data = reply.get(P.CONTENT_BASE64)
+        if reply.get(P.FOUND) is not True or not isinstance(data, str):
+            return None
+        try:
+            return base64.b64decode(data, validate=True)
+        except (ValueError, binascii.Error):
+            return None
 
 
 def _error_text(reply: Dict[str, Any]) -> str:

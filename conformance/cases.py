@@ -6,6 +6,7 @@ import dataclasses
 import fnmatch
 import json
 import pathlib
+import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from .tiers import tier_of
@@ -18,6 +19,16 @@ MATRIX_MISSING = (
     "WARNING: the generated security matrix (conformance/security/cases/) is missing: "
     "the security cases are NOT being run and the figures below do not cover path traversal."
 )
+
+
+SOURCE_URL = re.compile(r"https://github\.com/([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+)/(issues|pull)/([0-9]+)")
+"""A case's `sources` entry (the schema's pattern): an issue or pull request on GitHub."""
+
+
+def source_label(url: str) -> Optional[str]:
+    """`owner/repo#N` for a source URL a report may link, or None for anything else (never linked)."""
+    found = SOURCE_URL.fullmatch(url)
+    return f"{found.group(1)}/{found.group(2)}#{found.group(4)}" if found else None
 
 
 class CaseLoadError(Exception):
@@ -57,6 +68,13 @@ class Case:
     def cite(self) -> str:
         """The documentation sentence a `doc` case relies on (an ID of conformance/documentation.json)."""
         return str(self.raw.get("cite", ""))
+
+    @property
+    def sources(self) -> List[str]:
+        """Where the behaviour the case pins was reported in the field (issue or pull request URLs), for a report
+        to link; empty for most cases."""
+        found = self.raw.get("sources", [])
+        return [str(url) for url in found] if isinstance(found, list) else []
 
     @property
     def features(self) -> List[str]:

@@ -36,7 +36,7 @@ from .scaffold import LANGUAGES, ScaffoldError, new_adapter
 from .targets import DEFAULT_STEP_TIMEOUT, TargetError
 from .tiers import PROFILES, default_profile
 from .trend import TrendError, check_one_implementation, one_implementation
-from .visible import printable
+from .visible import printable, redact_secrets
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 SUBCOMMANDS = ("run", "baseline", "list", "validate", "matrix", "new-adapter")
@@ -484,7 +484,8 @@ def _properties(args: argparse.Namespace, out: TextIO) -> int:
     from .properties.search import SearchError
 
     out.write(
-        f"refmem properties: target {printable(args.target)}, profile {args.profile}, {args.properties} sequences "
+        f"refmem properties: target {printable(redact_secrets(args.target))}, profile {args.profile}, "
+        f"{args.properties} sequences "
         f"a class, seed {args.seed}\n"
     )
     out.flush()
@@ -492,7 +493,8 @@ def _properties(args: argparse.Namespace, out: TextIO) -> int:
     def show(result: Any) -> None:
         out.write(report.class_line(result) + "\n")
         if result.failure is not None:
-            text = report.failure_text(result, args.target, args.profile, args.seed, result.finding_file,
+            shown_target = redact_secrets(args.target)
+            text = report.failure_text(result, shown_target, args.profile, args.seed, result.finding_file,
                                        args.full_diff)
             out.write(text + "\n")
         out.flush()
@@ -561,7 +563,7 @@ def _write_reports(args: argparse.Namespace, run: RunResult) -> None:
 
 def _run(args: argparse.Namespace, cases: List[Case], warnings: List[str], out: TextIO, err: TextIO) -> int:
     for warning in warnings:
-        err.write(warning + "\n")
+        err.write(redact_secrets(warning) + "\n")
     if args.profile is None:
         args.profile = default_profile(args.target)
     run, entries = _execute(args, cases, warnings, out, err)
@@ -659,7 +661,7 @@ def _main(argv: Optional[Sequence[str]], out: Optional[TextIO], err: Optional[Te
         CaseLoadError, expect.ExpectationsError, TargetError, StressUnavailable, MatrixError, ValidateUnavailable,
         ScaffoldError, PropertiesError,
     ) as exc:
-        err.write(f"refmem-conformance: {exc}\n")
+        err.write(f"refmem-conformance: {redact_secrets(str(exc))}\n")
         return EXIT_USAGE
 
 

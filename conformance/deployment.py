@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import functools
 import os
 import pathlib
 import queue
@@ -60,16 +61,26 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 
 from refmem import protocol as P
 
-from . import hosttree
+from . import hosttree, readback
 from . import session_adapter as late_calls
 from .adapter_client import AdapterTarget, ProtocolViolation
+from .effects import CRASH, FILE_LOST, HANG, OUTSIDE_CHANGED, OUTSIDE_CONTENT_SHOWN, OUTSIDE_NAME_SHOWN, class_of
 from .layout import CaseDir, make_case_dir
+from .readback import Reading
 from .screen import ScreenedRun
 from .signalling import ErrorPrefix
 from .target_base import DEFAULT_STEP_TIMEOUT, StepResult, TargetError
-from .tiers import DEPLOYMENT_CLASS
+from .visible import redact_secrets
 
 CHECKS = ("lost-updates", "readers-during-writers", "tenants", "abandoned-calls", "abandoned-threads")
+
+SOURCES: Dict[str, List[str]] = {
+    "lost-updates": [
+        "https://github.com/anthropics/anthropic-sdk-typescript/issues/1181",
+        "https://github.com/openclaw/openclaw/issues/117741",
+    ],
+}
+"""Where the failure a check looks for was reported in the field (a finding links them, as a case's `sources`)."""
 
 OPS = ("str_replace", "insert", "create", "rename")
 """The writing commands of the lost-updates rounds, in the order a round's two groups of sessions take them."""
@@ -100,6 +111,10 @@ PAGE_VIEW_LINES = 700
 """Lines per `view_range` page when a large file is read back (a page stays far below a view's bound)."""
 
 
+OUTPUT_EVIDENCE = "output"
+"""The evidence of a finding read from a call's output (a leak, a hang, a crash), not from a file read back."""
+
+
 @dataclasses.dataclass
 class DeploymentReport:
     """What the tier found: findings ({"class", "check", "detail"}), notes (skips and why), figures by check."""
@@ -108,8 +123,13 @@ class DeploymentReport:
     notes: List[str] = dataclasses.field(default_factory=list)
     figures: Dict[str, Dict[str, Any]] = dataclasses.field(default_factory=dict)
 
-    def add(self, check: str, detail: str) -> None:
-        finding = {"class": DEPLOYMENT_CLASS, "check": check, "detail": detail}
+    def add(self, check: str, detail: str, effect: str = FILE_LOST, evidence: str = OUTPUT_EVIDENCE) -> None:
+        """A finding of `check`: its class is the effect's (conformance/effects.py); `evidence` says what showed
+        it (an output, or which reading of a file: readback.EVIDENCE)."""
+        finding: Dict[str, Any] = {"class": class_of(effect), "effect": effect, "check": check, "detail": detail,
+                                   "evidence": evidence}
+        if check in SOURCES and effect == FILE_LOST:
+            finding["sources"] = list(SOURCES[check])
         if finding not in self.findings:
             self.findings.append(finding)
 
@@ -172,6 +192,15 @@ class Sessions:
         self.opened = []
 
 
+def _screened_effect(problem: str) -> str:
+    """The effect of a problem `ScreenedRun.problems` found in an output."""
+    if problem.endswith("(a hang)"):
+        return HANG
+    if problem.startswith("a session crashed"):
+        return CRASH
+    return OUTSIDE_CONTENT_SHOWN if "canary" in problem else OUTSIDE_NAME_SHOWN
+
+
 # --- one check: its directory, its sessions, every output screened ------------------------------
 
 
@@ -196,7 +225,7 @@ class _Run(ScreenedRun):
 
     def screen(self, command: Dict[str, Any], result: StepResult, cut: bool = False) -> None:
         for problem in self.problems(str(command.get("command")), result, cut):
-            self.report.add(self.check, problem)
+            self.report.add(self.check, problem, _screened_effect(problem))
 
     def together(self, jobs: Sequence[Callable[[], Any]]) -> List[Any]:
         """Run every job at once, each on its own thread (each session is a process, so they truly overlap);
@@ -213,27 +242,57 @@ class _Run(ScreenedRun):
         self.pool.shutdown(wait=True)
 
 
-# --- reading what a view shows ------------------------------------------------------------------
+# --- reading a file back (conformance/readback.py: the documented view, a tolerant reading, its bytes) -------
 
-_NUMBERED = re.compile(r"^\s*\d+\t(.*)$")
 _LISTED = re.compile(r"^[^\t\n]*\t(/memories/[^\n]*)$", re.MULTILINE)
 
 
 def file_lines(output: str) -> List[str]:
-    """A file view's lines, without their numbers (the documented `%6d\\t` numbering) or the header. A final
-    newline shown as an empty numbered line is dropped: the documentation allows either reading."""
-    lines = [match.group(1) for line in output.split("\n") for match in [_NUMBERED.match(line)] if match]
-    return lines[:-1] if lines and lines[-1] == "" else lines
+    """A view's lines in the documented format, or in the first tolerant reading when it is not."""
+    documented = readback.documented_lines(output)
+    return documented if documented is not None else readback.tolerant_readings(output)[0]
+
+
+_PATH = re.compile(r"/memories(?:/[^\s,;()]*)?")
 
 
 def listed_paths(output: str) -> List[str]:
-    """The paths a folder view lists (its `SIZE<tab>PATH` lines), without a folder's final slash."""
-    return [path.rstrip("/") for path in _LISTED.findall(output)]
+    """The paths a folder view lists, without a folder's final slash: its documented `SIZE<tab>PATH` lines, else
+    every `/memories/...` path on a line after the first (a listing drawn another way; the first is a header)."""
+    found = _LISTED.findall(output) or [path for line in output.split("\n")[1:] for path in _PATH.findall(line)]
+    return [path.rstrip("/") for path in found]
 
 
-def read_file(run: _Run, session: AdapterTarget, path: str, lines: int) -> Optional[List[str]]:
-    """The file's lines read back in `view_range` pages (None when its first page cannot be viewed)."""
-    found: List[str] = []
+def file_bytes(run: _Run, session: AdapterTarget, path: str) -> Optional[Reading]:
+    """The file's bytes: from the adapter's `read` when it declares it, else from the root on disk for a target
+    that stores in the root itself; None when neither can be had (or there is no such file)."""
+    data = session.read_bytes(path)
+    if data is not None:
+        return readback.bytes_reading(data, readback.ADAPTER_BYTES)
+    if session.storage == P.STORAGE_FILESYSTEM and (path + "/").startswith("/memories/"):
+        data = hosttree.read_bytes(str(run.case.root), path[len("/memories/") :])
+        if data is not None:
+            return readback.bytes_reading(data, readback.DISK_BYTES)
+    return None
+
+
+def readings(run: _Run, session: AdapterTarget, path: str, view: Optional[StepResult]) -> Iterator[Reading]:
+    """Every reading of the file, weakest evidence first: those of `view` (when it succeeded), then its bytes
+    (asked for only when the caller reaches them)."""
+    if view is not None and not view.is_error:
+        yield from readback.view_readings(view.output, path)
+    data = file_bytes(run, session, path)
+    if data is not None:
+        yield data
+
+
+def read_file(run: _Run, session: AdapterTarget, path: str, lines: int) -> Iterator[Reading]:
+    """The file read back in `view_range` pages: its documented reading (every page in the documented format),
+    its tolerant reading (each page's likeliest), then its bytes. Nothing when no page can be viewed and there
+    are no bytes."""
+    documented: Optional[List[str]] = []
+    tolerant: List[str] = []
+    viewed = False
     start = 1
     while start <= lines:
         last = start + PAGE_VIEW_LINES - 1 >= lines
@@ -241,15 +300,24 @@ def read_file(run: _Run, session: AdapterTarget, path: str, lines: int) -> Optio
         result = run.run(session, {"command": "view", "path": path, "view_range": [start, end]})
         if result.is_error:
             break
-        page = file_lines(result.output)
-        found += page
-        if last or len(page) < end - start + 1:
+        viewed = True
+        strict = readback.documented_lines(result.output)
+        page = readback.tolerant_readings(result.output, path)[0]
+        documented = None if documented is None or strict is None else documented + strict
+        tolerant += page
+        if last or len(strict if strict is not None else page) < end - start + 1:
             break
         start = end + 1
-    if not found and start == 1:
-        result = run.run(session, {"command": "view", "path": path})
-        return None if result.is_error else file_lines(result.output)
-    return found
+    if not viewed:
+        yield from readings(run, session, path, run.run(session, {"command": "view", "path": path}))
+        return
+    if documented is not None:
+        yield Reading(documented, readback.DOCUMENTED)
+    if tolerant != documented:
+        yield Reading(tolerant, readback.TOLERANT)
+    data = file_bytes(run, session, path)
+    if data is not None:
+        yield data
 
 
 def _call(run: _Run, session: AdapterTarget, command: Dict[str, Any]) -> Callable[[], StepResult]:
@@ -273,6 +341,25 @@ class _Tally:
     not_whole: List[str] = dataclasses.field(default_factory=list)
     by_command: Dict[str, int] = dataclasses.field(default_factory=dict)
     """Lost and duplicated updates by the command that made them: which command loses, for the report."""
+    read_back: Dict[str, int] = dataclasses.field(default_factory=dict)
+    """Files read back, by the evidence that decided (readback.EVIDENCE)."""
+    blamed: List[str] = dataclasses.field(default_factory=list)
+    """The evidence of every file read back that showed a problem."""
+
+    def problems(self) -> int:
+        return self.lost + self.duplicated + self.refused_applied + len(self.not_whole)
+
+    def merge(self, other: _Tally, evidence: str) -> None:
+        """Add what one file, read back by `evidence`, showed."""
+        self.lost += other.lost
+        self.duplicated += other.duplicated
+        self.refused_applied += other.refused_applied
+        self.not_whole += other.not_whole
+        for command, count in other.by_command.items():
+            self.by_command[command] = self.by_command.get(command, 0) + count
+        self.read_back[evidence] = self.read_back.get(evidence, 0) + 1
+        if other.problems() and evidence not in self.blamed:
+            self.blamed.append(evidence)
 
     def lose(self, command: str, count: int = 1, duplicated: bool = False) -> None:
         if count > 0:
@@ -338,71 +425,120 @@ def _lost_updates(run: _Run, plan: Plan) -> None:
     _judge_notes(run, checker, notes, edits, tally)
     _judge_tree(run, checker, base, box, creates, tally)
     figures = dataclasses.asdict(tally)
+    del figures["blamed"]
     figures["sessions"] = len(sessions)
     figures["per_thousand"] = round((tally.lost + tally.duplicated + tally.refused_applied) * 1000 / tally.commands, 1)
     run.report.figures[run.check] = figures
+    evidence = _evidence(tally.blamed)
     if tally.lost or tally.duplicated or tally.refused_applied:
         run.report.add(
             run.check,
             f"{tally.lost} updates lost, {tally.duplicated} duplicated, {tally.refused_applied} applied though "
             f"refused, in {tally.commands} commands of {len(sessions)} sessions ({figures['per_thousand']} per "
-            f"thousand commands; by command: {_by_command(tally.by_command)})",
+            f"thousand commands; by command: {_by_command(tally.by_command)}; evidence: {evidence})",
+            FILE_LOST, evidence,
         )
     if tally.not_whole:
-        run.report.add(run.check, "not whole afterwards: " + "; ".join(tally.not_whole[:3]))
+        run.report.add(run.check, "not whole afterwards: " + "; ".join(tally.not_whole[:3]) + f" (evidence: "
+                       f"{evidence})", FILE_LOST, evidence)
 
 
 def _by_command(counts: Dict[str, int]) -> str:
     return ", ".join(f"{name} {count}" for name, count in sorted(counts.items())) or "none"
 
 
+def _evidence(kinds: Sequence[str]) -> str:
+    """The evidence of a finding read back from several files: the strongest kind first."""
+    ordered = sorted(set(kinds), key=lambda kind: -readback.EVIDENCE.index(kind) if kind in readback.EVIDENCE else 0)
+    return ", ".join(ordered) or NO_READING
+
+
+NO_READING = "no reading (the view was an error and the bytes could not be had)"
+
+
+def _notes_tally(lines: List[str], notes: str, edits: Dict[str, Tuple[str, bool]]) -> _Tally:
+    """What the notes file, read as `lines`, shows of the edits."""
+    tally = _Tally()
+    seen = Counter(lines)
+    for token, (kind, ok) in edits.items():
+        count = seen[token]
+        if ok:
+            tally.lose(kind, int(count == 0))
+            tally.lose(kind, max(count - 1, 0), duplicated=True)
+        else:
+            tally.refused_applied += count
+    strange = [line for line in seen if line not in edits and line not in ("notes", "ANCHOR")]
+    if seen["notes"] != 1 or seen["ANCHOR"] != 1 or strange:
+        tally.not_whole.append(f"{notes} holds lines no command wrote ({len(strange)}) or lost its own")
+    return tally
+
+
 def _judge_notes(
     run: _Run, checker: AdapterTarget, notes: str, edits: Dict[str, Tuple[str, bool]], tally: _Tally
 ) -> None:
-    result = run.run(checker, {"command": "view", "path": notes})
-    lines = Counter(file_lines(result.output) if not result.is_error else [])
-    if result.is_error:
-        tally.not_whole.append(f"{notes} cannot be viewed")
-    for token, (kind, ok) in edits.items():
-        seen = lines[token]
-        if ok:
-            tally.lose(kind, int(seen == 0))
-            tally.lose(kind, max(seen - 1, 0), duplicated=True)
-        else:
-            tally.refused_applied += seen
-    strange = [line for line in lines if line not in edits and line not in ("notes", "ANCHOR")]
-    if lines["notes"] != 1 or lines["ANCHOR"] != 1 or strange:
-        tally.not_whole.append(f"{notes} holds lines no command wrote ({len(strange)}) or lost its own")
+    view = run.run(checker, {"command": "view", "path": notes})
+    found = readback.judged(readings(run, checker, notes, view),
+                            lambda lines: _notes_tally(lines, notes, edits).problems())
+    if found is None:
+        lost = _notes_tally([], notes, edits)
+        lost.not_whole = [f"{notes} cannot be read back"]
+        tally.merge(lost, NO_READING)
+        return
+    reading, _count = found
+    tally.merge(_notes_tally(reading.lines, notes, edits), reading.evidence)
+
+
+def _create_tally(lines: Optional[List[str]], path: str, attempts: List[Tuple[str, bool]]) -> _Tally:
+    """What the file that creates raced to make, read as `lines` (None: it is not there), shows of them."""
+    tally = _Tally()
+    made = [token for token, ok in attempts if ok]
+    refused = {token for token, ok in attempts if not ok}
+    if lines is None:
+        tally.lose("create", len(made))
+    elif len(lines) == 1 and lines[0] in made:
+        tally.lose("create", len(made) - 1)  # a second create that said it made the file overwrote the first
+    elif len(lines) == 1 and lines[0] in refused:
+        tally.refused_applied += 1
+        tally.lose("create", len(made))
+    else:
+        tally.not_whole.append(f"{path} is not the text of any one create")
+        tally.lose("create", len(made))
+    return tally
+
+
+def _create_problems(lines: List[str], path: str, attempts: List[Tuple[str, bool]]) -> int:
+    return _create_tally(lines, path, attempts).problems()
+
+
+_BOX = re.compile(r"box-(?:0|tok[0-9a-f]+-\d+-\d{3})(?![\w-])")
+"""A folder the renames move, by its name wherever a listing shows it (its format is the backend's)."""
 
 
 def _judge_tree(
     run: _Run, checker: AdapterTarget, base: str, box: str, creates: Dict[str, List[Tuple[str, bool]]], tally: _Tally
 ) -> None:
-    listing = run.run(checker, {"command": "view", "path": base})
-    paths = set(listed_paths(listing.output)) if not listing.is_error else set()
     for path, attempts in creates.items():
-        made = [token for token, ok in attempts if ok]
-        refused = {token for token, ok in attempts if not ok}
-        if path not in paths:
-            tally.lose("create", len(made))
-            continue
-        lines = file_lines(run.run(checker, {"command": "view", "path": path}).output)
-        if len(lines) == 1 and lines[0] in made:
-            tally.lose("create", len(made) - 1)  # a second create that said it made the file overwrote the first
-        elif len(lines) == 1 and lines[0] in refused:
-            tally.refused_applied += 1
-            tally.lose("create", len(made))
+        view = run.run(checker, {"command": "view", "path": path})
+        found = readback.judged(readings(run, checker, path, view),
+                                functools.partial(_create_problems, path=path, attempts=attempts))
+        if found is None:
+            tally.merge(_create_tally(None, path, attempts), NO_READING)
         else:
-            tally.not_whole.append(f"{path} is not the text of any one create")
-            tally.lose("create", len(made))
-    boxes = {path for path in paths if path.rsplit("/", 1)[-1].startswith("box-") and path.count("/") == 3}
-    if box not in boxes:
-        tally.lose("rename")
-        tally.not_whole.append(f"the folder {box}, moved there last, is not there")
-    tally.lose("rename", len(boxes - {box}), duplicated=True)
-    inside = file_lines(run.run(checker, {"command": "view", "path": f"{box}/box.txt"}).output)
-    if box in boxes and inside != ["box"]:
-        tally.not_whole.append(f"{box}/box.txt is not whole")
+            tally.merge(_create_tally(found[0].lines, path, attempts), found[0].evidence)
+    listing = run.run(checker, {"command": "view", "path": base})
+    boxes = {f"{base}/{name}" for name in _BOX.findall(listing.output)} if not listing.is_error else set()
+    inside_path = f"{box}/box.txt"
+    inside = readback.judged(readings(run, checker, inside_path, run.run(checker, {"command": "view",
+                                                                                   "path": inside_path})),
+                             lambda lines: int(lines != ["box"]))
+    moved = _Tally()
+    if box not in boxes and inside is None:
+        moved.lose("rename")
+        moved.not_whole.append(f"the folder {box}, moved there last, is not there")
+    elif inside is not None and inside[1]:
+        moved.not_whole.append(f"{inside_path} is not whole")
+    moved.lose("rename", len(boxes - {box}), duplicated=True)
+    tally.merge(moved, inside[0].evidence if inside is not None else NO_READING)
 
 
 # --- readers during writers -----------------------------------------------------------------------
@@ -414,6 +550,15 @@ def _page(letter: str, lines: int) -> List[str]:
     a reader a file cut short, or without its first line."""
     same = [f"line {number:05d} " + "p" * 54 for number in range(1, lines)]
     return [f"VERSION-{letter} " + letter.lower() * 60] + same
+
+
+def _shows_a_version(output: str, path: str, versions: List[List[str]]) -> bool:
+    """A view shows one version whole: some reading of it is that version, or its text is there in order
+    without the other version's first line."""
+    if any(reading.lines in versions for reading in readback.view_readings(output, path)):
+        return True
+    return any(readback.shows_in_order(output, version, [other[0]]) for version, other in zip(versions,
+                                                                                            versions[::-1]))
 
 
 def _readers(run: _Run, plan: Plan) -> None:
@@ -442,7 +587,7 @@ def _readers(run: _Run, plan: Plan) -> None:
             views += 1
             if seen.is_error:
                 refused += 1
-            elif file_lines(seen.output) not in versions:
+            elif not _shows_a_version(seen.output, path, versions):
                 torn += 1
         if run.failed:
             return
@@ -454,7 +599,9 @@ def _readers(run: _Run, plan: Plan) -> None:
         run.report.add(
             run.check,
             f"{torn + refused} of {views} views during {writes} rewrites showed neither version whole "
-            f"({torn} a mix or a part, {refused} an error for a file that always exists)",
+            f"({torn} a mix or a part, {refused} an error for a file that always exists; evidence: "
+            f"{readback.EVERY_VIEW_READING})",
+            FILE_LOST, readback.EVERY_VIEW_READING,
         )
 
 
@@ -494,6 +641,9 @@ def _tenants_seen(run: _Run, session: AdapterTarget, paths: Sequence[str]) -> Li
     ]
 
 
+TENANT_VIEWS = "the second tenant's views before and after, compared whole"
+
+
 def _tenants(run: _Run, plan: Plan) -> None:
     beta = run.open(1, tenant="beta")[0]
     canary = f"TENANTCANARY{secrets.token_hex(6)}"
@@ -517,12 +667,17 @@ def _tenants(run: _Run, plan: Plan) -> None:
     run.report.figures[run.check] = {"commands": commands, "leaks": len(leaks), "changed": len(changed)}
     if leaks:
         run.report.add(run.check, f"{len(leaks)} outputs of one tenant hold another tenant's text or names "
-                                  f"(first: {leaks[0]})")
+                                  f"(first: {leaks[0]})", OUTSIDE_CONTENT_SHOWN)
     if changed:
-        run.report.add(run.check, "one tenant's commands changed what another sees: " + ", ".join(changed))
+        run.report.add(run.check, "one tenant's commands changed what another sees: " + ", ".join(changed)
+                       + f" (evidence: {TENANT_VIEWS})", OUTSIDE_CHANGED, TENANT_VIEWS)
 
 
 # --- abandoned calls ---------------------------------------------------------------------------------
+
+
+def _not_one_of(choices: Sequence[List[str]], lines: List[str]) -> int:
+    return int(lines not in choices)
 
 
 def _abandoned(run: _Run, plan: Plan) -> None:
@@ -547,32 +702,38 @@ def _abandoned(run: _Run, plan: Plan) -> None:
         durations.append(seconds)
     uncut = min(durations)
     cut, whole, broken = 0, 0, []
+    evidence: List[str] = []
     for trial in range(plan.cut_trials):
         session = run.open()[0]
         fraction = (trial + 1) / (plan.cut_trials + 1)
         result, _seconds = edit(session, max(uncut * fraction, 0.0005))
         cut += result.timed_out
         session.close()  # a cut-off session was killed already; the call is over either way
-        lines = read_file(run, checker, path, plan.big_lines)
-        if lines == [f"HEAD-{state}"] + body:
+        old, new = [f"HEAD-{state}"] + body, [f"HEAD-{state + 1}"] + body
+        found = readback.judged(read_file(run, checker, path, plan.big_lines),
+                                functools.partial(_not_one_of, (old, new)))
+        if found is not None and not found[1]:
             whole += 1
-        elif lines == [f"HEAD-{state + 1}"] + body:
-            whole += 1
-            state += 1
+            state += found[0].lines == new
+            evidence.append(found[0].evidence)
         else:
+            lines = found[0].lines if found is not None else None
             start = f"starting {lines[0][:20]}" if lines else "empty"
             shown = "gone" if lines is None else f"{len(lines)} lines or more, {start}"
-            broken.append(f"cut at {fraction:.0%} of the edit: the file is {shown}")
+            evidence.append(found[0].evidence if found is not None else NO_READING)
+            broken.append(f"cut at {fraction:.0%} of the edit: the file is {shown} (evidence: {evidence[-1]})")
             break
     listing = run.run(checker, {"command": "view", "path": "/memories/big"})
     extra = [item for item in listed_paths(listing.output) if item not in ("/memories/big", path)]
     run.report.figures[run.check] = {"trials": plan.cut_trials, "cut": cut, "whole": whole,
                                      "uncut_seconds": round(uncut, 4)}
     if broken:
-        run.report.add(run.check, "a call cut off part way left a half-applied change: " + broken[0])
+        run.report.add(run.check, "a call cut off part way left a half-applied change: " + broken[0], FILE_LOST,
+                       evidence[-1])
     if extra:
         shown_extra = ", ".join(extra[:3])
-        run.report.add(run.check, f"after calls were cut off the store shows what no command made: {shown_extra}")
+        run.report.add(run.check, f"after calls were cut off the store shows what no command made: {shown_extra}",
+                       FILE_LOST, "a folder view")
 
 
 # --- abandoned threads ------------------------------------------------------------------------------
@@ -610,6 +771,22 @@ def _in_order(lines: Sequence[str], block: Sequence[str]) -> bool:
     return list(lines[start : start + len(block)]) == list(block)
 
 
+def _late_state(lines: List[str], block: Sequence[str], token: str, newer_ok: bool) -> Tuple[bool, bool, bool, bool]:
+    """(the newer edit or a line of the file's own lost, the late edit applied whole, part of it applied, lines no
+    command wrote) for the file read as `lines`."""
+    seen = Counter(lines)
+    newer_lost = seen[token] != (1 if newer_ok else 0) or seen["notes"] != 1 or seen["ANCHOR"] != 1
+    present = sum(1 for line in block if seen[line])
+    applied = present == len(block) and _in_order(lines, block) and all(seen[line] == 1 for line in block)
+    known = set(block) | {token, "notes", "ANCHOR"}
+    return newer_lost, applied, bool(present) and not applied, any(line not in known for line in seen)
+
+
+def _late_problems(lines: List[str], block: Sequence[str], token: str, newer_ok: bool) -> int:
+    newer_lost, _applied, half, strange = _late_state(lines, block, token, newer_ok)
+    return newer_lost + half + strange
+
+
 @dataclasses.dataclass
 class _LateTally:
     trials: int = 0
@@ -645,6 +822,7 @@ def _abandoned_threads(run: _Run, plan: Plan) -> None:
     assert isinstance(caller, _ThreadedSession)
     nonce, folder = secrets.token_hex(3), "/memories/late"
     tally = _LateTally()
+    blamed: List[str] = []
     measure = f"{folder}/measure.txt"
     run.create(checker, measure, "notes\nANCHOR\n")
     wait = run.sessions.timeout
@@ -675,30 +853,32 @@ def _abandoned_threads(run: _Run, plan: Plan) -> None:
         assert late is not None
         run.screen(command, StepResult(str(late.get(P.OUTPUT, "")), late.get(P.IS_ERROR) is True))
         late_ok = late.get(P.IS_ERROR) is False
-        lines = read_file(run, checker, path, plan.late_lines + 4) or []
-        seen = Counter(lines)
-        if seen[token] != (0 if newer_result.is_error else 1) or seen["notes"] != 1 or seen["ANCHOR"] != 1:
-            tally.newer_lost += 1
-        present = sum(1 for line in block if seen[line])
-        if present == len(block) and _in_order(lines, block) and all(seen[line] == 1 for line in block):
-            tally.late_applied += 1
-        elif present:
-            tally.half_applied += 1
-        elif late_ok:
-            tally.late_lost += 1
-        known = set(block) | {token, "notes", "ANCHOR"}
-        tally.strange += any(line not in known for line in seen)
+        newer_ok = not newer_result.is_error
+        found = readback.judged(read_file(run, checker, path, plan.late_lines + 4),
+                                functools.partial(_late_problems, block=block, token=token, newer_ok=newer_ok))
+        lines = found[0].lines if found is not None else []
+        newer_lost, applied, half, strange = _late_state(lines, block, token, newer_ok)
+        if newer_lost or half or strange:
+            blamed.append(found[0].evidence if found is not None else NO_READING)
+        tally.newer_lost += newer_lost
+        tally.late_applied += applied
+        tally.half_applied += half
+        tally.late_lost += not applied and not half and late_ok
+        tally.strange += strange
         if run.failed:
             return
     run.report.figures[run.check] = dataclasses.asdict(tally)
+    evidence = _evidence(blamed)
     if tally.newer_lost:
         run.report.add(run.check, f"in {tally.newer_lost} of {tally.trials} trials a call finishing after the runner "
-                                  "stopped waiting for it overwrote a newer edit of another session")
+                                  f"stopped waiting for it overwrote a newer edit of another session (evidence: "
+                                  f"{evidence})", FILE_LOST, evidence)
     if tally.half_applied:
         run.report.add(run.check, f"in {tally.half_applied} of {tally.trials} trials a call left running left part "
-                                  "of its edit")
+                                  f"of its edit (evidence: {evidence})", FILE_LOST, evidence)
     if tally.strange:
-        run.report.add(run.check, f"in {tally.strange} of {tally.trials} trials the file held lines no command wrote")
+        run.report.add(run.check, f"in {tally.strange} of {tally.trials} trials the file held lines no command wrote "
+                                  f"(evidence: {evidence})", FILE_LOST, evidence)
 
 
 # --- running -----------------------------------------------------------------------------------------
@@ -759,8 +939,12 @@ def lost_per_thousand(report: DeploymentReport) -> Optional[float]:
 
 def summary_lines(report: Dict[str, Any]) -> List[str]:
     """A report (`as_dict()`) as a CLI shows it: one line per finding, then notes and figures."""
-    lines = [f"DEPLOYMENT {item['check']}: {item['detail']}" for item in report.get("findings", [])]
+    lines = [
+        f"DEPLOYMENT {item['check']}: {item['detail']}"
+        + (f" (reported in the field: {', '.join(item['sources'])})" if item.get("sources") else "")
+        for item in report.get("findings", [])
+    ]
     lines += [f"note: {note}" for note in report.get("notes", [])]
     for check, figures in report.get("figures", {}).items():
         lines.append(f"{check}: " + ", ".join(f"{key}={value}" for key, value in figures.items()))
-    return lines or ["deployment: nothing to report"]
+    return [redact_secrets(line) for line in lines] or ["deployment: nothing to report"]

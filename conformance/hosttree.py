@@ -9,7 +9,10 @@ levels deep, millions of entries. So every read here is bounded and never follow
   is never opened: its kind comes from `lstat` first, and the open descriptor is checked with `fstat`);
 - a file's bytes are read in chunks and hashed (sha256) only where a check needs them (`wanted`), up to
   `HASH_LIMIT`; the first `HEAD_BYTES` are kept for messages, the whole file only up to `KEEP_BYTES`;
-- at most `MAX_ENTRIES` entries and `MAX_DEPTH` levels are read; a tree beyond that is marked `truncated`.
+- at most `MAX_ENTRIES` entries and `MAX_DEPTH` levels are read; a tree beyond that is marked `truncated`;
+- one read keeps at most `KEEP_TOTAL` bytes of whole files and hashes at most `HASH_TOTAL`, over the whole tree
+  (not per file): what the budget leaves unread is counted (`Read.unread`) for the caller to report. A run holds
+  a handful of reads at a time, so its memory is bounded by the run, not by what a backend left behind.
 
 Nothing here imports the code under test (`refmem`): the judge does not lean on what it judges. Standard
 library only (the fuzzer imports it inside its harness).
@@ -38,6 +41,12 @@ MAX_ENTRIES = 200_000
 """Entries read from one tree at most; more and the tree is marked truncated."""
 MAX_DEPTH = 4096
 """Levels entered at most (each holds a descriptor while its children are read)."""
+KEEP_TOTAL = 64 << 20
+"""Bytes of whole files one read keeps at most, over all its files: 2,000 files of 1 MiB (sparse, so free to
+make) would otherwise be held whole, twice over where a check compares two reads."""
+HASH_TOTAL = 1 << 30
+"""Bytes one read hashes at most, over all its files; the files beyond are compared by size, identity and
+modification time, and counted in `Read.unread`."""
 
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -86,6 +95,26 @@ class Read:
     truncated: bool = False
     total_bytes: int = 0
     """Sum of the sizes of its regular files."""
+    unread: int = 0
+    """Files a check wanted the bytes of that the read's budget (KEEP_TOTAL, HASH_TOTAL) left unread or not
+    kept whole: a caller reports them (never a silent pass)."""
+    unread_bytes: int = 0
+
+    def budget_note(self) -> str:
+        """What the budget left unread, as a finding's message; empty when nothing was."""
+        if not self.unread:
+            return ""
+        return (f"{self.unread} files ({self.unread_bytes} bytes) were not read whole: the tree holds more than the "
+                f"harness reads in one look ({KEEP_TOTAL >> 20} MiB kept, {HASH_TOTAL >> 20} MiB hashed); they "
+                "were compared by size, identity and modification time only")
+
+
+@dataclasses.dataclass
+class _Budget:
+    """What one read may still keep whole and hash."""
+
+    keep: int
+    hash: int
 
 
 def same(before: Optional[Node], after: Optional[Node]) -> bool:
@@ -156,8 +185,11 @@ def wanted_like(before: Tree) -> Wanted:
     return wanted
 
 
-def _read_file(parent: int, name: str, info: os.stat_result) -> Tuple[Optional[str], bytes, Optional[bytes], str]:
-    """(digest, head, whole or None, why unreadable) of a regular file opened from its folder's descriptor."""
+def _read_file(
+    parent: int, name: str, info: os.stat_result, keep: bool = True
+) -> Tuple[Optional[str], bytes, Optional[bytes], str]:
+    """(digest, head, whole or None, why unreadable) of a regular file opened from its folder's descriptor;
+    `keep`: the whole file may be kept (small enough, and the read's budget allows)."""
     if info.st_size > HASH_LIMIT:
         return None, b"", None, ""
     try:
@@ -170,7 +202,7 @@ def _read_file(parent: int, name: str, info: os.stat_result) -> Tuple[Optional[s
             return None, b"", None, "it changed while it was read"
         digest = hashlib.sha256()
         head = b""
-        kept: Optional[List[bytes]] = [] if opened.st_size <= KEEP_BYTES else None
+        kept: Optional[List[bytes]] = [] if keep and opened.st_size <= KEEP_BYTES else None
         total = 0
         while total <= HASH_LIMIT:
             chunk = os.read(fd, READ_CHUNK)
@@ -193,7 +225,14 @@ def _read_file(parent: int, name: str, info: os.stat_result) -> Tuple[Optional[s
         os.close(fd)
 
 
-def _node(parent: int, name: str, relative: str, wanted: Wanted) -> Optional[Tuple[Node, os.stat_result]]:
+def _node(
+    parent: int,
+    name: str,
+    relative: str,
+    wanted: Wanted,
+    budget: Optional[_Budget] = None,
+    result: Optional[Read] = None,
+) -> Optional[Tuple[Node, os.stat_result]]:
     try:
         info = os.lstat(name, dir_fd=parent)
     except OSError:
@@ -209,9 +248,19 @@ def _node(parent: int, name: str, relative: str, wanted: Wanted) -> Optional[Tup
     if stat.S_ISDIR(mode):
         return Node(DIR, stat.S_IMODE(mode), **common), info  # type: ignore[arg-type]
     if stat.S_ISREG(mode):
-        digest, head, data, why = (
-            _read_file(parent, name, info) if wanted(relative, info.st_size) else (None, b"", None, "")
-        )
+        digest, head, data, why = None, b"", None, ""
+        if wanted(relative, info.st_size):
+            size = info.st_size
+            hashed = budget is None or size <= budget.hash
+            keep = budget is None or size <= budget.keep
+            if hashed:
+                digest, head, data, why = _read_file(parent, name, info, keep)
+            if budget is not None and result is not None:
+                budget.hash -= size if hashed else 0
+                budget.keep -= len(data) if data is not None else 0
+                if not hashed or (not keep and size <= KEEP_BYTES):
+                    result.unread += 1
+                    result.unread_bytes += size
         node = Node(FILE, stat.S_IMODE(mode), info.st_size, "", digest, head, data, why, **common)  # type: ignore[arg-type]
         return node, info
     return Node(OTHER, stat.S_IFMT(mode), info.st_size, **common), info  # type: ignore[arg-type]
@@ -228,12 +277,15 @@ def read(
     skip: Callable[[str], bool] = lambda relative: False,
     enter: Callable[[str], bool] = lambda relative: True,
     max_entries: int = MAX_ENTRIES,
+    keep_total: int = KEEP_TOTAL,
+    hash_total: int = HASH_TOTAL,
 ) -> Read:
     """Every entry below the folder `top`, by relative path; folders are entered (unless `enter` says no),
     links are not followed. `skip(relative)` leaves an entry out (and does not enter it). A `top` that is not
     a folder (gone, or a link) reads as an empty tree.
     """
     result = Read({})
+    budget = _Budget(keep_total, hash_total)
     try:
         top_fd = open_folder(top)
     except OSError:
@@ -255,7 +307,7 @@ def read(
             if len(result.tree) >= max_entries:
                 result.truncated = True
                 break
-            found = _node(fd, name, relative, wanted)
+            found = _node(fd, name, relative, wanted, budget, result)
             if found is None:
                 continue
             node, _info = found
@@ -279,6 +331,30 @@ def read(
         os.close(top_fd)
     result.tree = dict(sorted(result.tree.items()))
     return result
+
+
+def read_bytes(top: str, relative: str, limit: int = KEEP_BYTES) -> Optional[bytes]:
+    """The bytes of the regular file `relative` below the folder `top`, or None when there is none (a name on the
+    way is a link or not a folder, the file is a link, a FIFO or larger than `limit`). Each folder is entered
+    from its parent's descriptor, as `read` does; nothing is followed and a FIFO is never opened."""
+    names = [name for name in relative.split("/") if name]
+    if not names or any(name in (".", "..") for name in names):
+        return None
+    opened: List[int] = []
+    try:
+        opened.append(open_folder(top))
+        for name in names[:-1]:
+            opened.append(os.open(name, _DIR_FLAGS, dir_fd=opened[-1]))
+        info = os.lstat(names[-1], dir_fd=opened[-1])
+        if not stat.S_ISREG(info.st_mode) or info.st_size > limit:
+            return None
+        _digest, _head, data, _why = _read_file(opened[-1], names[-1], info)
+        return data if data is not None and len(data) <= limit else None
+    except OSError:
+        return None
+    finally:
+        for fd in opened:
+            os.close(fd)
 
 
 def _names(fd: int) -> List[str]:

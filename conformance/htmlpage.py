@@ -12,6 +12,7 @@ import html
 import pathlib
 from typing import Any, Dict, List, Mapping, Tuple
 
+from .cases import source_label
 from .checks import Finding
 from .figures import ROWS, Row
 from .figures import rows as figure_rows
@@ -31,7 +32,7 @@ from .tiers import (
     describe_profile,
     gates,
 )
-from .visible import printable, redact
+from .visible import printable, redact, redact_secrets
 
 OUTCOMES = ("pass", "fail", "xfail", "xpass", "skip")
 
@@ -258,12 +259,23 @@ def report_page(report: Dict[str, Any], title: str = "") -> str:
         body += [
             f'<details class="failure" id="case-{_e(case["id"])}">',
             f"<summary><code>{_e(case['id'])}</code> [{_e(classes)}] {_e(case.get('description', ''))}"
-            "</summary>",
+            f"{source_links(case.get('sources'))}</summary>",
             f"<pre>{escape_block(case_text(case))}</pre>",
             "</details>",
         ]
     return document(title, body)
 
 
+def source_links(urls: Any) -> str:
+    """Links to a case's field reports (only URLs of the case schema's sources pattern), after its description."""
+    links = [
+        f'<a href="{_e(url)}">{_e(label)}</a>'
+        for url in (urls if isinstance(urls, list) else [])
+        for label in [source_label(str(url))]
+        if label
+    ]
+    return f" (reported in the field: {', '.join(links)})" if links else ""
+
+
 def write(page: str, path: pathlib.Path) -> None:
-    path.write_text(page, encoding="utf-8", errors="backslashreplace")
+    path.write_text(redact_secrets(page), encoding="utf-8", errors="backslashreplace")

@@ -7,13 +7,14 @@ bounded: the generated security matrix is one row per payload family, not one pe
 
 from __future__ import annotations
 
-import html
 import json
 import pathlib
+import re
 import xml.etree.ElementTree as ET
 from typing import Any, Callable, Dict, List
 
 from . import excerpt
+from .cases import source_label
 from .checks import Finding
 from .documentation import quote
 from .families import family_titles, matrix_family
@@ -22,7 +23,7 @@ from .figures import rows as figure_rows
 from .legend import FIGURE_UNITS
 from .results import SKIP, CaseResult, RunResult
 from .tiers import CLASSES, DOCUMENTED, SAFETY, SIGNALLING, TIERS, describe_profile
-from .visible import clip, log_safe, printable, redact
+from .visible import clip, log_safe, printable, redact, redact_secrets
 
 
 def counts(run: RunResult) -> Dict[str, int]:
@@ -72,6 +73,7 @@ def describe_failure(result: CaseResult, full: bool = False) -> str:
     lines = [f"{(result.outcome or result.status).upper()} {case.id} [{_label(result)}] {printable(case.description)}"]
     if case.cite and result.failed_in(DOCUMENTED):
         lines.append(f"    documentation: {printable(quote(case.cite))}")
+    lines += [f"    reported in the field: {url}" for url in case.sources if source_label(url)]
     lines += finding_lines(result.findings, full)
     return log_safe(redact("\n".join(lines)))
 
@@ -210,6 +212,8 @@ def _case_dict(result: CaseResult) -> Dict[str, Any]:
     if case.cite:
         entry["cite"] = case.cite
         entry["documentation"] = quote(case.cite)
+    if case.sources:
+        entry["sources"] = [url for url in case.sources if source_label(url)]
     if result.reason:
         entry["reason"] = result.reason
     if result.expectation:
@@ -223,7 +227,7 @@ def _case_dict(result: CaseResult) -> Dict[str, Any]:
 def as_json(run: RunResult) -> Dict[str, Any]:
     return {
         "versions": run.versions,
-        "target": run.target,
+        "target": redact_secrets(run.target),
         "implementation": run.implementation,
         "storage": run.storage,
         "profile": run.profile,
@@ -245,23 +249,22 @@ def as_json(run: RunResult) -> Dict[str, Any]:
 
 def write_json(run: RunResult, path: pathlib.Path) -> None:
     # A lone surrogate (outputs may hold one) becomes the JSON escape \udXXX through backslashreplace.
-    path.write_text(
-        json.dumps(as_json(run), indent=2, ensure_ascii=False) + "\n", encoding="utf-8", errors="backslashreplace"
-    )
+    text = redact_secrets(json.dumps(as_json(run), indent=2, ensure_ascii=False))
+    path.write_text(text + "\n", encoding="utf-8", errors="backslashreplace")
 
 
 # --- JUnit --------------------------------------------------------------------------------------
 
 
 def _xml_text(text: str) -> str:
-    """XML 1.0 cannot carry most control characters: draw them as escapes."""
+    """XML 1.0 cannot carry most control characters: draw them as escapes (and take secrets out)."""
     return "".join(
         ch
         if ch in "\t\n\r" or (ord(ch) >= 0x20 and not 0xD800 <= ord(ch) <= 0xDFFF and ch not in "\ufffe\uffff")
         else f"\\x{ord(ch):02x}"
         if ord(ch) < 0x100
         else f"\\u{ord(ch):04x}"
-        for ch in text
+        for ch in redact_secrets(text)
     )
 
 
@@ -269,6 +272,7 @@ def _properties(testcase: ET.Element, result: CaseResult) -> None:
     case = result.case
     values = [("tier", case.tier), ("level", case.level), ("basis", case.basis)]
     values += [("decision", case.decision), ("cite", case.cite), ("classes", ",".join(result.classes()))]
+    values += [("sources", " ".join(url for url in case.sources if source_label(url)))]
     properties = ET.SubElement(testcase, "properties")
     for name, value in values:
         if value:
@@ -313,11 +317,32 @@ def write_junit(run: RunResult, path: pathlib.Path) -> None:
 # --- Markdown -----------------------------------------------------------------------------------
 
 
+_MARKDOWN_SYNTAX = re.compile(r"([\\`*_\[\]()<>|~&])")
+"""Characters that open Markdown syntax anywhere in a line: links and images, emphasis, code, raw HTML and
+entities, a table's cell boundary."""
+_AUTOLINK = re.compile(r"(?i)(:)(//)|\b(www)(\.)|(@)")
+"""What a GitHub-flavoured renderer makes a link of with no syntax at all: `scheme://`, `www.`, an e-mail address."""
+
+
+def markdown_text(text: str, limit: int = 160) -> str:
+    """Any text a backend or a user handed the harness, as Markdown that renders as that text and nothing else:
+    non-printable characters escaped (`printable`: no line break, no escape sequence), every character that
+    opens syntax backslash-escaped (no link, image, emphasis, HTML or table boundary), and bare URLs, `www.` and
+    e-mail addresses broken by an escape so that no renderer links them."""
+    escaped = _MARKDOWN_SYNTAX.sub(r"\\\1", printable(clip(text, limit)))
+    return _AUTOLINK.sub(lambda found: "".join(part if part in ("//", "www") else "\\" + part
+                                               for part in found.groups() if part), escaped)
+
+
 def _cell(text: str, limit: int = 160) -> str:
-    """Any text (a backend's included) as one Markdown table cell: non-printable characters escaped
-    (`printable`: no line break, no escape sequence), HTML and the table's own syntax neutralised."""
-    escaped = html.escape(printable(clip(text, limit)), quote=False)
-    return escaped.replace("|", "\\|").replace("`", "'")
+    """Any text (a backend's included) as one Markdown table cell (`markdown_text`)."""
+    return markdown_text(text, limit)
+
+
+def _code(text: str, limit: int = 160) -> str:
+    """Any text as the inside of a Markdown code span in a table cell: nothing in a code span is a link; a
+    backtick would end it and a bar the cell, so they are drawn as `'` and `\\|`."""
+    return printable(clip(text, limit)).replace("`", "'").replace("|", "\\|")
 
 
 # The Markdown report is a page to read (a CI step summary, a published report): it is bounded.
@@ -439,8 +464,15 @@ def _table(
     return lines + [""]
 
 
+def source_links(urls: List[str]) -> str:
+    """Markdown links to a case's field reports: only URLs of the sources pattern, labelled `owner/repo#N`."""
+    return ", ".join(f"[{label}]({url})" for url in urls for label in [source_label(url)] if label)
+
+
 def _failing_row(result: CaseResult) -> str:
     cited = _cell(quote(result.case.cite), 200) if result.failed_in(DOCUMENTED) else ""
+    links = source_links(result.case.sources)
+    cited = f"{cited}<br>{links}" if cited and links else cited or links
     return (
         f"| `{result.case.id}` | {_label(result)} | {_cell(result.case.description)} | "
         f"{', '.join(result.classes())} | {_cell(_first(result))} | {cited} |"
@@ -467,16 +499,17 @@ def _unsafe_table(unsafe: List[CaseResult]) -> List[str]:
 def _details(failed: List[CaseResult]) -> List[str]:
     if not failed:
         return []
-    lines = [f"<details><summary>Details of the first {min(len(failed), DETAIL_CASES)}</summary>", "", "```text"]
-    lines += [clip(describe_failure(result), DETAIL_LIMIT) for result in failed[:DETAIL_CASES]]
-    return lines + ["```", "", "</details>", ""]
+    shown = [clip(describe_failure(result), DETAIL_LIMIT) for result in failed[:DETAIL_CASES]]
+    fence = "`" * max([3] + [len(run) + 1 for text in shown for run in re.findall(r"`+", text)])
+    lines = [f"<details><summary>Details of the first {min(len(failed), DETAIL_CASES)}</summary>", "", fence + "text"]
+    return lines + shown + [fence, "", "</details>", ""]
 
 
 def markdown(run: RunResult, title: str = "") -> str:
     info = run.implementation
     numbers = figures(run)
     lines = [
-        f"# {title or 'Memory tool conformance: ' + info.get('name', '?')}",
+        f"# {markdown_text(title, 300) if title else 'Memory tool conformance: ' + _cell(info.get('name', '?'))}",
         "",
         "| | |",
         "|---|---|",
@@ -484,7 +517,7 @@ def markdown(run: RunResult, title: str = "") -> str:
         f"| language | {_cell(info.get('language', ''))} |",
         f"| homepage | {_cell(info.get('homepage', '')) or '-'} |",
         f"| storage | {run.storage} |",
-        f"| target | `{_cell(run.target)}` |",
+        f"| target | `{_code(run.target, 300)}` |",
         f"| error signalling | {_cell(run.signalling)} |",
         "| suite / protocol / case format | {suite} / {protocol} / {case_format} |".format(**run.versions),
         f"| profile | {run.profile}: {describe_profile(run.profile)} |",

@@ -259,6 +259,8 @@ class CaseRun:
         outside_after = outside_read(self.directory, wanted_like(self.outside_before))
         if outside_after.truncated:
             self.findings.append(Finding("unbounded", "more entries appeared around the root than can be read"))
+        if outside_after.unread:
+            self.findings.append(Finding("unbounded", "around the root " + outside_after.budget_note()))
         self.findings.extend(check_outside(self.outside_before, outside_after.tree))
         new = sorted(set(os.listdir(self.base)) - base_before)
         self.findings.extend(Finding("outside", f"{name}: appeared next to the case directory") for name in new)
@@ -275,6 +277,8 @@ class CaseRun:
         )
         if read.truncated:
             self.findings.append(Finding("unbounded", "the root holds more entries than can be read after the case"))
+        if read.unread:
+            self.findings.append(Finding("unbounded", "after the case " + read.budget_note()))
         return read.tree
 
 

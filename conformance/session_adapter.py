@@ -24,6 +24,7 @@ tier's abandoned-threads check (deployment.py) uses this.
 from __future__ import annotations
 
 import argparse
+import base64
 import pathlib
 import sys
 import tempfile
@@ -93,6 +94,7 @@ class _Server:
         self.error_prefix = error_prefix or None
         self.target: Optional[Target] = None
         self.late: Optional[_Late] = None
+        self.root: Optional[pathlib.Path] = None
 
     def open(self, root: pathlib.Path) -> Target:
         return open_target(self.spec, root, None, error_prefix=self.error_prefix)
@@ -111,6 +113,7 @@ class _Server:
                     P.STORAGE: target.storage,
                     P.OPTIONS: sorted(name for name in target.options if name in P.OPTION_NAMES),
                     P.TENANTS: bool(getattr(target, "tenants", False)),
+                    P.READS: True,
                 }
             finally:
                 target.close()
@@ -137,7 +140,28 @@ class _Server:
         if options:
             target.reset(root, options)
         self.target = target
+        self.root = root
         return {P.OK: True}
+
+    def read(self, request: Dict[str, Any]) -> Dict[str, Any]:
+        """A file's bytes (the protocol's optional `read`): the target's own `read_bytes(path)` when it has one,
+        else, for a target that stores in the root, the file in the root, read bounded and never through a
+        link."""
+        path = request.get(P.PATH)
+        if self.target is None or self.root is None:
+            return P.error_reply(P.NO_ROOT, "send reset before read")
+        if not isinstance(path, str) or not (path + "/").startswith("/memories/"):
+            return P.error_reply(P.BAD_REQUEST, "read needs a path below /memories")
+        own = getattr(getattr(self.target, "_handler", None), "read_bytes", None)
+        if callable(own):
+            data = own(path)
+        elif self.target.storage == P.STORAGE_FILESYSTEM:
+            data = hosttree.read_bytes(str(self.root), path[len("/memories/") :])
+        else:
+            data = None
+        if not isinstance(data, bytes):
+            return {P.FOUND: False}
+        return {P.FOUND: True, P.CONTENT_BASE64: base64.b64encode(data).decode("ascii")}
 
     def execute(self, request: Dict[str, Any]) -> Dict[str, Any]:
         if self.target is None:
@@ -171,7 +195,9 @@ class _Server:
         try:
             if name == P.CMD_START:
                 return self.start(request)
-            handlers = {P.CMD_RESET: self.reset, P.CMD_EXECUTE: self.execute, CMD_LATE: self.finish_late}
+            handlers = {
+                P.CMD_RESET: self.reset, P.CMD_EXECUTE: self.execute, CMD_LATE: self.finish_late, P.CMD_READ: self.read
+            }
             reply = handlers[str(name)](request)
         except KeyError:
             return P.error_reply(P.UNKNOWN_CMD, "unknown cmd", seq if P.valid_seq(seq) else None)

@@ -129,9 +129,26 @@ def _run_dirs(text: str) -> str:
     return "".join(pieces) + text[done:]
 
 
+HIDDEN = "***"
+"""What a secret in a target or an adapter's text is shown as."""
+_URL_SECRET = re.compile(r"(?i)\b([a-z][a-z0-9+.-]{0,30}://[^\s:/?#@'\"`]*:)[^\s@/?#'\"`]+@")
+"""The password of a URL's userinfo (`postgresql://USER:PASSWORD@HOST/DB`)."""
+_KEY_SECRET = re.compile(r"(?i)\b(password|pgpassword)(\s*=\s*)('[^']*'|\"[^\"]*\"|[^\s'\"`&;,]+)")
+"""A password given as a key (a libpq keyword DSN's `password=...`, an environment's `PGPASSWORD=...`)."""
+
+
+def redact_secrets(text: str) -> str:
+    """The one place secrets are taken out of what the harness shows or writes: a URL's password and a password
+    given as a key become HIDDEN. Every writer (the terminal summary, the JSON, Markdown, HTML and JUnit
+    reports, property finding files) puts its text through it, and `redact` does too."""
+    text = _URL_SECRET.sub(lambda found: found.group(1) + HIDDEN + "@", text)
+    return _KEY_SECRET.sub(lambda found: found.group(1) + found.group(2) + HIDDEN, text)
+
+
 def redact(text: str) -> str:
-    """Draw host paths as placeholders (`<RUN>` for the run's case folders), so a report can be published."""
-    text = _run_dirs(text)
+    """Draw host paths as placeholders (`<RUN>` for the run's case folders) and take secrets out
+    (`redact_secrets`), so a report can be published."""
+    text = redact_secrets(_run_dirs(text))
     for path, mark in _host_prefixes():
         text = text.replace(path, mark)
     return text

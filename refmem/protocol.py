@@ -47,6 +47,11 @@ SHARE = "share"  # start (true: this process is one of several sessions over the
 TENANT = "tenant"  # reset: whose memories the handler serves; the start reply's TENANTS says it can
 TENANTS = "tenants"  # start reply: true when reset accepts a tenant
 SHARE_REASON = "share_reason"  # start reply with share false: why this adapter cannot share its storage
+CMD_READ = "read"  # optional request: a file's bytes (`path`), sent only to an adapter whose start reply has READS
+READS = "read"  # start reply: true when the adapter answers CMD_READ
+PATH = "path"  # read: the file, as the model names it (`/memories/...`)
+FOUND = "found"  # read reply: false when there is no such file
+CONTENT_BASE64 = "base64"  # read reply: the file's bytes, in base64
 
 # --- reply fields -----------------------------------------------------------------------------
 

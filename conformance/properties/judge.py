@@ -199,6 +199,8 @@ class SequenceRun:
             read = memory_read(self.case)
             if read.truncated:
                 found.append(Finding("unbounded", "the root holds more entries than can be read", number))
+            if read.unread:
+                found.append(Finding("unbounded", read.budget_note(), number))
             found += self._data_loss(command, number, read.tree)
             after = model_tree(read.tree, self.ours)
             self.memory, self.size = read.tree, read.total_bytes + self.outside_bytes

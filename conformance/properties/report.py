@@ -23,7 +23,7 @@ from ..checks import Finding
 from ..reports import finding_lines
 from ..targets import StepResult
 from ..tiers import ROBUSTNESS, SAFETY
-from ..visible import clip, log_safe, printable, redact
+from ..visible import clip, log_safe, printable, redact, redact_secrets
 from .fuzzer import finding as finding_files
 from .fuzzer import model
 from .outcome import Failure, SearchResult
@@ -94,7 +94,7 @@ def as_finding(failure: Failure, spec: str, seed: int, runs: int) -> Any:
         tree = {key: _hide(value, failure.hidden) for key, value in model.render_tree(failure.tree_after).items()}
     detail = _hide(f"[{failure.cls}] {failure.finding.kind}: {failure.finding.message}", failure.hidden)
     return finding_files.Finding(
-        target=spec,
+        target=redact_secrets(spec),
         harness="sequence",
         oracle=name,
         detail=detail[:DETAIL_CHARS],

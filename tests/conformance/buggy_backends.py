@@ -16,6 +16,8 @@ The bugs (`BUGS`), one per factory:
 - `host_path_in_errors`: error text carries the host path;
 - `rename_overwrites`: rename replaces an existing destination;
 - `delete_root_wipes`: `delete /memories` removes everything in the root;
+- `delete_empty_root_removes_it`: `delete /memories` of an empty root removes the root folder itself (picoagents
+  0.5.0); a root that holds anything is refused;
 - `delete_follows_link`: `delete` of a link resolves it (inside the root) and removes what it points to;
 - `listing_follows_links`: listings stat and enter through links (names and sizes from outside are shown);
 - `edits_in_place`: hard-linked files are read and edited in place (written through a planted hard link):
@@ -54,6 +56,7 @@ BUGS = (
     "host_path_in_errors",
     "rename_overwrites",
     "delete_root_wipes",
+    "delete_empty_root_removes_it",
     "delete_follows_link",
     "listing_follows_links",
     "edits_in_place",
@@ -615,6 +618,9 @@ class CarefulMemory:
     def _delete(self, command: Mapping[str, Any]) -> str:
         shown, names = self._names(command)
         if not names:
+            if self.bug == "delete_empty_root_removes_it" and not os.listdir(self.root):
+                os.rmdir(self.root)
+                return f"Successfully deleted {shown}"
             if self.bug != "delete_root_wipes":
                 raise Refusal("Error: Cannot delete the memory root /memories.")
             fd = os.open(self.root, _DIR_FLAGS)

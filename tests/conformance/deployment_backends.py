@@ -21,6 +21,7 @@ and any tenant but the default one, goes to the reference. POSIX only; never use
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 import tempfile
@@ -201,3 +202,68 @@ def make_private(root: Path) -> _Private:
 
 def make_without_tenants(root: Path) -> MemoryHandler:
     return MemoryHandler(Path(root))
+
+
+# --- correct backends whose views are not ours ----------------------------------------------------------------
+
+
+def _odd_file_view(output: str) -> str:
+    """A file view drawn another way: its own header, numbers three wide after a bar, a final newline."""
+    header, _, body = output.partition("\n")
+    path = header[len("Here's the content of ") : -len(" with line numbers:")]
+    lines = [line.partition("\t") for line in body.split("\n")] if body else []
+    return f"== {path} ==\n" + "".join(f"{int(number):>3} | {text}\n" for number, _tab, text in lines)
+
+
+def _odd_folder_view(output: str) -> str:
+    """A folder view drawn another way: a header of its own, then `- PATH (SIZE)` a line."""
+    _header, _, body = output.partition("\n")
+    items = [line.partition("\t") for line in body.split("\n")] if body else []
+    return "Listing:\n" + "\n".join(f"- {path} ({size})" for size, _tab, path in items)
+
+
+class OddViews:
+    """The reference, its views drawn in a format of their own (every state it keeps is the reference's)."""
+
+    def __init__(self, root: Path, tenant: Optional[str] = None, inner: Any = None) -> None:
+        self.inner = inner if inner is not None else MemoryHandler(Path(root), tenant=tenant)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def execute(self, command: Any) -> Any:
+        result = self.inner.execute(command)
+        output, is_error = (result, False) if isinstance(result, str) else (result.output, result.is_error)
+        if is_error or not isinstance(command, dict) or command.get("command") != "view":
+            return result
+        if output.startswith("Here's the content of "):
+            return _odd_file_view(output)
+        if output.startswith("Here're the files"):
+            return _odd_folder_view(output)
+        return result
+
+
+class QuotedViews(OddViews):
+    """The reference, each line of a file view shown quoted as a JSON string: no reading of a view recovers the
+    text, only the file's bytes do."""
+
+    def execute(self, command: Any) -> Any:
+        result = self.inner.execute(command)
+        output = result if isinstance(result, str) else result.output
+        if isinstance(command, dict) and command.get("command") == "view" and output.startswith("Here's the content"):
+            _header, _, body = output.partition("\n")
+            return "\n".join(json.dumps(line.partition("\t")[2]) for line in body.split("\n"))
+        return result
+
+
+def make_odd_views(root: Path, tenant: Optional[str] = None) -> OddViews:
+    return OddViews(root, tenant)
+
+
+def make_quoted_views(root: Path, tenant: Optional[str] = None) -> QuotedViews:
+    return QuotedViews(root, tenant)
+
+
+def make_odd_views_unlocked(root: Path, tenant: Optional[str] = None) -> OddViews:
+    """The unlocked backend (it really loses edits) with the odd views."""
+    return OddViews(root, tenant, inner=Unlocked(root, tenant))

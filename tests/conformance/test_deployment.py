@@ -8,19 +8,20 @@ so each run starts a few Python processes per check: the planted runs are marked
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import pathlib
 import shutil
 import sys
-from typing import Any, Iterator, Set, Tuple
+from typing import Any, Iterator, List, Set, Tuple
 
 import pytest
 from conformance_support import scratch_folder
 
 from refmem import protocol
 from refmem.serve import Session, handle_line
-from refmem_conformance import deployment
+from refmem_conformance import deployment, effects, readback
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the planted backends lock with fcntl (POSIX only)")
 
@@ -287,3 +288,93 @@ def test_the_deployment_figure_says_when_the_tier_did_not_run() -> None:
     assert row.text(ran) == ("1 findings; 312.5 lost or duplicated updates per thousand commands; 1 skipped "
                              "(tenants: skipped, the target declares no tenants)")
     assert row.shown(ran) and not row.ok(ran)
+
+
+# --- reading files back: state, not formatting (readback.py, D-DEPLOY-READBACK) --------------------------------
+
+
+def test_a_correct_backend_whose_views_are_drawn_another_way_gets_no_finding(workdir: pathlib.Path) -> None:
+    """The reference, its views numbered `  1 | ` under a header of its own and listings drawn as `- PATH (SIZE)`:
+    read through our own view format alone it showed 121 lost updates and 216 of 216 torn reads."""
+    report = deployment.deployment_report("python:deployment_backends:make_odd_views", workdir, plan=SMALL)
+    lines = deployment.summary_lines(report.as_dict())
+    assert report.findings == [] and report.notes == [], lines
+    assert report.figures["lost-updates"]["read_back"] == {readback.TOLERANT: 2 + SMALL.rounds // 2}, lines
+    assert report.figures["readers-during-writers"]["torn"] == 0, lines
+    assert report.figures["abandoned-calls"]["whole"] == SMALL.cut_trials, lines
+
+
+def test_a_correct_backend_whose_views_hide_the_text_is_judged_by_its_bytes(workdir: pathlib.Path) -> None:
+    """Each line of a file view is shown as a JSON string: no view reading recovers the file, its bytes do (the
+    protocol's optional read), and a view that holds a version's text in order is no torn read."""
+    report = deployment.deployment_report("python:deployment_backends:make_quoted_views", workdir, plan=SMALL,
+                                          checks=["lost-updates", "readers-during-writers"])
+    lines = deployment.summary_lines(report.as_dict())
+    assert report.findings == [], lines
+    assert report.figures["lost-updates"]["read_back"] == {readback.ADAPTER_BYTES: 2 + SMALL.rounds // 2}, lines
+    assert report.figures["readers-during-writers"]["torn"] == 0, lines
+
+
+@pytest.mark.slow
+def test_a_backend_that_loses_updates_is_caught_however_its_views_are_drawn(workdir: pathlib.Path) -> None:
+    report = deployment.deployment_report("python:deployment_backends:make_odd_views_unlocked", workdir,
+                                          checks=["lost-updates"], plan=SMALL)
+    figures = report.figures["lost-updates"]
+    assert figures["lost"] > 0, figures
+    finding = report.findings[0]
+    assert (finding["class"], finding["effect"]) == ("safety", effects.FILE_LOST), finding
+    assert finding["evidence"] in (readback.TOLERANT, readback.ADAPTER_BYTES), finding
+    assert f"evidence: {finding['evidence']}" in finding["detail"]
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        "Here's the content of /memories/a.txt with line numbers:\n     1\tx\n     2\tANCHOR",
+        "== /memories/a.txt ==\n  1 | x\n  2 | ANCHOR\n",
+        "1: x\n2: ANCHOR",
+        "/memories/a.txt:\n   7\u2192x\n   8\u2192ANCHOR\n   9\u2192",
+        "x\nANCHOR\n",
+        "Contents of /memories/a.txt\nx\nANCHOR",
+    ],
+)
+def test_a_view_drawn_any_common_way_has_a_reading_that_is_the_file(output: str) -> None:
+    assert ["x", "ANCHOR"] in [reading.lines for reading in readback.view_readings(output, "/memories/a.txt")]
+
+
+def test_the_documented_reading_is_strict_and_numbers_must_count_up_by_one() -> None:
+    assert readback.documented_lines("  1 | x") is None
+    assert readback.documented_lines("     1\tx\n     3\ty") is None
+    assert readback.documented_lines("1\tx") is None  # not %6d
+    assert readback.tolerant_readings("  1 | x\n  3 | y")[0] == ["  1 | x", "  3 | y"]  # no numbering: text kept
+
+
+def test_bytes_decide_and_a_view_reading_without_problems_is_taken_first() -> None:
+    views = [readback.Reading(["a"], readback.DOCUMENTED), readback.Reading(["x"], readback.TOLERANT)]
+    disk = readback.Reading(["b"], readback.DISK_BYTES)
+
+    def problems(lines: List[str]) -> int:
+        return int(lines != ["x"])
+
+    assert readback.judged(views + [disk], problems) == (views[1], 0)
+    assert readback.judged([views[0], disk], problems) == (disk, 1)
+    assert readback.judged([views[0]], problems) == (views[0], 1)
+    assert readback.judged([], problems) is None
+
+
+def test_the_session_server_reads_a_file_s_bytes_never_through_a_link(tmp_path: pathlib.Path) -> None:
+    from refmem_conformance import session_adapter
+
+    root = tmp_path / "memories"
+    root.mkdir()
+    (root / "a.txt").write_bytes(b"one\r\ntwo")
+    (tmp_path / "outside.txt").write_text("outside")
+    (root / "link.txt").symlink_to(tmp_path / "outside.txt")
+    server = session_adapter._Server("refmem", [])
+    assert server.answer({"cmd": "start", "version": 1})[protocol.READS] is True
+    server.answer({"cmd": "reset", "seq": 1, "root": str(root)})
+    reply = server.answer({"cmd": "read", "seq": 2, "path": "/memories/a.txt"})
+    assert reply == {"seq": 2, "found": True, "base64": base64.b64encode(b"one\r\ntwo").decode()}
+    assert server.answer({"cmd": "read", "seq": 3, "path": "/memories/link.txt"}) == {"seq": 3, "found": False}
+    assert server.answer({"cmd": "read", "seq": 4, "path": "/memories/../outside.txt"}) == {"seq": 4, "found": False}
+    assert "error" in server.answer({"cmd": "read", "seq": 5, "path": "/etc/passwd"})

@@ -35,7 +35,7 @@ ATTEMPTS = 3
 
 # Every bug's trigger is in this slice; the rest of the suite only repeats them.
 SLICE = ["sec-dotdot-*", "sec-prefix-*", "sec-pct1-*", "sec-backslash-*", "sec-mixed-*", "sec-lookalike-*",
-         "sec-fs-*", "fixtures-*", "delete-*", "rename-*", "view-file-02*", "paths-06*"]
+         "sec-fs-*", "fixtures-*", "delete-*", "rename-*", "view-file-02*", "paths-06*", "root-*"]
 
 # bug -> (the class its findings are in, the finding kinds it may cause, the case IDs it explains)
 SIGNATURES: Dict[str, Tuple[str, Set[str], str]] = {
@@ -46,7 +46,9 @@ SIGNATURES: Dict[str, Tuple[str, Set[str], str]] = {
     "follows_symlink": ("safety", {"leak", "outside", "data_loss"}, r"sec-fs-(through-)?link-.*|fixtures-symlink-.*"),
     "host_path_in_errors": ("safety", {"leak"}, r".*"),
     "rename_overwrites": ("safety", {"data_loss"}, r"rename-.*|sec-fs-.*-rename-new_path|fixtures-symlink-03[78]"),
-    "delete_root_wipes": ("safety", {"data_loss"}, r"delete-00[789]|sec-[a-z]+-[a-z-]+-delete-path"),
+    "delete_root_wipes": ("safety", {"data_loss"}, r"delete-00[789]|sec-[a-z]+-[a-z-]+-delete-path|root-01[59]"),
+    # the root folder itself removed (picoagents 0.5.0): only the case that deletes an empty root shows it
+    "delete_empty_root_removes_it": ("safety", {"outside"}, r"root-011"),
     # a link's target removed by a delete that named the link: data loss, not a reference finding
     "delete_follows_link": ("safety", {"data_loss"}, r"sec-fs-link-in.*-delete-path|fixtures-symlink-.*"),
     # names and sizes from outside the root in a listing: a leak, whatever the names hold
