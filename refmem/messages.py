@@ -241,6 +241,10 @@ STORE_SPEC = (
 )
 STORE_PG_NO_DRIVER = "the PostgreSQL store needs psycopg 3: pip install 'refmem[postgres]'"
 STORE_PG_CANNOT_CONNECT = "the PostgreSQL memory database cannot be used: {reason}"
+STORE_PG_NOT_UTF8 = (
+    "the PostgreSQL memory database's encoding is {found}, not UTF8: refmem stores only in a UTF8 database "
+    "(CREATE DATABASE ... ENCODING 'UTF8')"
+)
 STORE_PG_NO_SCHEMA = "the PostgreSQL memory database has no refmem schema yet: run `refmem db init`"
 STORE_PG_SCHEMA_OLDER = (
     "the PostgreSQL memory database's schema is version {found}, older than this refmem's (version {known}): "

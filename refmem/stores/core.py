@@ -41,7 +41,7 @@ from ..storage import (
     VersionedStore,
 )
 from . import history
-from .schema import DEFAULT_TENANT, Queries, subtree
+from .schema import DEFAULT_TENANT, VERSION_ROW_BYTES, Queries, subtree
 
 JOURNAL_KEPT = 4096
 """Generations of change journal kept per tenant; an older generation asked about means rescan."""
@@ -53,6 +53,9 @@ USE_GRANULARITY = 60.0
 """Seconds within which a view's use is not written again (D-STORE-SQL-USES): a view writes at most once a minute
 per file, so reads do not queue behind writers."""
 READ_CHUNK = 1 << 20
+VERSION_NUMBERS = (1, 2**63 - 1)
+"""The version numbers there can be (a generation: a signed 64-bit integer from 1 on in every engine); any other
+asked of `restore` is not kept, said before any statement (SQLite's driver cannot bind one past 64 bits)."""
 
 
 class BlobFile:
@@ -111,7 +114,8 @@ class SqlEdit:
         with store._mutation():
             if q.edit_in_one is not None:  # PostgreSQL: the whole write is one statement, retention's after it
                 now = time.time()
-                note = (len(self.data), tenant, tenant, self._path.canonical)  # advanced, journal
+                counted = len(self.data) + VERSION_ROW_BYTES  # what the version kept counts (D-STORE-HISTORY-RETENTION)
+                note = (counted, tenant, tenant, self._path.canonical)  # advanced, journal
                 keep = (now, store.actor, store._command_or("edit"), tenant, key, FILE, self._version)
                 write = (new_data, len(new_data), now, tenant, key, self._version)
                 row = store._one(q.edit_in_one, note + keep + write + (tenant, key))
@@ -565,6 +569,8 @@ class SqlStore:
             raise TypeError(RESTORE_NUMBER_TYPE)
         if not path.parts:
             raise NotRegular(DIR)
+        if not VERSION_NUMBERS[0] <= number <= VERSION_NUMBERS[1]:
+            raise NoVersion()  # no engine can hold it, so none is kept (D-STORE-HISTORY-RESTORE)
         q, tenant, key = self.queries, self.tenant_key, _key(path)
         with self._mutation():
             row = self._one(q.version_data, (tenant, key, number))
@@ -689,14 +695,25 @@ class SqlStore:
         return Changes(now, tuple(sorted(paths)))
 
     def record_use(self, path: VirtualPath, opened: ReadFile) -> None:
-        """A view's use, unless one was recorded (or the file written) within `USE_GRANULARITY` seconds."""
+        """A view's use, unless one was recorded (or the file written) within `USE_GRANULARITY` seconds; best effort
+        and never waiting (D-STORE-SQL-USES): written only when no writer of the tenant holds its lock at that moment
+        (`_use_unwaiting`), else left to the next view, so a view never queues behind a write."""
         now = time.time()
         used = getattr(opened, "used", None)
         if isinstance(used, (int, float)) and 0 <= now - used < USE_GRANULARITY:
             return
         with contextlib.suppress(Exception):  # bookkeeping never fails a command
-            with self.locked():
-                self._run(self.queries.use, (now, self.tenant_key, _key(path), FILE))
+            with self._guard:
+                params = (now, self.tenant_key, _key(path), FILE)
+                if self._depth:  # inside this store's own writing transaction: written with it
+                    self._run(self.queries.use, params)
+                elif not self._reading:
+                    self._use_unwaiting(params)
+
+    def _use_unwaiting(self, params: Tuple[Any, ...]) -> None:
+        """The engine's part of `record_use`: the statement `queries.use` with `params`, in a transaction of its own,
+        if and only if the write lock it needs is free now; nothing, and no wait, otherwise."""
+        raise NotImplementedError
 
     def last_access(self, path: VirtualPath) -> Optional[float]:
         with self._read(single=True):

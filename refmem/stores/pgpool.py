@@ -38,7 +38,6 @@ from . import StoreError
 from .core import SqlStore
 from .postgres import (
     CONNECT_SECONDS,
-    LOCK_SECONDS,
     QUERIES,
     RECONNECTS,
     TENANT_PREFIX,
@@ -50,6 +49,8 @@ from .postgres import (
     connect,
     migrate,
     reason_of,
+    require_utf8,
+    session_settings,
     tenant_lock_key,
 )
 from .schema import POSTGRES
@@ -93,8 +94,11 @@ def _pool_driver() -> Any:
 
 
 def _configure(connection: Any) -> None:
-    """Every pooled connection's session, once: the lock timeout `connect` sets. Never the tenant."""
-    connection.execute(f"SET lock_timeout = '{LOCK_SECONDS}s'")
+    """Every pooled connection's session, once: the timeouts `connect` sets (D-STORE-PG-TIMEOUTS), and its encoding
+    checked (D-STORE-PG-UTF8). Never the tenant."""
+    statement, params = session_settings(None, local=False)
+    row = connection.execute(statement, params).fetchone()
+    require_utf8(None if row is None else row[0])
 
 
 class Rows:

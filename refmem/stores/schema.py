@@ -23,6 +23,10 @@ from __future__ import annotations
 from typing import Callable, Dict, NamedTuple, Optional, Tuple
 
 SCHEMA_VERSION = 2
+VERSION_ROW_BYTES = 512
+"""What a kept version counts against its tenant's `bytes_per_tenant` beyond its content (D-STORE-HISTORY-RETENTION):
+its row's other columns and its two index entries (about 300 bytes on SQLite for a short path), rounded up, so that
+versions of empty files are bounded by the budget too, not only by `versions_per_file` per path."""
 """The schema this refmem writes and reads. A database of a later version is refused (the store's open)."""
 
 DEFAULT_TENANT = ""
@@ -287,7 +291,7 @@ class Queries:
         # the count does not see the row the WITH adds), so that retention needs no statement to decide.
         self.keep_one_counted: Optional[str] = (
             q(
-                "WITH kept AS (" + self.keep_one + " RETURNING size)"  # noqa: S608  # nosec B608
+                "WITH kept AS (" + self.keep_one + f" RETURNING size + {VERSION_ROW_BYTES} AS size)"  # noqa: S608  # nosec B608
                 " UPDATE refmem_tenants SET version_bytes = version_bytes + (SELECT coalesce(sum(size), 0) FROM kept)"
                 " WHERE tenant = {p} RETURNING version_bytes, (SELECT count(*) FROM kept),"
                 " (SELECT count(*) FROM refmem_versions WHERE tenant = {p} AND path = {p})"
@@ -297,8 +301,9 @@ class Queries:
         )
         self.keep_below = q(keep + " AND path > {p} AND path < {p}")
         self.count_kept = q(
-            "UPDATE refmem_tenants SET version_bytes = version_bytes + (SELECT coalesce(sum(size), 0)"
-            " FROM refmem_versions WHERE tenant = {p} AND number = {p}) WHERE tenant = {p}"
+            "UPDATE refmem_tenants SET version_bytes = version_bytes + (SELECT coalesce(sum(size), 0)"  # noqa: S608  # nosec B608
+            f" + {VERSION_ROW_BYTES} * count(*) FROM refmem_versions WHERE tenant = {{p}} AND number = {{p}})"
+            " WHERE tenant = {p}"
         )
         self.count_kept_returning: Optional[str] = (  # the tenant's new total in the same statement, where it can
             self.count_kept + " RETURNING version_bytes" if dialect.returning else None
@@ -309,16 +314,18 @@ class Queries:
             " WHERE k.tenant = {p} AND k.number = {p}) AS counted WHERE kept > {p}"
         )
         self.oldest_of_path = q(
-            "SELECT number, size FROM refmem_versions WHERE tenant = {p} AND path = {p} ORDER BY number LIMIT {p}"
+            f"SELECT number, size + {VERSION_ROW_BYTES} FROM refmem_versions"  # noqa: S608  # nosec B608
+            " WHERE tenant = {p} AND path = {p} ORDER BY number LIMIT {p}"
         )
         self.drop_of_path = q("DELETE FROM refmem_versions WHERE tenant = {p} AND path = {p} AND number <= {p}")
         # Where an UPDATE may return rows: a path's {p} oldest versions dropped and uncounted in one statement that
         # returns the bytes freed.
         self.drop_oldest_of_path: Optional[str] = (
             q(
-                "WITH dropped AS (DELETE FROM refmem_versions WHERE tenant = {p} AND path = {p} AND number IN"
+                "WITH dropped AS (DELETE FROM refmem_versions WHERE tenant = {p} AND path = {p} AND number IN"  # noqa: S608  # nosec B608
                 " (SELECT number FROM refmem_versions WHERE tenant = {p} AND path = {p} ORDER BY number LIMIT {p})"
-                " RETURNING size), freed AS (SELECT coalesce(sum(size), 0) AS size FROM dropped)"
+                f" RETURNING size + {VERSION_ROW_BYTES} AS size),"
+                " freed AS (SELECT coalesce(sum(size), 0) AS size FROM dropped)"
                 " UPDATE refmem_tenants SET version_bytes = version_bytes - (SELECT size FROM freed)"
                 " WHERE tenant = {p} RETURNING (SELECT size FROM freed)"
             )
@@ -327,9 +334,18 @@ class Queries:
         )
         self.version_bytes = q("SELECT version_bytes FROM refmem_tenants WHERE tenant = {p}")
         self.oldest = q(
-            "SELECT number, size FROM refmem_versions WHERE tenant = {p} AND number > {p} ORDER BY number LIMIT {p}"
+            f"SELECT number, size + {VERSION_ROW_BYTES} FROM refmem_versions"  # noqa: S608  # nosec B608
+            " WHERE tenant = {p} AND number > {p} ORDER BY number LIMIT {p}"
         )
-        self.bytes_up_to = q("SELECT coalesce(sum(size), 0) FROM refmem_versions WHERE tenant = {p} AND number <= {p}")
+        self.bytes_up_to = q(
+            f"SELECT coalesce(sum(size), 0) + {VERSION_ROW_BYTES} * count(*) FROM refmem_versions"  # noqa: S608  # nosec B608
+            " WHERE tenant = {p} AND number <= {p}"
+        )
+        # a folder's files, and their bytes: what its delete would keep, counted before anything is copied
+        self.subtree_files = q(
+            "SELECT count(*), coalesce(sum(size), 0) FROM refmem_nodes"
+            " WHERE tenant = {p} AND kind = {p} AND path > {p} AND path < {p}"
+        )
         self.drop_up_to = q("DELETE FROM refmem_versions WHERE tenant = {p} AND number <= {p}")
         self.uncount = q("UPDATE refmem_tenants SET version_bytes = version_bytes - {p} WHERE tenant = {p}")
         # Where an UPDATE may return rows: an edit's whole write in one statement (one snapshot, so the version

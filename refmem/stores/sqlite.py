@@ -122,6 +122,7 @@ def migrate(path: Union[str, os.PathLike[str]]) -> Tuple[Optional[int], int]:
     kind = mounts.network_type_of(os.path.dirname(os.path.abspath(os.fspath(path))) or ".")
     if kind is not None:
         raise StoreError(STORE_NETWORK_FS.format(kind=kind))
+    make_private(os.fspath(path))
     try:
         db = sqlite3.connect(os.fspath(path), timeout=BUSY_SECONDS, isolation_level=None)
     except sqlite3.Error as error:
@@ -150,6 +151,24 @@ def migrate(path: Union[str, os.PathLike[str]]) -> Tuple[Optional[int], int]:
     if found is None:
         SqliteStore(path).close()  # a database without the schema: the store makes it, in WAL mode
     return found, SCHEMA_VERSION
+
+
+PRIVATE_MODE = 0o600
+"""The mode a database this refmem makes is created with (D-STORE-SQL-MODE): SQLite gives its `-wal` and `-shm`
+files the database's own mode, so all three are the store's user's alone, as the filesystem store's files are."""
+
+
+def make_private(path: str) -> None:
+    """The database file made, empty and 0600, where nothing is at `path` (SQLite then writes its header into it);
+    an existing file is left as it is (D-STORE-SQL-MODE: `refmem db check` reports one open to other users)."""
+    if path in ("", ":memory:") or path.startswith("file:"):
+        return
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, PRIVATE_MODE)
+    except OSError:  # there already (SQLite opens it), or not makeable (SQLite says why, as a reason)
+        return
+    os.close(fd)
 
 
 def _busy(error: sqlite3.Error) -> bool:
@@ -186,6 +205,7 @@ class SqliteStore(SqlStore):
             kind = mounts.network_type_of(os.path.dirname(os.path.abspath(self.path)) or ".")
             if kind is not None:
                 raise StoreError(STORE_NETWORK_FS.format(kind=kind))
+        make_private(self.path)
         try:
             self._db = sqlite3.connect(
                 self.path, timeout=busy_seconds, isolation_level=None, check_same_thread=False
@@ -281,6 +301,28 @@ class SqliteStore(SqlStore):
         try:
             if self._db.in_transaction:
                 self._db.execute("ROLLBACK")
+        finally:
+            self._gate.release()
+
+    def _use_unwaiting(self, params: Tuple[Any, ...]) -> None:
+        """The gate and SQLite's write lock each tried once, without waiting (D-STORE-SQL-USES): a view's use is not
+        worth a wait behind a writer."""
+        if not self._gate.acquire(0):
+            return
+        try:
+            self._db.execute("PRAGMA busy_timeout = 0")
+            try:
+                self._db.execute(SQLITE.begin_write)
+            except sqlite3.Error:
+                return  # another process's writer holds the database's lock: the next view tries again
+            finally:
+                self._db.execute(f"PRAGMA busy_timeout = {int(self.busy_seconds * 1000)}")
+            try:
+                self._db.execute(QUERIES.use, params)
+                self._db.execute("COMMIT")
+            except sqlite3.Error:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
         finally:
             self._gate.release()
 
