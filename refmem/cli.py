@@ -249,6 +249,8 @@ def _db(args: argparse.Namespace) -> int:
         return _fail(f"give --store postgresql://... or sqlite:///PATH (or set {_STORE_VARIABLE})")
     if args.db_action == "erase":
         return _erase(location, args)
+    if args.db_action in ("check", "tenants"):
+        return _inspect(location, args)
     if args.tenant is not None or args.yes:
         return _fail("--tenant and --yes are for db erase")
     try:
@@ -302,6 +304,37 @@ def _erase(location: str, args: argparse.Namespace) -> int:
     return 0
 
 
+def _inspect(location: str, args: argparse.Namespace) -> int:
+    """`db check` (D-STORE-DB-CHECK): one line per problem and exit status 1, or the healthy line and 0; `db tenants`
+    (D-STORE-DB-TENANTS): every tenant with its files, bytes and versions. Both read, never write."""
+    from .stores import StoreError
+    from .stores.health import check, tenant_line, tenants
+    from .stores.location import is_postgres
+
+    if args.tenant is not None or args.yes:
+        return _fail("--tenant and --yes are for db erase")
+    if args.app_role is not None and (args.db_action != "check" or not is_postgres(location)):
+        return _fail("--app-role is for db init, db migrate and db check of a PostgreSQL store")
+    try:
+        if args.db_action == "tenants":
+            from .messages import TENANTS_HEADER
+
+            found = tenants(location)
+            print(TENANTS_HEADER)
+            for tenant in found:
+                _write_text(sys.stdout, tenant_line(tenant) + "\n")
+            return 0
+        problems, healthy = check(location, args.app_role)
+    except StoreError as error:
+        return _fail(f"cannot use the store: {error}")
+    for problem in problems:
+        _write_text(sys.stdout, problem + "\n")
+    if problems:
+        return 1
+    print(healthy)
+    return 0
+
+
 def _failure_reason(error: Exception) -> str:
     """The short reason a prune failed: the root is missing, or what the operating system said."""
     from .messages import io_reason
@@ -330,7 +363,11 @@ _DB_DESCRIPTION = """Make a database store's schema (init) or bring it to this r
 in one transaction; both are safe to run again. For PostgreSQL, run them as the role
 that owns the tables; row-level security is forced on that role too (SECURITY.md).
 erase --tenant NAME --yes removes one tenant whole (its memories, kept versions and
-changes, in one transaction), with nothing kept to restore: a user's offboarding."""
+changes, in one transaction), with nothing kept to restore: a user's offboarding.
+check reads the store and prints one line per problem (exit status 1) or that it is
+healthy (0): reachable, schema version, file modes (SQLite), row-level security and
+the application role's privileges (PostgreSQL; --app-role ROLE names the role).
+tenants lists every tenant: files, bytes, versions kept and what they count."""
 
 _PRUNE_DESCRIPTION = """Remove the files under /memories that nobody viewed or changed for a while (a
 file's last use is the later of its recorded last view and its modification
@@ -405,9 +442,13 @@ def build_parser() -> argparse.ArgumentParser:
     prune.add_argument("--dry-run", action="store_true", help="list what would go, remove nothing")
 
     database = subcommand(
-        commands, "db", "make (init) or upgrade (migrate) a store's schema, or erase a tenant", _DB_DESCRIPTION, _db
+        commands, "db", "make (init), upgrade (migrate) or check a store's schema; list or erase tenants",
+        _DB_DESCRIPTION, _db,
     )
-    database.add_argument("db_action", choices=["init", "migrate", "erase"], metavar="{init,migrate,erase}")
+    database.add_argument(
+        "db_action", choices=["init", "migrate", "erase", "check", "tenants"],
+        metavar="{init,migrate,erase,check,tenants}",
+    )
     database.add_argument(
         "--store",
         metavar="LOCATION",
@@ -417,7 +458,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--app-role",
         metavar="ROLE",
         help="PostgreSQL: grant this role (the application's, not the tables' owner) reading and writing refmem's "
-        "rows and nothing more",
+        "rows and nothing more; check: the role whose privileges are checked",
     )
     database.add_argument("--tenant", metavar="NAME", help="erase: the tenant to remove")
     database.add_argument("--yes", action="store_true", help="erase: yes, remove it, with nothing kept to restore")

@@ -255,6 +255,33 @@ STORE_SCHEMA_OLDER = (
     "run `refmem db migrate`"
 )
 
+# `refmem db check` (refmem.stores.health, D-STORE-DB-CHECK): one line per problem found, for the operator; never a
+# location, a host or a password.
+CHECK_HEALTHY = "healthy: {engine} store, schema version {version}{more}"
+CHECK_UNREACHABLE = "unreachable: {reason}"
+CHECK_NO_DATABASE = "unreachable: there is no SQLite database there"
+CHECK_NO_SCHEMA = "schema: none yet: run `refmem db init`"
+CHECK_SCHEMA_OLDER = "schema: version {found}, older than this refmem's ({known}): run `refmem db migrate`"
+CHECK_SCHEMA_NEWER = "schema: version {found}, newer than this refmem reads ({known}): upgrade refmem"
+CHECK_TABLE_MISSING = "schema: the table {table} is missing"
+CHECK_FILE_OPEN = "permissions: the database's {part} is open to other users (mode {mode}): chmod 600 it"
+CHECK_NO_RLS = "row-level security: not forced on {table}"
+CHECK_NO_POLICY = "row-level security: the policy refmem_tenant is missing on {table}"
+CHECK_ROLE_MISSING = "role {role}: there is no such role"
+CHECK_ROLE_BYPASSES = "role {role}: row-level security does not hold it (superuser or BYPASSRLS)"
+CHECK_ROLE_OWNS = "role {role}: owns {table}, so it can turn row-level security off: let another role own the tables"
+CHECK_ROLE_WIDER = (
+    "role {role}: may {privilege} on {table}, more than refmem grants (`db migrate --app-role` narrows it)"
+)
+CHECK_ROLE_CANNOT = "role {role}: may not {privilege} on {table}, which refmem needs"
+TENANTS_HEADER = "tenant  files  bytes  versions  version_bytes"
+TENANTS_LINE = "{tenant}  {files}  {size}  {versions}  {version_bytes}"
+TENANTS_DEFAULT = "(default)"
+TENANTS_NEED_BYPASS = (
+    "listing every tenant needs a role that row-level security does not hold (a superuser or BYPASSRLS): run it as "
+    "the database's administrator"
+)
+
 # History (refmem.stores.history, `refmem history` and `refmem restore`; D-STORE-HISTORY-*): told to the operator or
 # the application, never to the model. A location is never named: it may hold a password.
 WRITE_DATA_TYPE = "the data of a conditional write must be bytes"

@@ -275,6 +275,16 @@ class Queries:
         )
         self.file_count = q("SELECT count(*) FROM refmem_nodes WHERE tenant = {p} AND kind = {p}")
         self.has_child = q("SELECT 1 FROM refmem_nodes WHERE tenant = {p} AND parent = {p} LIMIT 1")
+        # `refmem db tenants` (D-STORE-DB-TENANTS): every tenant, with its files, their bytes, its versions and what
+        # they count; an operator's statement over the whole database, linear in its rows (each subquery an index
+        # range of one tenant)
+        self.tenants = q(
+            "SELECT t.tenant,"
+            " (SELECT count(*) FROM refmem_nodes n WHERE n.tenant = t.tenant AND n.kind = {p}),"
+            " (SELECT coalesce(sum(n.size), 0) FROM refmem_nodes n WHERE n.tenant = t.tenant AND n.kind = {p}),"
+            " (SELECT count(*) FROM refmem_versions v WHERE v.tenant = t.tenant), t.version_bytes"
+            " FROM refmem_tenants t ORDER BY t.tenant"
+        )
 
 
     def _history_queries(self, q: Callable[[str], str], dialect: Dialect) -> None:
