@@ -113,9 +113,9 @@ def _check_postgres(dsn: str, app_role: Optional[str]) -> Tuple[List[str], str]:
         for table in _TENANT_TABLES:
             if table in missing:
                 continue
-            enabled, forced = _row(connection, "SELECT relrowsecurity, relforcerowsecurity FROM pg_class"
-                                   " WHERE oid = to_regclass(%s)", (table,))
-            if not (enabled and forced):
+            security = _row(connection, "SELECT relrowsecurity AND relforcerowsecurity FROM pg_class"
+                            " WHERE oid = to_regclass(%s)", (table,))
+            if security is None or not security[0]:
                 problems.append(m.CHECK_NO_RLS.format(table=table))
             if not _one(connection, "SELECT count(*) FROM pg_policy WHERE polrelid = to_regclass(%s)"
                         " AND polname = 'refmem_tenant'", (table,)):
