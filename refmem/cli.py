@@ -166,9 +166,12 @@ def _serve(args: argparse.Namespace) -> int:
     from .serve import main as serve_main
 
     store = args.store if args.store is not None else _store_from_environment()
+    located = store is not None and store not in ("directory", "sqlite")
+    if args.tenants_by_name and not located:
+        return _fail("--tenants-by-name is for serve --store LOCATION (one database for every root)")
     if store is None or store == "directory":
         return serve_main()
-    return serve_main(database=True) if store == "sqlite" else serve_main(location=store)
+    return serve_main(database=True) if store == "sqlite" else serve_main(location=store, by_name=args.tenants_by_name)
 
 
 def _prune(args: argparse.Namespace) -> int:
@@ -420,6 +423,12 @@ def build_parser() -> argparse.ArgumentParser:
         "made in each reset's root; LOCATION (postgresql://... after refmem db init, or sqlite:///PATH.db): one "
         f"database, each reset's root a namespace of its own in it; also read from {_STORE_VARIABLE}, never printed "
         "(both database modes: storage 'own', every tool over the database)",
+    )
+    serve.add_argument(
+        "--tenants-by-name",
+        action="store_true",
+        help="with --store LOCATION: a reset's memories are those of the tenant it names (the default tenant when it "
+        "names none), whatever its root, so db tenants, db erase and prune --store reach them by that name",
     )
 
     prune = subcommand(
