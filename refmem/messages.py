@@ -274,6 +274,7 @@ CHECK_ROLE_WIDER = (
     "role {role}: may {privilege} on {table}, more than refmem grants (`db migrate --app-role` narrows it)"
 )
 CHECK_ROLE_CANNOT = "role {role}: may not {privilege} on {table}, which refmem needs"
+QUOTA_FORM = "a quota's {name} is a non-negative integer, or None for no bound"
 TENANTS_HEADER = "tenant  files  bytes  versions  version_bytes"
 TENANTS_LINE = "{tenant}  {files}  {size}  {versions}  {version_bytes}"
 TENANTS_DEFAULT = "(default)"
@@ -339,6 +340,8 @@ IO_REASONS: Dict[str, str] = {
         "the connection to the memory database was lost while the change was being committed; "
         "view the memory to see whether it was made"
     ),
+    "quota_bytes": "the tenant's quota of bytes is used up",  # D-STORE-QUOTA
+    "quota_files": "the tenant's quota of files is used up",  # D-STORE-QUOTA
     "os": "operating system error",
 }
 

@@ -52,7 +52,8 @@ from ..messages import (
 from ..storage import tenant_name
 from . import StoreError
 from .core import SqlStore
-from .schema import POSTGRES, SCHEMA_VERSION, TABLES, UPGRADES, Queries, upgrade
+from .quota import Quota
+from .schema import POSTGRES, RECOUNTS, SCHEMA_VERSION, TABLES, UPGRADES, Queries, upgrade
 
 QUERIES = Queries(POSTGRES)
 USE_IF_FREE = QUERIES.use + " AND pg_try_advisory_xact_lock(%s) RETURNING 1"
@@ -109,8 +110,21 @@ def _rls_statements(tables: Tuple[str, ...] = _TENANT_TABLES) -> Tuple[str, ...]
 
 SCHEMA: Tuple[str, ...] = QUERIES.ddl + _rls_statements()
 """The statements that make the whole schema, of this refmem's version, in a database that has none."""
+def _recount(version: int) -> Tuple[str, ...]:
+    """A migration's recounts (`schema.RECOUNTS`), run by the tables' owner with row-level security's force lifted
+    for them alone and put back in the same transaction: forced, the owner would see no tenant's rows and count 0."""
+    statements = RECOUNTS.get(version, ())
+    if not statements:
+        return ()
+    lift = tuple(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY" for table in _TENANT_TABLES)
+    force = tuple(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY" for table in _TENANT_TABLES)
+    return lift + statements + force
+
+
 MIGRATIONS: Dict[int, Tuple[str, ...]] = {
-    version: upgrade(POSTGRES, version) + _rls_statements(tuple(t for t in added[0] if t in _TENANT_TABLES))
+    version: upgrade(POSTGRES, version)
+    + _rls_statements(tuple(t for t in added[0] if t in _TENANT_TABLES))
+    + _recount(version)
     for version, added in UPGRADES.items()
 }
 """The statements that bring a schema of version N-1 to version N, row-level security on every table they add.
@@ -315,12 +329,13 @@ class PostgresStore(SqlStore):
         actor: Optional[str] = None,
         history: Union[HistoryLimits, Mapping[str, int]] = DEFAULT_HISTORY_LIMITS,
         limits: Union[Limits, Mapping[str, int]] = DEFAULT_LIMITS,
+        quota: Union[Quota, Mapping[str, Optional[int]], None] = None,
     ) -> None:
         """Connect to `dsn` (a libpq connection string or URI, never shown). With `create`, a database without
         the schema gets it (as `refmem db init`); without, StoreError. StoreError, too, when the schema is
         older (`refmem db migrate`) or newer than this refmem's, or the server cannot be reached. `actor`,
         `history` and `limits`: `core.SqlStore`."""
-        super().__init__(None if tenant is None else tenant_name(tenant), actor, history, limits)
+        super().__init__(None if tenant is None else tenant_name(tenant), actor, history, limits, quota)
         self._dsn = dsn
         self._create = create
         self._psycopg = _driver()
@@ -480,7 +495,8 @@ class PostgresStore(SqlStore):
 
     def _reopen(self, tenant: str, actor: Optional[str]) -> PostgresStore:
         return PostgresStore(
-            self._dsn, tenant=tenant, create=False, actor=actor, history=self.history_limits, limits=self.limits
+            self._dsn, tenant=tenant, create=False, actor=actor, history=self.history_limits, limits=self.limits,
+            quota=self.quota,
         )
 
     def close(self) -> None:

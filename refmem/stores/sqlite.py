@@ -46,7 +46,8 @@ from ..storage import tenant_name
 from . import StoreError, mounts
 from .core import SqlStore
 from .gate import WriterGate
-from .schema import SCHEMA_VERSION, SQLITE, Queries, upgrade
+from .quota import Quota
+from .schema import RECOUNTS, SCHEMA_VERSION, SQLITE, Queries, upgrade
 
 BUSY_SECONDS = 5.0
 """How long one attempt waits for another writer's transaction (SQLite's busy handler)."""
@@ -135,7 +136,7 @@ def migrate(path: Union[str, os.PathLike[str]]) -> Tuple[Optional[int], int]:
                 raise StoreError(STORE_SCHEMA_NEWER.format(found=found, known=SCHEMA_VERSION))
             if found is not None:
                 for version in range(found + 1, SCHEMA_VERSION + 1):
-                    for statement in upgrade(SQLITE, version):
+                    for statement in upgrade(SQLITE, version) + RECOUNTS.get(version, ()):
                         db.execute(statement)
                 db.execute("UPDATE refmem_schema SET version = ?", (SCHEMA_VERSION,))
         except BaseException:
@@ -191,11 +192,12 @@ class SqliteStore(SqlStore):
         actor: Optional[str] = None,
         history: Union[HistoryLimits, Mapping[str, int]] = DEFAULT_HISTORY_LIMITS,
         limits: Union[Limits, Mapping[str, int]] = DEFAULT_LIMITS,
+        quota: Union[Quota, Mapping[str, Optional[int]], None] = None,
     ) -> None:
         """Open (making it if missing) the database at `path`. Raises StoreError, whose text names no host path,
         when it lies on a network filesystem, is not a database, or has an older (`refmem db migrate`) or newer
-        schema than this refmem's. `actor`, `history` and `limits`: `core.SqlStore`."""
-        super().__init__(None if tenant is None else tenant_name(tenant), actor, history, limits)
+        schema than this refmem's. `actor`, `history`, `limits` and `quota`: `core.SqlStore`."""
+        super().__init__(None if tenant is None else tenant_name(tenant), actor, history, limits, quota)
         self.path = os.fspath(path)
         self.busy_seconds = busy_seconds
         self.busy_retries = busy_retries
@@ -341,6 +343,7 @@ class SqliteStore(SqlStore):
             actor=actor,
             history=self.history_limits,
             limits=self.limits,
+            quota=self.quota,
         )
 
     def close(self) -> None:
