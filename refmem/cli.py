@@ -166,9 +166,12 @@ def _serve(args: argparse.Namespace) -> int:
     from .serve import main as serve_main
 
     store = args.store if args.store is not None else _store_from_environment()
+    located = store is not None and store not in ("directory", "sqlite")
+    if args.tenants_by_name and not located:
+        return _fail("--tenants-by-name is for serve --store LOCATION (one database for every root)")
     if store is None or store == "directory":
         return serve_main()
-    return serve_main(database=True) if store == "sqlite" else serve_main(location=store)
+    return serve_main(database=True) if store == "sqlite" else serve_main(location=store, by_name=args.tenants_by_name)
 
 
 def _prune(args: argparse.Namespace) -> int:
@@ -249,6 +252,8 @@ def _db(args: argparse.Namespace) -> int:
         return _fail(f"give --store postgresql://... or sqlite:///PATH (or set {_STORE_VARIABLE})")
     if args.db_action == "erase":
         return _erase(location, args)
+    if args.db_action in ("check", "tenants"):
+        return _inspect(location, args)
     if args.tenant is not None or args.yes:
         return _fail("--tenant and --yes are for db erase")
     try:
@@ -302,6 +307,37 @@ def _erase(location: str, args: argparse.Namespace) -> int:
     return 0
 
 
+def _inspect(location: str, args: argparse.Namespace) -> int:
+    """`db check` (D-STORE-DB-CHECK): one line per problem and exit status 1, or the healthy line and 0; `db tenants`
+    (D-STORE-DB-TENANTS): every tenant with its files, bytes and versions. Both read, never write."""
+    from .stores import StoreError
+    from .stores.health import check, tenant_line, tenants
+    from .stores.location import is_postgres
+
+    if args.tenant is not None or args.yes:
+        return _fail("--tenant and --yes are for db erase")
+    if args.app_role is not None and (args.db_action != "check" or not is_postgres(location)):
+        return _fail("--app-role is for db init, db migrate and db check of a PostgreSQL store")
+    try:
+        if args.db_action == "tenants":
+            from .messages import TENANTS_HEADER
+
+            found = tenants(location)
+            print(TENANTS_HEADER)
+            for tenant in found:
+                _write_text(sys.stdout, tenant_line(tenant) + "\n")
+            return 0
+        problems, healthy = check(location, args.app_role)
+    except StoreError as error:
+        return _fail(f"cannot use the store: {error}")
+    for problem in problems:
+        _write_text(sys.stdout, problem + "\n")
+    if problems:
+        return 1
+    print(healthy)
+    return 0
+
+
 def _failure_reason(error: Exception) -> str:
     """The short reason a prune failed: the root is missing, or what the operating system said."""
     from .messages import io_reason
@@ -330,7 +366,11 @@ _DB_DESCRIPTION = """Make a database store's schema (init) or bring it to this r
 in one transaction; both are safe to run again. For PostgreSQL, run them as the role
 that owns the tables; row-level security is forced on that role too (SECURITY.md).
 erase --tenant NAME --yes removes one tenant whole (its memories, kept versions and
-changes, in one transaction), with nothing kept to restore: a user's offboarding."""
+changes, in one transaction), with nothing kept to restore: a user's offboarding.
+check reads the store and prints one line per problem (exit status 1) or that it is
+healthy (0): reachable, schema version, file modes (SQLite), row-level security and
+the application role's privileges (PostgreSQL; --app-role ROLE names the role).
+tenants lists every tenant: files, bytes, versions kept and what they count."""
 
 _PRUNE_DESCRIPTION = """Remove the files under /memories that nobody viewed or changed for a while (a
 file's last use is the later of its recorded last view and its modification
@@ -384,6 +424,12 @@ def build_parser() -> argparse.ArgumentParser:
         f"database, each reset's root a namespace of its own in it; also read from {_STORE_VARIABLE}, never printed "
         "(both database modes: storage 'own', every tool over the database)",
     )
+    serve.add_argument(
+        "--tenants-by-name",
+        action="store_true",
+        help="with --store LOCATION: a reset's memories are those of the tenant it names (the default tenant when it "
+        "names none), whatever its root, so db tenants, db erase and prune --store reach them by that name",
+    )
 
     prune = subcommand(
         commands, "prune", "remove memories nobody viewed or changed for a while", _PRUNE_DESCRIPTION, _prune
@@ -405,9 +451,13 @@ def build_parser() -> argparse.ArgumentParser:
     prune.add_argument("--dry-run", action="store_true", help="list what would go, remove nothing")
 
     database = subcommand(
-        commands, "db", "make (init) or upgrade (migrate) a store's schema, or erase a tenant", _DB_DESCRIPTION, _db
+        commands, "db", "make (init), upgrade (migrate) or check a store's schema; list or erase tenants",
+        _DB_DESCRIPTION, _db,
     )
-    database.add_argument("db_action", choices=["init", "migrate", "erase"], metavar="{init,migrate,erase}")
+    database.add_argument(
+        "db_action", choices=["init", "migrate", "erase", "check", "tenants"],
+        metavar="{init,migrate,erase,check,tenants}",
+    )
     database.add_argument(
         "--store",
         metavar="LOCATION",
@@ -417,7 +467,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--app-role",
         metavar="ROLE",
         help="PostgreSQL: grant this role (the application's, not the tables' owner) reading and writing refmem's "
-        "rows and nothing more",
+        "rows and nothing more; check: the role whose privileges are checked",
     )
     database.add_argument("--tenant", metavar="NAME", help="erase: the tenant to remove")
     database.add_argument("--yes", action="store_true", help="erase: yes, remove it, with nothing kept to restore")

@@ -249,6 +249,10 @@ STORE_SPEC = (
 )
 STORE_PG_NO_DRIVER = "the PostgreSQL store needs psycopg 3: pip install 'refmem[postgres]'"
 STORE_PG_CANNOT_CONNECT = "the PostgreSQL memory database cannot be used: {reason}"
+STORE_PG_NOT_UTF8 = (
+    "the PostgreSQL memory database's encoding is {found}, not UTF8: refmem stores only in a UTF8 database "
+    "(CREATE DATABASE ... ENCODING 'UTF8')"
+)
 STORE_PG_NO_SCHEMA = "the PostgreSQL memory database has no refmem schema yet: run `refmem db init`"
 STORE_PG_SCHEMA_OLDER = (
     "the PostgreSQL memory database's schema is version {found}, older than this refmem's (version {known}): "
@@ -257,6 +261,34 @@ STORE_PG_SCHEMA_OLDER = (
 STORE_SCHEMA_OLDER = (
     "the memory database's schema is version {found}, older than this refmem's (version {known}): "
     "run `refmem db migrate`"
+)
+
+# `refmem db check` (refmem.stores.health, D-STORE-DB-CHECK): one line per problem found, for the operator; never a
+# location, a host or a password.
+CHECK_HEALTHY = "healthy: {engine} store, schema version {version}{more}"
+CHECK_UNREACHABLE = "unreachable: {reason}"
+CHECK_NO_DATABASE = "unreachable: there is no SQLite database there"
+CHECK_NO_SCHEMA = "schema: none yet: run `refmem db init`"
+CHECK_SCHEMA_OLDER = "schema: version {found}, older than this refmem's ({known}): run `refmem db migrate`"
+CHECK_SCHEMA_NEWER = "schema: version {found}, newer than this refmem reads ({known}): upgrade refmem"
+CHECK_TABLE_MISSING = "schema: the table {table} is missing"
+CHECK_FILE_OPEN = "permissions: the database's {part} is open to other users (mode {mode}): chmod 600 it"
+CHECK_NO_RLS = "row-level security: not forced on {table}"
+CHECK_NO_POLICY = "row-level security: the policy refmem_tenant is missing on {table}"
+CHECK_ROLE_MISSING = "role {role}: there is no such role"
+CHECK_ROLE_BYPASSES = "role {role}: row-level security does not hold it (superuser or BYPASSRLS)"
+CHECK_ROLE_OWNS = "role {role}: owns {table}, so it can turn row-level security off: let another role own the tables"
+CHECK_ROLE_WIDER = (
+    "role {role}: may {privilege} on {table}, more than refmem grants (`db migrate --app-role` narrows it)"
+)
+CHECK_ROLE_CANNOT = "role {role}: may not {privilege} on {table}, which refmem needs"
+QUOTA_FORM = "a quota's {name} is a non-negative integer, or None for no bound"
+TENANTS_HEADER = "tenant  files  bytes  versions  version_bytes"
+TENANTS_LINE = "{tenant}  {files}  {size}  {versions}  {version_bytes}"
+TENANTS_DEFAULT = "(default)"
+TENANTS_NEED_BYPASS = (
+    "listing every tenant needs a role that row-level security does not hold (a superuser or BYPASSRLS): run it as "
+    "the database's administrator"
 )
 
 # History (refmem.stores.history, `refmem history` and `refmem restore`; D-STORE-HISTORY-*): told to the operator or
@@ -316,6 +348,8 @@ IO_REASONS: Dict[str, str] = {
         "the connection to the memory database was lost while the change was being committed; "
         "view the memory to see whether it was made"
     ),
+    "quota_bytes": "the tenant's quota of bytes is used up",  # D-STORE-QUOTA
+    "quota_files": "the tenant's quota of files is used up",  # D-STORE-QUOTA
     "os": "operating system error",
 }
 

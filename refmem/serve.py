@@ -68,6 +68,7 @@ class Session:
         self.database = False  # `serve --store sqlite`: each reset's root holds a database (DATABASE_NAME)
         self.store: Optional[Any] = None  # that database's store, closed with the handler
         self.location: Optional[str] = None  # `serve --store LOCATION`: the one database (never shown)
+        self.by_name = False  # `serve --store LOCATION --tenants-by-name`: the reset's tenant is the store's
 
 
 _Session = Session  # the earlier name
@@ -187,7 +188,8 @@ def _reset(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
         if session.location is not None:
             from .stores.location import open_location
 
-            session.store = open_location(session.location, tenant=namespace_tenant(root, tenant))
+            named = tenant if session.by_name else namespace_tenant(root, tenant)  # D-SERVE-STORE-NAMES
+            session.store = open_location(session.location, tenant=named)
             tenant = None  # the namespace's tenant is the root's and the model's together
         elif session.database:
             from .stores.sqlite import SqliteStore
@@ -393,15 +395,19 @@ def serve(
     max_line_bytes: int = p.MAX_LINE_BYTES,
     database: bool = False,
     location: Optional[str] = None,
+    by_name: bool = False,
 ) -> int:
     """Answer requests from `stdin` (binary, or text for tests) on `stdout` until `stop` or the end of
     input; returns the exit status. With `database`, each reset's root holds an SQLite database
     (`DATABASE_NAME`) instead of the memories as files. With `location` (`postgresql://...` or `sqlite:...`,
     never shown), every root's memories are a namespace of their own in that one database (`namespace_tenant`).
-    Every tool runs over the reset's store, whichever it is (D-SERVE-STORE)."""
+    Every tool runs over the reset's store, whichever it is (D-SERVE-STORE). With `by_name` (and `location`), a
+    reset's memories are those of the tenant it names (the default tenant when it names none), in every root alike:
+    the names `refmem db tenants`, `db erase` and `prune --store` know (D-SERVE-STORE-NAMES)."""
     session = Session()
     session.database = database or location is not None
     session.location = location
+    session.by_name = by_name and location is not None
     for line in read_lines(stdin, max_line_bytes):
         if line is None:
             too_long = p.LineError("too_long", max_line_bytes)
@@ -432,14 +438,14 @@ def check_location(location: str) -> Optional[str]:
     return None
 
 
-def main(database: bool = False, location: Optional[str] = None) -> int:
+def main(database: bool = False, location: Optional[str] = None, by_name: bool = False) -> int:
     if location is not None:
         refused = check_location(location)
         if refused is not None:
             print(f"refmem: cannot use the store: {refused}", file=sys.stderr)
             return 2
     try:
-        return serve(sys.stdin.buffer, sys.stdout, database=database, location=location)
+        return serve(sys.stdin.buffer, sys.stdout, database=database, location=location, by_name=by_name)
     except BrokenPipeError:
         # The runner stopped reading; nothing is left to answer. Python's own flush at exit would
         # fail again and print a traceback, so standard output is pointed at nothing first.

@@ -25,8 +25,16 @@ from refmem.storage import Version, VersionedStore
 from refmem.stores import StoreError
 from refmem.stores.core import SqlStore
 from refmem.stores.history import line
-from refmem.stores.schema import SCHEMA_VERSION
+from refmem.stores.schema import SCHEMA_VERSION, VERSION_ROW_BYTES
 from refmem.stores.sqlite import SqliteStore
+
+R = VERSION_ROW_BYTES
+
+
+def counted(*sizes: int) -> Tuple[int, int]:
+    """What `total_kept` says of a tenant whose versions have these sizes."""
+    total = sum(sizes) + R * len(sizes)
+    return total, total
 
 
 def sha(data: bytes) -> str:
@@ -40,8 +48,12 @@ def content(store: SqlStore, raw: str) -> bytes:
 
 
 def total_kept(store: SqlStore) -> Tuple[int, int]:
-    """(the tenant's running total of version bytes, the sum of its versions' sizes counted row by row)."""
-    every = "SELECT coalesce(sum(size), 0) FROM refmem_versions WHERE tenant = " + store.queries.dialect.placeholder
+    """(the tenant's running total of version bytes, what its versions count, counted row by row: each its size and
+    VERSION_ROW_BYTES, D-STORE-HISTORY-RETENTION)."""
+    every = (
+        f"SELECT coalesce(sum(size), 0) + {R} * count(*) FROM refmem_versions WHERE tenant = "  # noqa: S608
+        + store.queries.dialect.placeholder
+    )
     with store._read():
         running = store._one(store.queries.version_bytes, (store.tenant_key,))
         counted = store._one(every, (store.tenant_key,))
@@ -84,7 +96,7 @@ def test_each_mutating_command_keeps_what_it_replaces_or_removes(opener: Opener)
     assert [(v.command, v.sha256) for v in folder] == [("delete", sha(b"kay\n"))]
     assert folder[0].number == kept[0].number  # one delete of the folder: one generation for all its files
     assert store.history(vp("/memories/a")) == []  # a folder has no content to keep
-    assert total_kept(store) == (16 + 10 + 10 + 3 + 4, 16 + 10 + 10 + 3 + 4)
+    assert total_kept(store) == counted(16, 10, 10, 3, 4)
 
 
 def test_a_store_without_an_actor_keeps_none_and_its_own_operations_name_themselves(opener: Opener) -> None:
@@ -201,38 +213,38 @@ def test_retention_keeps_the_newest_versions_of_each_file(opener: Opener) -> Non
     for n in range(1, 10):
         digest = store.write(path, str(n).encode(), digest)
     assert [v.sha256 for v in store.history(path)] == [sha(b"8"), sha(b"7"), sha(b"6")]
-    assert total_kept(store) == (3, 3)
+    assert total_kept(store) == counted(1, 1, 1)
 
 
 def test_retention_holds_for_the_tools_edits(opener: Opener) -> None:
     """str_replace's write (one statement on PostgreSQL, several on SQLite) keeps and trims as a store's write."""
-    store = opener(history={"versions_per_file": 3, "bytes_per_tenant": 35})
+    store = opener(history={"versions_per_file": 3, "bytes_per_tenant": 35 + 3 * R})  # a row counts R beside its bytes
     handler = MemoryHandler(store)
     run(handler, command="create", path="/memories/e.md", file_text="v0\n")
     for n in range(1, 8):
         run(handler, command="str_replace", path="/memories/e.md", old_str=f"v{n - 1}", new_str=f"v{n}")
     assert [v.sha256 for v in store.history(vp("/memories/e.md"))] == [sha(f"v{n}\n".encode()) for n in (6, 5, 4)]
-    assert total_kept(store) == (9, 9)
+    assert total_kept(store) == counted(3, 3, 3)
     run(handler, command="create", path="/memories/big.md", file_text="x" * 30 + "\n")
-    run(handler, command="str_replace", path="/memories/big.md", old_str="x" * 30, new_str="y")  # 40: over 35
+    run(handler, command="str_replace", path="/memories/big.md", old_str="x" * 30, new_str="y")  # 40 + 4R: over
     assert [v.size for v in store.history(vp("/memories/big.md"))] == [31]
     assert [v.sha256 for v in store.history(vp("/memories/e.md"))] == [sha(b"v6\n")]  # v4 and v5 went, oldest
-    assert total_kept(store) == (34, 34)
+    assert total_kept(store) == counted(3, 31)
 
 
 def test_retention_keeps_a_tenants_bytes_under_its_budget_oldest_first(opener: Opener) -> None:
-    store = opener(history={"bytes_per_tenant": 1000})
+    store = opener(history={"bytes_per_tenant": 1000 + 6 * R})  # each version's row counts R beside its bytes
     digests = {name: store.write(vp(f"/memories/{name}.md"), b"a" * 300, None) for name in "abc"}
     for name in "abc":  # three versions of 300 bytes: 900, under the budget
         digests[name] = store.write(vp(f"/memories/{name}.md"), b"b" * 10, digests[name])
-    assert total_kept(store) == (900, 900)
+    assert total_kept(store) == counted(300, 300, 300)
     digests["a"] = store.write(vp("/memories/a.md"), b"c" * 200, digests["a"])  # 910: still under
     store.write(vp("/memories/c.md"), b"d", digests["c"])  # 920
     store.write(vp("/memories/b.md"), b"e" * 5, digests["b"])  # 930
     store.write(vp("/memories/a.md"), b"f", digests["a"])  # 1130: the oldest (a's 300 bytes) goes
     assert [v.size for v in store.history(vp("/memories/a.md"))] == [200, 10]
     assert [v.size for v in store.history(vp("/memories/b.md"))] == [10, 300]
-    assert total_kept(store) == (830, 830)
+    assert total_kept(store) == counted(300, 300, 10, 10, 10, 200)
     lone = opener(tenant="lone", history={"bytes_per_tenant": 5})
     lone.write(vp("/memories/x.md"), b"123456", None)
     lone.write(vp("/memories/x.md"), b"1", sha(b"123456"))  # a version larger than the budget is not kept
@@ -304,7 +316,7 @@ def test_retention_costs_what_it_trims_not_what_the_tenant_holds(opener: Opener,
     steps: Dict[Tuple[int, int], int] = {}
     for files, dropped in ((50, 0), (50, 8), (50, 32), (200, 0), (200, 8), (200, 32), (200, 128)):
         # each file keeps 2 versions of 10 bytes; the write keeps one more: the budget drops `dropped` + 1
-        budget = unbounded if dropped == 0 else 20 * files - 10 * dropped
+        budget = unbounded if dropped == 0 else (10 + R) * (2 * files - dropped)
         store = _tenant_with_versions(opener, f"t{files}-{dropped}", files, budget)
         counts[files, dropped] = _measured(store, one_write(store))
         kept = sum(len(store.history(vp(f"/memories/f{n:05}.md"))) for n in range(files))
@@ -502,7 +514,7 @@ def test_a_version_1_database_is_refused_then_migrated_and_used(
         assert [(v.command, v.sha256) for v in store.history(vp("/memories/old.md"))] == [
             ("str_replace", sha(b"from v1\n"))
         ]
-        assert total_kept(store) == (8, 8)
+        assert total_kept(store) == counted(8)
         assert store.changes_since(0).generation == 3  # the generations went on from the v1 tenant row's
         if engine == "postgresql":  # the table the migration added has row-level security, forced, as the others
             connection = store._conn  # type: ignore[attr-defined]

@@ -40,7 +40,8 @@ from ..storage import (
     VersionedStore,
 )
 from . import history
-from .schema import DEFAULT_TENANT, Queries, subtree
+from .quota import Quota
+from .schema import DEFAULT_TENANT, VERSION_ROW_BYTES, Queries, subtree
 
 JOURNAL_KEPT = 4096
 """Generations of change journal kept per tenant; an older generation asked about means rescan."""
@@ -52,6 +53,9 @@ USE_GRANULARITY = 60.0
 """Seconds within which a view's use is not written again (D-STORE-SQL-USES): a view writes at most once a minute
 per file, so reads do not queue behind writers."""
 READ_CHUNK = 1 << 20
+VERSION_NUMBERS = (1, 2**63 - 1)
+"""The version numbers there can be (a generation: a signed 64-bit integer from 1 on in every engine); any other
+asked of `restore` is not kept, said before any statement (SQLite's driver cannot bind one past 64 bits)."""
 
 
 class BlobFile:
@@ -110,23 +114,28 @@ class SqlEdit:
         with store._mutation():
             if q.edit_in_one is not None:  # PostgreSQL: the whole write is one statement, retention's after it
                 now = time.time()
-                note = (len(self.data), tenant, tenant, self._path.canonical)  # advanced, journal
+                counted = len(self.data) + VERSION_ROW_BYTES  # what the version kept counts (D-STORE-HISTORY-RETENTION)
+                grown = len(new_data) - len(self.data)  # the tenant's content bytes (D-STORE-QUOTA)
+                note = (counted, grown, tenant, tenant, self._path.canonical)  # advanced, journal
                 keep = (now, store.actor, store._command_or("edit"), tenant, key, FILE, self._version)
                 write = (new_data, len(new_data), now, tenant, key, self._version)
                 row = store._one(q.edit_in_one, note + keep + write + (tenant, key))
                 if row is None:
                     raise OsFailure("bookkeeping")
-                generation, total, kept, before, written = (int(value) for value in row)
+                generation, total, kept, before, written, files, size = (int(value) for value in row)
                 if written != 1:
                     raise OsFailure("changed")
+                store._grown, store._usage = (0, grown), (files, size)
+                store._enforce()
                 store._trim_journal(generation)
                 history.retain(store, key, total, kept, before)
                 return
-            generation = store._note((self._path.canonical,))
+            generation = store._note((self._path.canonical,), 0, len(new_data) - len(self.data))
             history.keep(store, generation, store._command_or("edit"), one=key)
             params = (new_data, len(new_data), generation, time.time(), store.tenant_key, key, self._version)
             if store._run(store.queries.rewrite_if, params).rowcount != 1:
                 raise OsFailure("changed")
+            store._enforce()
 
 
 def _key(path: VirtualPath) -> str:
@@ -153,15 +162,20 @@ class SqlStore:
         actor: Optional[str] = None,
         history_limits: Union[HistoryLimits, Mapping[str, int]] = DEFAULT_HISTORY_LIMITS,
         limits: Union[Limits, Mapping[str, int]] = DEFAULT_LIMITS,
+        quota: Union[Quota, Mapping[str, Optional[int]], None] = None,
     ) -> None:
         """`actor` names who makes this store's changes in their versions (the deployer's, e.g. a user or service
         name; None by default); `history_limits` bound what is kept (D-STORE-HISTORY-RETENTION); `limits` bound
-        what `restore` and `write` may write (as the handler's bound the tool's commands)."""
+        what `restore` and `write` may write (as the handler's bound the tool's commands); `quota` bounds what the
+        tenant holds (`quota.Quota`, D-STORE-QUOTA; None: no bound)."""
         self.tenant = tenant
         self.tenant_key = DEFAULT_TENANT if tenant is None else tenant
         self.history_limits = HistoryLimits.from_mapping(history_limits)
         self.limits = Limits.from_mapping(limits)
         self.actor = history.actor_name(actor, self.history_limits)
+        self.quota = Quota.from_mapping(quota)
+        self._grown = (0, 0)  # what the mutation under way added to the tenant's (files, bytes), and the usage after
+        self._usage = (0, 0)
         self._acting = threading.local()  # the tool's command a thread's mutations belong to
         self._guard = threading.RLock()  # one connection: one thread at a time uses it
         self._depth = 0  # nesting of locked() on this store's transaction
@@ -415,25 +429,36 @@ class SqlStore:
 
     # -- mutations -----------------------------------------------------------------------------------
 
-    def _note(self, paths: Tuple[str, ...]) -> int:
-        """Start a new generation recording `paths` in the change journal; the generation (the version of what the
-        mutation writes). Every `JOURNAL_TRIM_EVERY` generations, lines older than `JOURNAL_KEPT` go."""
+    def _note(self, paths: Tuple[str, ...], files: int = 0, size: int = 0) -> int:
+        """Start a new generation recording `paths` in the change journal, the tenant's usage moved by the `files`
+        and `size` bytes the mutation adds (or frees: negative); the generation (the version of what the mutation
+        writes). Every `JOURNAL_TRIM_EVERY` generations, lines older than `JOURNAL_KEPT` go. The mutation calls
+        `_enforce` once it knows it will be written (D-STORE-QUOTA)."""
         q, tenant = self.queries, self.tenant_key
         if q.note_returning is not None:  # the generation and its journal lines: one statement
-            row = self._one(q.note_returning, (tenant, tenant, list(dict.fromkeys(paths))))
+            row = self._one(q.note_returning, (files, size, tenant, tenant, list(dict.fromkeys(paths))))
             if row is None:
                 raise OsFailure("bookkeeping")
-            generation = int(row[0])
         else:
-            self._run(q.next_generation, (tenant,))
-            row = self._one(q.generation, (tenant,))
+            self._run(q.next_generation, (files, size, tenant))
+            row = self._one(q.generation_usage, (tenant,))
             if row is None:
                 raise OsFailure("bookkeeping")
-            generation = int(row[0])
+        generation = int(row[0])
+        self._grown, self._usage = (files, size), (int(row[1]), int(row[2]))
+        if q.note_returning is None:
             for path in dict.fromkeys(paths):
                 self._run(q.journal, (tenant, generation, path))
         self._trim_journal(generation)
         return generation
+
+    def _enforce(self) -> None:
+        """The tenant's quota (D-STORE-QUOTA) against the usage the mutation's `_note` returned: OsFailure with the
+        quota's reason when the mutation grew a count past its bound (its savepoint or transaction then undoes it
+        whole). Inside the tenant's write lock, so no other writer of the tenant moved the count meanwhile."""
+        refusal = self.quota.refusal(self._grown, self._usage)
+        if refusal is not None:
+            raise OsFailure(refusal)
 
     def _trim_journal(self, generation: int) -> None:
         """Every `JOURNAL_TRIM_EVERY` generations, the journal's lines older than `JOURNAL_KEPT` go."""
@@ -467,13 +492,14 @@ class SqlStore:
         q, tenant, key = self.queries, self.tenant_key, _key(path)
         with self._mutation():
             now = time.time()
-            generation = self._note((path.canonical,))
+            generation = self._note((path.canonical,), 1, len(data))
             self._make_parents(path.parts, generation, now)
             if self._one(q.kind, (tenant, key)) is not None:
                 raise Exists()
             parent = _key(path.parent)
             row = (tenant, key, parent, path.name, len(path.parts), FILE, len(data), data, generation, now)
             self._run(q.insert, row)
+            self._enforce()
 
     @contextlib.contextmanager
     def open_edit(self, path: VirtualPath, limit: int) -> Iterator[SqlEdit]:
@@ -498,8 +524,10 @@ class SqlStore:
             row = self._one(q.kind, (tenant, key))
             if row is None or (path.trailing_slash and row[0] != DIR):
                 raise Missing()
-            generation = self._note((path.canonical,))
             below = subtree(key) if row[0] == DIR else None
+            freed = (1, int(row[1])) if below is None else self._one(q.subtree_files, (tenant, FILE) + below)
+            files, size = (0, 0) if freed is None else (int(freed[0]), int(freed[1]))
+            generation = self._note((path.canonical,), -files, -size)
             history.keep(self, generation, self._command_or("delete"), one=key, below=below)
             self._run(q.delete_one, (tenant, key))
             if below is not None:
@@ -557,6 +585,8 @@ class SqlStore:
             raise TypeError(RESTORE_NUMBER_TYPE)
         if not path.parts:
             raise NotRegular(DIR)
+        if not VERSION_NUMBERS[0] <= number <= VERSION_NUMBERS[1]:
+            raise NoVersion()  # no engine can hold it, so none is kept (D-STORE-HISTORY-RESTORE)
         q, tenant, key = self.queries, self.tenant_key, _key(path)
         with self._mutation():
             row = self._one(q.version_data, (tenant, key, number))
@@ -569,7 +599,7 @@ class SqlStore:
             if current is not None and current[0] != FILE:
                 raise NotRegular(current[0])
             if current is None or bytes(current[2]) != data:
-                self._put(path, data, current is not None, "restore")
+                self._put(path, data, None if current is None else int(current[1]), "restore")
         return hashlib.sha256(data).hexdigest()
 
     def write(self, path: VirtualPath, data: bytes, expected_sha256: Optional[str]) -> str:
@@ -594,22 +624,25 @@ class SqlStore:
             found = None if current is None else hashlib.sha256(bytes(current[2])).hexdigest()
             if found != expected:
                 raise Conflict(found)
-            self._put(path, data, current is not None, "write")
+            self._put(path, data, None if current is None else int(current[1]), "write")
         return hashlib.sha256(data).hexdigest()
 
-    def _put(self, path: VirtualPath, data: bytes, replacing: bool, command: str) -> None:
-        """`data` as the file's content, inside a mutation: the content replaced kept as a version, or the file
-        made with its missing parents."""
+    def _put(self, path: VirtualPath, data: bytes, replacing: Optional[int], command: str) -> None:
+        """`data` as the file's content, inside a mutation: the content replaced (`replacing`: its size) kept as a
+        version, or (None) the file made with its missing parents; the tenant's quota enforced."""
         q, tenant, key = self.queries, self.tenant_key, _key(path)
         now = time.time()
-        generation = self._note((path.canonical,))
-        if replacing:
+        if replacing is not None:
+            generation = self._note((path.canonical,), 0, len(data) - replacing)
             history.keep(self, generation, command, one=key)
             self._run(q.rewrite, (data, len(data), generation, now, tenant, key))
+            self._enforce()
             return
+        generation = self._note((path.canonical,), 1, len(data))
         self._make_parents(path.parts, generation, now)
         row = (tenant, key, _key(path.parent), path.name, len(path.parts), FILE, len(data), data, generation, now)
         self._run(q.insert, row)
+        self._enforce()
 
     # -- expiry (D-STORE-SQL-PRUNE) -------------------------------------------------------------------
 
@@ -681,14 +714,25 @@ class SqlStore:
         return Changes(now, tuple(sorted(paths)))
 
     def record_use(self, path: VirtualPath, opened: ReadFile) -> None:
-        """A view's use, unless one was recorded (or the file written) within `USE_GRANULARITY` seconds."""
+        """A view's use, unless one was recorded (or the file written) within `USE_GRANULARITY` seconds; best effort
+        and never waiting (D-STORE-SQL-USES): written only when no writer of the tenant holds its lock at that moment
+        (`_use_unwaiting`), else left to the next view, so a view never queues behind a write."""
         now = time.time()
         used = getattr(opened, "used", None)
         if isinstance(used, (int, float)) and 0 <= now - used < USE_GRANULARITY:
             return
         with contextlib.suppress(Exception):  # bookkeeping never fails a command
-            with self.locked():
-                self._run(self.queries.use, (now, self.tenant_key, _key(path), FILE))
+            with self._guard:
+                params = (now, self.tenant_key, _key(path), FILE)
+                if self._depth:  # inside this store's own writing transaction: written with it
+                    self._run(self.queries.use, params)
+                elif not self._reading:
+                    self._use_unwaiting(params)
+
+    def _use_unwaiting(self, params: Tuple[Any, ...]) -> None:
+        """The engine's part of `record_use`: the statement `queries.use` with `params`, in a transaction of its own,
+        if and only if the write lock it needs is free now; nothing, and no wait, otherwise."""
+        raise NotImplementedError
 
     def last_access(self, path: VirtualPath) -> Optional[float]:
         with self._read(single=True):

@@ -21,7 +21,7 @@ from ..limits import HistoryLimits
 from ..messages import ACTOR_FORM, HISTORY_LINE, HISTORY_NO_ACTOR, escape
 from ..problems import FILE, OsFailure
 from ..storage import Version
-from .schema import Queries
+from .schema import VERSION_ROW_BYTES, Queries
 
 TRIM_BATCH = 64
 """The tenant's oldest versions read at a time while deciding how many generations the byte budget drops."""
@@ -71,6 +71,9 @@ def keep(
         retain(store, str(one), now_bytes, kept, before)
         return
     if below is not None:
+        if not _fits(store, below):
+            _drop_all(store, generation)
+            return
         store._run(q.keep_below, values + below)
     else:
         store._run(q.keep_one, values + (one,))
@@ -83,6 +86,25 @@ def keep(
     else:
         store._run(q.count_kept, (tenant, generation, tenant))
     trim(store, generation, total)
+
+
+def _fits(store: SqlRows, below: Tuple[str, str]) -> bool:
+    """Whether the files in the key range `below` can be kept as versions within `bytes_per_tenant` by themselves.
+    Counted before anything is copied (D-STORE-HISTORY-RETENTION): a folder delete never needs room for a copy of
+    a folder that retention would drop whole the moment it was kept."""
+    q, limits = store.queries, store.history_limits
+    row = store._one(q.subtree_files, (store.tenant_key, FILE) + below)
+    files, size = (0, 0) if row is None else (int(row[0]), int(row[1]))
+    return size + VERSION_ROW_BYTES * files <= limits.bytes_per_tenant
+
+
+def _drop_all(store: SqlRows, generation: int) -> None:
+    """What retention does after a change whose versions alone are over the budget: every version of the tenant
+    before `generation` dropped (and the change's own, which are never copied: `_fits`)."""
+    q, tenant = store.queries, store.tenant_key
+    freed = store._one(q.bytes_up_to, (tenant, generation))
+    store._run(q.drop_up_to, (tenant, generation))
+    store._run(q.uncount, (int(freed[0]) if freed else 0, tenant))
 
 
 def retain(store: SqlRows, path: str, total: int, kept: int, before: int) -> None:

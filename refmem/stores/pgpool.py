@@ -38,7 +38,6 @@ from . import StoreError
 from .core import SqlStore
 from .postgres import (
     CONNECT_SECONDS,
-    LOCK_SECONDS,
     QUERIES,
     RECONNECTS,
     TENANT_PREFIX,
@@ -50,8 +49,11 @@ from .postgres import (
     connect,
     migrate,
     reason_of,
+    require_utf8,
+    session_settings,
     tenant_lock_key,
 )
+from .quota import Quota
 from .schema import POSTGRES
 
 KNOWN_TENANTS = 65536
@@ -93,8 +95,11 @@ def _pool_driver() -> Any:
 
 
 def _configure(connection: Any) -> None:
-    """Every pooled connection's session, once: the lock timeout `connect` sets. Never the tenant."""
-    connection.execute(f"SET lock_timeout = '{LOCK_SECONDS}s'")
+    """Every pooled connection's session, once: the timeouts `connect` sets (D-STORE-PG-TIMEOUTS), and its encoding
+    checked (D-STORE-PG-UTF8). Never the tenant."""
+    statement, params = session_settings(None, local=False)
+    row = connection.execute(statement, params).fetchone()
+    require_utf8(None if row is None else row[0])
 
 
 class Rows:
@@ -132,8 +137,8 @@ class PostgresPool:
 
     `min_size` connections are kept open, at most `max_size` are ever open; a command that finds every connection
     in use waits up to `CONNECT_SECONDS` for one, then is answered `busy`. With `create`, a database without the
-    schema gets it (as `refmem db init`); StoreError when it cannot be used, as `PostgresStore` says. `history`
-    and `limits` are every store's of this pool."""
+    schema gets it (as `refmem db init`); StoreError when it cannot be used, as `PostgresStore` says. `history`,
+    `limits` and `quota` (each tenant's own bound) are every store's of this pool."""
 
     def __init__(
         self,
@@ -144,11 +149,13 @@ class PostgresPool:
         create: bool = True,
         history: Union[HistoryLimits, Mapping[str, int]] = DEFAULT_HISTORY_LIMITS,
         limits: Union[Limits, Mapping[str, int]] = DEFAULT_LIMITS,
+        quota: Union[Quota, Mapping[str, Optional[int]], None] = None,
     ) -> None:
         psycopg = _driver()
         pool_module = _pool_driver()
         self.history_limits = HistoryLimits.from_mapping(history)
         self.limits = Limits.from_mapping(limits)
+        self.quota = Quota.from_mapping(quota)  # every tenant's own bound (D-STORE-QUOTA)
         self._psycopg = psycopg
         self._errors = pool_module
         self._known: Set[str] = set()
@@ -259,7 +266,7 @@ class PooledStore(PostgresStore):
     measures both)."""
 
     def __init__(self, pool: PostgresPool, tenant: Optional[str], actor: Optional[str]) -> None:  # noqa: D107
-        SqlStore.__init__(self, tenant, actor, pool.history_limits, pool.limits)  # no connection of its own
+        SqlStore.__init__(self, tenant, actor, pool.history_limits, pool.limits, pool.quota)  # no connection of its own
         self._pool = pool
         self._psycopg = pool._psycopg
         self._conn: Any = None  # the connection borrowed for the transaction under way, if any

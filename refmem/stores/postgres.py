@@ -44,6 +44,7 @@ from ..messages import (
     STORE_PG_CANNOT_CONNECT,
     STORE_PG_NO_DRIVER,
     STORE_PG_NO_SCHEMA,
+    STORE_PG_NOT_UTF8,
     STORE_PG_SCHEMA_OLDER,
     STORE_SCHEMA_NEWER,
     io_reason,
@@ -51,13 +52,24 @@ from ..messages import (
 from ..storage import tenant_name
 from . import StoreError
 from .core import SqlStore
-from .schema import POSTGRES, SCHEMA_VERSION, TABLES, UPGRADES, Queries, upgrade
+from .quota import Quota
+from .schema import POSTGRES, RECOUNTS, SCHEMA_VERSION, TABLES, UPGRADES, Queries, upgrade
 
 QUERIES = Queries(POSTGRES)
+USE_IF_FREE = QUERIES.use + " AND pg_try_advisory_xact_lock(%s) RETURNING 1"
+"""A view's use, written only when its tenant's lock is free (`PostgresStore._use_unwaiting`)."""
 RECONNECTS = 2
 """Times a command that found its connection broken before it began opens a new one and starts again."""
 LOCK_SECONDS = 30
 """How long a writer waits for its tenant's lock (PostgreSQL's lock_timeout) before it is answered `busy`."""
+IDLE_SECONDS = 10
+"""How long a session may sit idle inside a transaction before the server ends it (PostgreSQL's
+idle_in_transaction_session_timeout, D-STORE-PG-TIMEOUTS): a client frozen while it holds its tenant's lock is cut
+off, and the writers waiting for that lock (`LOCK_SECONDS`, longer) are served. A store's transaction never waits
+on its caller between statements for so long."""
+STATEMENT_SECONDS = 120
+"""Longest any one statement may run (statement_timeout, D-STORE-PG-TIMEOUTS), its wait for a lock included: longer
+than `LOCK_SECONDS`, so a writer that waits is answered `busy` by the lock's timeout, never by this one."""
 CONNECT_SECONDS = 10
 TENANT_SETTING = "refmem.tenant"
 """The setting the row-level security policy reads, set for a store's session when it connects (D-STORE-PG-RLS)."""
@@ -78,6 +90,11 @@ EDITS = frozenset({"str_replace", "insert"})
 """The tool's commands (`acting`) whose writing transaction starts with the file's read for update: the handler's
 edit takes the store's lock, then opens the file, with nothing in between that the lock must guard."""
 
+APP_READS = ("refmem_schema",)
+"""The tables the application's role may only read (`migrate`'s `app_role`, D-STORE-PG-ROLE)."""
+APP_WRITES = tuple(table.name for table in TABLES if table.name not in APP_READS)
+"""The tables whose rows the application's role reads and writes: every other one of refmem's."""
+
 _POLICY = f"current_setting('{TENANT_SETTING}', true) = '{TENANT_PREFIX}' || tenant"
 _TENANT_TABLES = tuple(table.name for table in TABLES if any(column == "tenant" for column, _ in table.columns))
 
@@ -93,8 +110,21 @@ def _rls_statements(tables: Tuple[str, ...] = _TENANT_TABLES) -> Tuple[str, ...]
 
 SCHEMA: Tuple[str, ...] = QUERIES.ddl + _rls_statements()
 """The statements that make the whole schema, of this refmem's version, in a database that has none."""
+def _recount(version: int) -> Tuple[str, ...]:
+    """A migration's recounts (`schema.RECOUNTS`), run by the tables' owner with row-level security's force lifted
+    for them alone and put back in the same transaction: forced, the owner would see no tenant's rows and count 0."""
+    statements = RECOUNTS.get(version, ())
+    if not statements:
+        return ()
+    lift = tuple(f"ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY" for table in _TENANT_TABLES)
+    force = tuple(f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY" for table in _TENANT_TABLES)
+    return lift + statements + force
+
+
 MIGRATIONS: Dict[int, Tuple[str, ...]] = {
-    version: upgrade(POSTGRES, version) + _rls_statements(tuple(t for t in added[0] if t in _TENANT_TABLES))
+    version: upgrade(POSTGRES, version)
+    + _rls_statements(tuple(t for t in added[0] if t in _TENANT_TABLES))
+    + _recount(version)
     for version, added in UPGRADES.items()
 }
 """The statements that bring a schema of version N-1 to version N, row-level security on every table they add.
@@ -154,10 +184,38 @@ def _connect_reason(error: BaseException) -> str:
     return "no server answered, or it refused the user, the password or the database name"
 
 
+def session_settings(tenant_key: Optional[str], local: bool) -> Tuple[str, Tuple[Any, ...]]:
+    """The one statement that sets a session's timeouts (D-STORE-PG-TIMEOUTS: `LOCK_SECONDS`, `IDLE_SECONDS`,
+    `STATEMENT_SECONDS`) and, with `tenant_key`, its tenant (D-STORE-PG-RLS), and returns the server's encoding
+    (`require_utf8`): a connection's first statement, no round trip of its own. `local`: for the transaction only."""
+    settings = [
+        ("lock_timeout", f"{LOCK_SECONDS}s"),
+        ("idle_in_transaction_session_timeout", f"{IDLE_SECONDS}s"),
+        ("statement_timeout", f"{STATEMENT_SECONDS}s"),
+    ]
+    if tenant_key is not None:
+        settings.append((TENANT_SETTING, TENANT_PREFIX + tenant_key))
+    scope = "true" if local else "false"
+    calls = ", ".join(f"set_config(%s, %s, {scope})" for _ in settings)
+    params = tuple(value for pair in settings for value in pair)
+    return f"SELECT current_setting('server_encoding'), {calls}", params
+
+
+def require_utf8(encoding: object) -> None:
+    """StoreError unless the database's encoding is UTF8 (D-STORE-PG-UTF8): in SQL_ASCII or LATIN1 the server
+    compares, orders and cuts text by bytes of another meaning, so listings and folder renames go wrong."""
+    if encoding == "UTF8":
+        return
+    said = encoding.decode("ascii", "replace") if isinstance(encoding, bytes) else str(encoding)  # SQL_ASCII: bytes
+    shown = said if len(said) <= 32 and all(c.isalnum() or c == "_" for c in said) else "unknown"
+    raise StoreError(STORE_PG_NOT_UTF8.format(found=shown))
+
+
 def connect(dsn: str, tenant_key: Optional[str] = None) -> Any:
     """A psycopg connection (autocommit: the store writes its own BEGIN and COMMIT); StoreError naming no host,
     DSN or password when none can be made. With `tenant_key`, the connection is that tenant's for its whole
-    life: `refmem.tenant` set for the session, in the statement that sets its lock timeout (D-STORE-PG-RLS)."""
+    life: `refmem.tenant` set for the session, in the statement that sets its timeouts (D-STORE-PG-RLS); StoreError,
+    too, for a database whose encoding is not UTF8 (D-STORE-PG-UTF8)."""
     psycopg = _driver()
     try:
         connection = psycopg.connect(dsn, autocommit=True, connect_timeout=CONNECT_SECONDS)
@@ -166,16 +224,16 @@ def connect(dsn: str, tenant_key: Optional[str] = None) -> Any:
     except (ValueError, TypeError):  # a malformed DSN: its text may hold the password
         raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason="the connection string is malformed")) from None
     try:
-        if tenant_key is None:
-            connection.execute(f"SET lock_timeout = '{LOCK_SECONDS}s'")
-        else:
-            connection.execute(
-                "SELECT set_config('lock_timeout', %s, false), set_config(%s, %s, false)",
-                (f"{LOCK_SECONDS}s", TENANT_SETTING, TENANT_PREFIX + tenant_key),
-            )
+        statement, params = session_settings(tenant_key, local=False)
+        row = connection.execute(statement, params).fetchone()
     except psycopg.Error as error:
         connection.close()
         raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason=_connect_reason(error))) from None
+    try:
+        require_utf8(None if row is None else row[0])
+    except StoreError:
+        connection.close()
+        raise
     return connection
 
 
@@ -194,7 +252,8 @@ def migrate(dsn: str, app_role: Optional[str] = None) -> Tuple[Optional[int], in
 
     With `app_role`, that role is granted what the store needs and nothing more (reading and writing the rows of
     refmem's tables, and using their schema): the deployment where the application's role does not own the
-    tables, so it cannot turn their row-level security off (D-STORE-PG-RLS)."""
+    tables, so it cannot turn their row-level security off (D-STORE-PG-RLS), nor change the recorded schema version:
+    `refmem_schema` it may only read (D-STORE-PG-ROLE; a migrate with `app_role` takes back a wider grant)."""
     connection = connect(dsn)
     psycopg = _driver()
     from psycopg import sql
@@ -218,8 +277,12 @@ def migrate(dsn: str, app_role: Optional[str] = None) -> Tuple[Optional[int], in
                 if schema and schema[0]:
                     usage = sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sql.Identifier(schema[0]), role)
                     connection.execute(usage)
-                tables = sql.SQL(", ").join(sql.Identifier(table.name) for table in TABLES)
-                connection.execute(sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {} TO {}").format(tables, role))
+                rows = sql.SQL(", ").join(sql.Identifier(name) for name in APP_WRITES)
+                connection.execute(sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {} TO {}").format(rows, role))
+                for name in APP_READS:  # read only: the role never changes the recorded schema (D-STORE-PG-ROLE)
+                    table = sql.Identifier(name)
+                    connection.execute(sql.SQL("REVOKE ALL ON {} FROM {}").format(table, role))
+                    connection.execute(sql.SQL("GRANT SELECT ON {} TO {}").format(table, role))
         return found, SCHEMA_VERSION
     except psycopg.Error as error:
         raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason=IO_REASONS[reason_of(error, connection)])) from None
@@ -266,12 +329,13 @@ class PostgresStore(SqlStore):
         actor: Optional[str] = None,
         history: Union[HistoryLimits, Mapping[str, int]] = DEFAULT_HISTORY_LIMITS,
         limits: Union[Limits, Mapping[str, int]] = DEFAULT_LIMITS,
+        quota: Union[Quota, Mapping[str, Optional[int]], None] = None,
     ) -> None:
         """Connect to `dsn` (a libpq connection string or URI, never shown). With `create`, a database without
         the schema gets it (as `refmem db init`); without, StoreError. StoreError, too, when the schema is
         older (`refmem db migrate`) or newer than this refmem's, or the server cannot be reached. `actor`,
         `history` and `limits`: `core.SqlStore`."""
-        super().__init__(None if tenant is None else tenant_name(tenant), actor, history, limits)
+        super().__init__(None if tenant is None else tenant_name(tenant), actor, history, limits, quota)
         self._dsn = dsn
         self._create = create
         self._psycopg = _driver()
@@ -415,6 +479,13 @@ class PostgresStore(SqlStore):
         if connection.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
             self._send("ROLLBACK")
 
+    def _use_unwaiting(self, params: Tuple[Any, ...]) -> None:
+        """One statement of its own that writes the use only if it gets its tenant's lock at once
+        (`pg_try_advisory_xact_lock`, D-STORE-SQL-USES): with the lock, no writer of the tenant holds the row, so
+        nothing waits; without it, nothing is written and nothing waited for."""
+        with self._read(single=True):
+            self._one(USE_IF_FREE, params + (self._lock_key,))
+
     def _failure(self, error: Exception) -> Optional[problems.FsProblem]:
         if isinstance(error, self._psycopg.Error):
             if getattr(error, "sqlstate", None) == "23505":  # unique_violation: the path is taken
@@ -424,7 +495,8 @@ class PostgresStore(SqlStore):
 
     def _reopen(self, tenant: str, actor: Optional[str]) -> PostgresStore:
         return PostgresStore(
-            self._dsn, tenant=tenant, create=False, actor=actor, history=self.history_limits, limits=self.limits
+            self._dsn, tenant=tenant, create=False, actor=actor, history=self.history_limits, limits=self.limits,
+            quota=self.quota,
         )
 
     def close(self) -> None:

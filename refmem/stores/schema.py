@@ -22,8 +22,12 @@ from __future__ import annotations
 
 from typing import Callable, Dict, NamedTuple, Optional, Tuple
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The schema this refmem writes and reads. A database of a later version is refused (the store's open)."""
+VERSION_ROW_BYTES = 512
+"""What a kept version counts against its tenant's `bytes_per_tenant` beyond its content (D-STORE-HISTORY-RETENTION):
+its row's other columns and its two index entries (about 300 bytes on SQLite for a short path), rounded up, so that
+versions of empty files are bounded by the budget too, not only by `versions_per_file` per path."""
 
 DEFAULT_TENANT = ""
 """The tenant column of the default namespace: no accepted tenant name is empty (storage.tenant_name)."""
@@ -95,6 +99,8 @@ TABLES: Tuple[Table, ...] = (
             ("generation", "integer NOT NULL"),
             ("floor", "integer NOT NULL"),
             ("version_bytes", "integer NOT NULL DEFAULT 0"),  # the bytes of its versions (schema 2)
+            ("files", "integer NOT NULL DEFAULT 0"),  # its files (schema 3, D-STORE-QUOTA)
+            ("content_bytes", "integer NOT NULL DEFAULT 0"),  # their bytes (schema 3, D-STORE-QUOTA)
         ),
         ("tenant",),
     ),
@@ -144,9 +150,21 @@ INDEXES: Tuple[Tuple[str, str, Tuple[str, ...]], ...] = (
 
 UPGRADES: Dict[int, Tuple[Tuple[str, ...], Tuple[Tuple[str, str], ...], Tuple[str, ...]]] = {
     2: (("refmem_versions",), (("refmem_tenants", "version_bytes"),), ("refmem_versions_by_number",)),
+    3: ((), (("refmem_tenants", "files"), ("refmem_tenants", "content_bytes")), ()),
 }
 """What each schema version adds to the one before: (tables, (table, column) pairs, indexes), all named in
 `TABLES` and `INDEXES`, which describe the latest version whole."""
+RECOUNT_USAGE = (
+    "UPDATE refmem_tenants SET files = (SELECT count(*) FROM refmem_nodes n"
+    " WHERE n.tenant = refmem_tenants.tenant AND n.kind = 'file'),"
+    " content_bytes = (SELECT coalesce(sum(n.size), 0) FROM refmem_nodes n"
+    " WHERE n.tenant = refmem_tenants.tenant AND n.kind = 'file')"
+)
+"""Every tenant's running usage (D-STORE-QUOTA) counted from its rows: what schema 3's migration runs once, after it
+added the columns (a pass over every file row; the migration's, never a command's)."""
+RECOUNTS: Dict[int, Tuple[str, ...]] = {3: (RECOUNT_USAGE,)}
+"""Statements a migration to a version runs after `upgrade`'s (an engine may wrap them: PostgreSQL lifts row-level
+security's force for them, as the tables' owner, so that they see every tenant)."""
 
 
 def _column_type(spec: str, dialect: Dialect) -> str:
@@ -202,14 +220,21 @@ class Queries:
             "INSERT INTO refmem_tenants (tenant, generation, floor) VALUES ({p}, 1, 1) ON CONFLICT DO NOTHING"
         )
         self.generation = q("SELECT generation, floor FROM refmem_tenants WHERE tenant = {p}")
-        self.next_generation = q("UPDATE refmem_tenants SET generation = generation + 1 WHERE tenant = {p}")
+        # a new generation, and the tenant's usage moved by what the mutation adds or frees (D-STORE-QUOTA)
+        self.next_generation = q(
+            "UPDATE refmem_tenants SET generation = generation + 1, files = files + {p},"
+            " content_bytes = content_bytes + {p} WHERE tenant = {p}"
+        )
+        self.generation_usage = q("SELECT generation, files, content_bytes FROM refmem_tenants WHERE tenant = {p}")
         # Where an UPDATE may return rows (and a WITH hold one): a new generation and its journal lines in one
         # statement; the generation comes back (once per path: the paths are an array, unnested).
         self.note_returning: Optional[str] = (
             q(
-                "WITH advanced AS (" + self.next_generation + " RETURNING generation)"  # noqa: S608  # nosec B608
+                "WITH advanced AS (" + self.next_generation  # noqa: S608  # nosec B608
+                + " RETURNING generation, files, content_bytes), journal AS ("
                 " INSERT INTO refmem_changes (tenant, generation, path) SELECT {p}, generation, path"
-                " FROM advanced, unnest(CAST({p} AS TEXT[])) AS changed(path) RETURNING generation"
+                " FROM advanced, unnest(CAST({p} AS TEXT[])) AS changed(path))"
+                " SELECT generation, files, content_bytes FROM advanced"
             )
             if dialect.returning
             else None
@@ -271,6 +296,16 @@ class Queries:
         )
         self.file_count = q("SELECT count(*) FROM refmem_nodes WHERE tenant = {p} AND kind = {p}")
         self.has_child = q("SELECT 1 FROM refmem_nodes WHERE tenant = {p} AND parent = {p} LIMIT 1")
+        # `refmem db tenants` (D-STORE-DB-TENANTS): every tenant, with its files, their bytes, its versions and what
+        # they count; an operator's statement over the whole database, linear in its rows (each subquery an index
+        # range of one tenant)
+        self.tenants = q(
+            "SELECT t.tenant,"
+            " (SELECT count(*) FROM refmem_nodes n WHERE n.tenant = t.tenant AND n.kind = {p}),"
+            " (SELECT coalesce(sum(n.size), 0) FROM refmem_nodes n WHERE n.tenant = t.tenant AND n.kind = {p}),"
+            " (SELECT count(*) FROM refmem_versions v WHERE v.tenant = t.tenant), t.version_bytes"
+            " FROM refmem_tenants t ORDER BY t.tenant"
+        )
 
 
     def _history_queries(self, q: Callable[[str], str], dialect: Dialect) -> None:
@@ -287,7 +322,7 @@ class Queries:
         # the count does not see the row the WITH adds), so that retention needs no statement to decide.
         self.keep_one_counted: Optional[str] = (
             q(
-                "WITH kept AS (" + self.keep_one + " RETURNING size)"  # noqa: S608  # nosec B608
+                "WITH kept AS (" + self.keep_one + f" RETURNING size + {VERSION_ROW_BYTES} AS size)"  # noqa: S608  # nosec B608
                 " UPDATE refmem_tenants SET version_bytes = version_bytes + (SELECT coalesce(sum(size), 0) FROM kept)"
                 " WHERE tenant = {p} RETURNING version_bytes, (SELECT count(*) FROM kept),"
                 " (SELECT count(*) FROM refmem_versions WHERE tenant = {p} AND path = {p})"
@@ -297,8 +332,9 @@ class Queries:
         )
         self.keep_below = q(keep + " AND path > {p} AND path < {p}")
         self.count_kept = q(
-            "UPDATE refmem_tenants SET version_bytes = version_bytes + (SELECT coalesce(sum(size), 0)"
-            " FROM refmem_versions WHERE tenant = {p} AND number = {p}) WHERE tenant = {p}"
+            "UPDATE refmem_tenants SET version_bytes = version_bytes + (SELECT coalesce(sum(size), 0)"  # noqa: S608  # nosec B608
+            f" + {VERSION_ROW_BYTES} * count(*) FROM refmem_versions WHERE tenant = {{p}} AND number = {{p}})"
+            " WHERE tenant = {p}"
         )
         self.count_kept_returning: Optional[str] = (  # the tenant's new total in the same statement, where it can
             self.count_kept + " RETURNING version_bytes" if dialect.returning else None
@@ -309,16 +345,18 @@ class Queries:
             " WHERE k.tenant = {p} AND k.number = {p}) AS counted WHERE kept > {p}"
         )
         self.oldest_of_path = q(
-            "SELECT number, size FROM refmem_versions WHERE tenant = {p} AND path = {p} ORDER BY number LIMIT {p}"
+            f"SELECT number, size + {VERSION_ROW_BYTES} FROM refmem_versions"  # noqa: S608  # nosec B608
+            " WHERE tenant = {p} AND path = {p} ORDER BY number LIMIT {p}"
         )
         self.drop_of_path = q("DELETE FROM refmem_versions WHERE tenant = {p} AND path = {p} AND number <= {p}")
         # Where an UPDATE may return rows: a path's {p} oldest versions dropped and uncounted in one statement that
         # returns the bytes freed.
         self.drop_oldest_of_path: Optional[str] = (
             q(
-                "WITH dropped AS (DELETE FROM refmem_versions WHERE tenant = {p} AND path = {p} AND number IN"
+                "WITH dropped AS (DELETE FROM refmem_versions WHERE tenant = {p} AND path = {p} AND number IN"  # noqa: S608  # nosec B608
                 " (SELECT number FROM refmem_versions WHERE tenant = {p} AND path = {p} ORDER BY number LIMIT {p})"
-                " RETURNING size), freed AS (SELECT coalesce(sum(size), 0) AS size FROM dropped)"
+                f" RETURNING size + {VERSION_ROW_BYTES} AS size),"
+                " freed AS (SELECT coalesce(sum(size), 0) AS size FROM dropped)"
                 " UPDATE refmem_tenants SET version_bytes = version_bytes - (SELECT size FROM freed)"
                 " WHERE tenant = {p} RETURNING (SELECT size FROM freed)"
             )
@@ -327,9 +365,18 @@ class Queries:
         )
         self.version_bytes = q("SELECT version_bytes FROM refmem_tenants WHERE tenant = {p}")
         self.oldest = q(
-            "SELECT number, size FROM refmem_versions WHERE tenant = {p} AND number > {p} ORDER BY number LIMIT {p}"
+            f"SELECT number, size + {VERSION_ROW_BYTES} FROM refmem_versions"  # noqa: S608  # nosec B608
+            " WHERE tenant = {p} AND number > {p} ORDER BY number LIMIT {p}"
         )
-        self.bytes_up_to = q("SELECT coalesce(sum(size), 0) FROM refmem_versions WHERE tenant = {p} AND number <= {p}")
+        self.bytes_up_to = q(
+            f"SELECT coalesce(sum(size), 0) + {VERSION_ROW_BYTES} * count(*) FROM refmem_versions"  # noqa: S608  # nosec B608
+            " WHERE tenant = {p} AND number <= {p}"
+        )
+        # a folder's files, and their bytes: what its delete would keep, counted before anything is copied
+        self.subtree_files = q(
+            "SELECT count(*), coalesce(sum(size), 0) FROM refmem_nodes"
+            " WHERE tenant = {p} AND kind = {p} AND path > {p} AND path < {p}"
+        )
         self.drop_up_to = q("DELETE FROM refmem_versions WHERE tenant = {p} AND number <= {p}")
         self.uncount = q("UPDATE refmem_tenants SET version_bytes = version_bytes - {p} WHERE tenant = {p}")
         # Where an UPDATE may return rows: an edit's whole write in one statement (one snapshot, so the version
@@ -337,13 +384,14 @@ class Queries:
         # as a version of that number and counted, the file rewritten, each only while the file's row still holds
         # the version the edit read (its size, read with it, is what the tenant's count grows by: a row changed since
         # writes nothing and the edit is undone, so no statement reads it again). It returns the generation, the
-        # tenant's version bytes, the versions kept (0 or 1), the path's versions before it and the rows written
-        # (0: the edit is refused `changed`).
+        # tenant's version bytes, the versions kept (0 or 1), the path's versions before it, the rows written
+        # (0: the edit is refused `changed`), and the tenant's files and content bytes after it (D-STORE-QUOTA).
         kept_digest = dialect.sha256_hex.format("n.data")
         self.edit_in_one: Optional[str] = (
             q(
                 "WITH advanced AS (UPDATE refmem_tenants SET generation = generation + 1,"  # noqa: S608  # nosec B608
-                " version_bytes = version_bytes + {p} WHERE tenant = {p} RETURNING generation, version_bytes),"
+                " version_bytes = version_bytes + {p}, content_bytes = content_bytes + {p} WHERE tenant = {p}"
+                " RETURNING generation, version_bytes, files, content_bytes),"
                 " journal AS (INSERT INTO refmem_changes (tenant, generation, path)"
                 " SELECT {p}, generation, {p} FROM advanced),"
                 " kept AS (INSERT INTO refmem_versions"
@@ -356,7 +404,7 @@ class Queries:
                 " WHERE tenant = {p} AND path = {p} AND version = {p} RETURNING path)"
                 " SELECT generation, version_bytes, (SELECT count(*) FROM kept),"
                 " (SELECT count(*) FROM refmem_versions WHERE tenant = {p} AND path = {p}),"
-                " (SELECT count(*) FROM written) FROM advanced"
+                " (SELECT count(*) FROM written), files, content_bytes FROM advanced"
             )
             if dialect.returning
             else None
@@ -373,8 +421,8 @@ class Queries:
             for table in ("refmem_nodes", "refmem_versions", "refmem_changes")
         )
         self.erase_mark = q(
-            "UPDATE refmem_tenants SET generation = generation + 1, floor = generation + 1, version_bytes = 0"
-            " WHERE tenant = {p}"
+            "UPDATE refmem_tenants SET generation = generation + 1, floor = generation + 1, version_bytes = 0,"
+            " files = 0, content_bytes = 0 WHERE tenant = {p}"
         )
 
 

@@ -46,7 +46,8 @@ from ..storage import tenant_name
 from . import StoreError, mounts
 from .core import SqlStore
 from .gate import WriterGate
-from .schema import SCHEMA_VERSION, SQLITE, Queries, upgrade
+from .quota import Quota
+from .schema import RECOUNTS, SCHEMA_VERSION, SQLITE, Queries, upgrade
 
 BUSY_SECONDS = 5.0
 """How long one attempt waits for another writer's transaction (SQLite's busy handler)."""
@@ -122,6 +123,7 @@ def migrate(path: Union[str, os.PathLike[str]]) -> Tuple[Optional[int], int]:
     kind = mounts.network_type_of(os.path.dirname(os.path.abspath(os.fspath(path))) or ".")
     if kind is not None:
         raise StoreError(STORE_NETWORK_FS.format(kind=kind))
+    make_private(os.fspath(path))
     try:
         db = sqlite3.connect(os.fspath(path), timeout=BUSY_SECONDS, isolation_level=None)
     except sqlite3.Error as error:
@@ -134,7 +136,7 @@ def migrate(path: Union[str, os.PathLike[str]]) -> Tuple[Optional[int], int]:
                 raise StoreError(STORE_SCHEMA_NEWER.format(found=found, known=SCHEMA_VERSION))
             if found is not None:
                 for version in range(found + 1, SCHEMA_VERSION + 1):
-                    for statement in upgrade(SQLITE, version):
+                    for statement in upgrade(SQLITE, version) + RECOUNTS.get(version, ()):
                         db.execute(statement)
                 db.execute("UPDATE refmem_schema SET version = ?", (SCHEMA_VERSION,))
         except BaseException:
@@ -150,6 +152,24 @@ def migrate(path: Union[str, os.PathLike[str]]) -> Tuple[Optional[int], int]:
     if found is None:
         SqliteStore(path).close()  # a database without the schema: the store makes it, in WAL mode
     return found, SCHEMA_VERSION
+
+
+PRIVATE_MODE = 0o600
+"""The mode a database this refmem makes is created with (D-STORE-SQL-MODE): SQLite gives its `-wal` and `-shm`
+files the database's own mode, so all three are the store's user's alone, as the filesystem store's files are."""
+
+
+def make_private(path: str) -> None:
+    """The database file made, empty and 0600, where nothing is at `path` (SQLite then writes its header into it);
+    an existing file is left as it is (D-STORE-SQL-MODE: `refmem db check` reports one open to other users)."""
+    if path in ("", ":memory:") or path.startswith("file:"):
+        return
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, PRIVATE_MODE)
+    except OSError:  # there already (SQLite opens it), or not makeable (SQLite says why, as a reason)
+        return
+    os.close(fd)
 
 
 def _busy(error: sqlite3.Error) -> bool:
@@ -172,11 +192,12 @@ class SqliteStore(SqlStore):
         actor: Optional[str] = None,
         history: Union[HistoryLimits, Mapping[str, int]] = DEFAULT_HISTORY_LIMITS,
         limits: Union[Limits, Mapping[str, int]] = DEFAULT_LIMITS,
+        quota: Union[Quota, Mapping[str, Optional[int]], None] = None,
     ) -> None:
         """Open (making it if missing) the database at `path`. Raises StoreError, whose text names no host path,
         when it lies on a network filesystem, is not a database, or has an older (`refmem db migrate`) or newer
-        schema than this refmem's. `actor`, `history` and `limits`: `core.SqlStore`."""
-        super().__init__(None if tenant is None else tenant_name(tenant), actor, history, limits)
+        schema than this refmem's. `actor`, `history`, `limits` and `quota`: `core.SqlStore`."""
+        super().__init__(None if tenant is None else tenant_name(tenant), actor, history, limits, quota)
         self.path = os.fspath(path)
         self.busy_seconds = busy_seconds
         self.busy_retries = busy_retries
@@ -186,6 +207,7 @@ class SqliteStore(SqlStore):
             kind = mounts.network_type_of(os.path.dirname(os.path.abspath(self.path)) or ".")
             if kind is not None:
                 raise StoreError(STORE_NETWORK_FS.format(kind=kind))
+        make_private(self.path)
         try:
             self._db = sqlite3.connect(
                 self.path, timeout=busy_seconds, isolation_level=None, check_same_thread=False
@@ -284,6 +306,28 @@ class SqliteStore(SqlStore):
         finally:
             self._gate.release()
 
+    def _use_unwaiting(self, params: Tuple[Any, ...]) -> None:
+        """The gate and SQLite's write lock each tried once, without waiting (D-STORE-SQL-USES): a view's use is not
+        worth a wait behind a writer."""
+        if not self._gate.acquire(0):
+            return
+        try:
+            self._db.execute("PRAGMA busy_timeout = 0")
+            try:
+                self._db.execute(SQLITE.begin_write)
+            except sqlite3.Error:
+                return  # another process's writer holds the database's lock: the next view tries again
+            finally:
+                self._db.execute(f"PRAGMA busy_timeout = {int(self.busy_seconds * 1000)}")
+            try:
+                self._db.execute(QUERIES.use, params)
+                self._db.execute("COMMIT")
+            except sqlite3.Error:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+        finally:
+            self._gate.release()
+
     def _failure(self, error: Exception) -> Optional[problems.FsProblem]:
         if isinstance(error, sqlite3.Error):
             return problems.OsFailure(reason_of(error))
@@ -299,6 +343,7 @@ class SqliteStore(SqlStore):
             actor=actor,
             history=self.history_limits,
             limits=self.limits,
+            quota=self.quota,
         )
 
     def close(self) -> None:
