@@ -83,10 +83,14 @@ def _exec(args: argparse.Namespace) -> int:
         return _fail(f"cannot use the tenant: {error}")
     except Exception as error:  # noqa: BLE001 - any refusal of the root is reported, not raised
         return _fail(f"cannot use {args.root!r:.200} as the memory directory: {_root_problem(error)}")
-    return _run_one(handler, tool_input)
+    return _run_one(handler, tool_input, args)
 
 
-def _run_one(handler: object, tool_input: object) -> int:
+def _run_one(handler: object, tool_input: object, args: Optional[argparse.Namespace] = None) -> int:
+    if args is not None and getattr(args, "log_commands", False):
+        from .oplog import logged
+
+        handler = logged(handler, args.tenant, sink=lambda text: _write_text(sys.stderr, text + "\n"))  # D-OPLOG
     try:
         result = handler.execute(tool_input)  # type: ignore[attr-defined]
     except Exception as error:  # noqa: BLE001 - the handler promises never to raise; say so if it does
@@ -121,7 +125,7 @@ def _exec_on_store(location: str, args: argparse.Namespace, tool_input: object) 
         store.close()  # type: ignore[attr-defined]
         return _fail(f"cannot use the store: {error}")
     try:
-        return _run_one(handler, tool_input)
+        return _run_one(handler, tool_input, args)
     finally:
         handler.close()
         store.close()  # type: ignore[attr-defined]
@@ -403,6 +407,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--tenant", help="whose memories: a tenant name (lower-case letters, digits, - and _)")
     run.add_argument("--read-only", action="store_true", help="refuse every command that would change something")
+    run.add_argument(
+        "--log-commands",
+        action="store_true",
+        help="write one JSON line per command to standard error: tenant, command, ms, outcome class (never content "
+        "nor path)",
+    )
     run.add_argument(
         "input",
         help=f"the tool input as JSON; {STDIN_INPUT} reads it from standard input (for inputs longer than a command "
