@@ -173,9 +173,12 @@ def _serve(args: argparse.Namespace) -> int:
     located = store is not None and store not in ("directory", "sqlite")
     if args.tenants_by_name and not located:
         return _fail("--tenants-by-name is for serve --store LOCATION (one database for every root)")
+    log = args.log_commands
     if store is None or store == "directory":
-        return serve_main()
-    return serve_main(database=True) if store == "sqlite" else serve_main(location=store, by_name=args.tenants_by_name)
+        return serve_main(log=log)
+    if store == "sqlite":
+        return serve_main(database=True, log=log)
+    return serve_main(location=store, by_name=args.tenants_by_name, log=log)
 
 
 def _prune(args: argparse.Namespace) -> int:
@@ -439,6 +442,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --store LOCATION: a reset's memories are those of the tenant it names (the default tenant when it "
         "names none), whatever its root, so db tenants, db erase and prune --store reach them by that name",
+    )
+    serve.add_argument(
+        "--log-commands",
+        action="store_true",
+        help="write one JSON line per command to standard error: tenant, command, ms, outcome class (never content "
+        "nor path)",
     )
 
     prune = subcommand(
