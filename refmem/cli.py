@@ -83,10 +83,14 @@ def _exec(args: argparse.Namespace) -> int:
         return _fail(f"cannot use the tenant: {error}")
     except Exception as error:  # noqa: BLE001 - any refusal of the root is reported, not raised
         return _fail(f"cannot use {args.root!r:.200} as the memory directory: {_root_problem(error)}")
-    return _run_one(handler, tool_input)
+    return _run_one(handler, tool_input, args)
 
 
-def _run_one(handler: object, tool_input: object) -> int:
+def _run_one(handler: object, tool_input: object, args: Optional[argparse.Namespace] = None) -> int:
+    if args is not None and getattr(args, "log_commands", False):
+        from .oplog import logged
+
+        handler = logged(handler, args.tenant, sink=lambda text: _write_text(sys.stderr, text + "\n"))  # D-OPLOG
     try:
         result = handler.execute(tool_input)  # type: ignore[attr-defined]
     except Exception as error:  # noqa: BLE001 - the handler promises never to raise; say so if it does
@@ -121,7 +125,7 @@ def _exec_on_store(location: str, args: argparse.Namespace, tool_input: object) 
         store.close()  # type: ignore[attr-defined]
         return _fail(f"cannot use the store: {error}")
     try:
-        return _run_one(handler, tool_input)
+        return _run_one(handler, tool_input, args)
     finally:
         handler.close()
         store.close()  # type: ignore[attr-defined]
@@ -169,9 +173,12 @@ def _serve(args: argparse.Namespace) -> int:
     located = store is not None and store not in ("directory", "sqlite")
     if args.tenants_by_name and not located:
         return _fail("--tenants-by-name is for serve --store LOCATION (one database for every root)")
+    log = args.log_commands
     if store is None or store == "directory":
-        return serve_main()
-    return serve_main(database=True) if store == "sqlite" else serve_main(location=store, by_name=args.tenants_by_name)
+        return serve_main(log=log)
+    if store == "sqlite":
+        return serve_main(database=True, log=log)
+    return serve_main(location=store, by_name=args.tenants_by_name, log=log)
 
 
 def _prune(args: argparse.Namespace) -> int:
@@ -404,6 +411,12 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--tenant", help="whose memories: a tenant name (lower-case letters, digits, - and _)")
     run.add_argument("--read-only", action="store_true", help="refuse every command that would change something")
     run.add_argument(
+        "--log-commands",
+        action="store_true",
+        help="write one JSON line per command to standard error: tenant, command, ms, outcome class (never content "
+        "nor path)",
+    )
+    run.add_argument(
         "input",
         help=f"the tool input as JSON; {STDIN_INPUT} reads it from standard input (for inputs longer than a command "
         f"line may be, up to {MAX_STDIN_BYTES // (1024 * 1024)} MiB)",
@@ -429,6 +442,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --store LOCATION: a reset's memories are those of the tenant it names (the default tenant when it "
         "names none), whatever its root, so db tenants, db erase and prune --store reach them by that name",
+    )
+    serve.add_argument(
+        "--log-commands",
+        action="store_true",
+        help="write one JSON line per command to standard error: tenant, command, ms, outcome class (never content "
+        "nor path)",
     )
 
     prune = subcommand(

@@ -69,6 +69,7 @@ class Session:
         self.store: Optional[Any] = None  # that database's store, closed with the handler
         self.location: Optional[str] = None  # `serve --store LOCATION`: the one database (never shown)
         self.by_name = False  # `serve --store LOCATION --tenants-by-name`: the reset's tenant is the store's
+        self.log: Optional[Callable[[str], None]] = None  # `serve --log-commands`: where a command's line goes
 
 
 _Session = Session  # the earlier name
@@ -184,11 +185,13 @@ def _reset(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
             raise _Refusal(p.BAD_REQUEST, f"tenant: {exc}"[:200]) from None
     from .stores import StoreError
 
+    logged_as = tenant  # the tenant a command's log line names (D-OPLOG): the store's, where serve names it
     try:
         if session.location is not None:
             from .stores.location import open_location
 
             named = tenant if session.by_name else namespace_tenant(root, tenant)  # D-SERVE-STORE-NAMES
+            logged_as = named
             session.store = open_location(session.location, tenant=named)
             tenant = None  # the namespace's tenant is the root's and the model's together
         elif session.database:
@@ -196,6 +199,10 @@ def _reset(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
 
             session.store = SqliteStore(os.path.join(root, DATABASE_NAME))
         session.handler = refmem.MemoryHandler(session.store or pathlib.Path(root), tenant=tenant, **kwargs)
+        if session.log is not None:
+            from .oplog import logged
+
+            session.handler = logged(session.handler, logged_as, session.log)
     except Exception as exc:  # noqa: BLE001 - reported, never fatal
         session.handler = None
         _drop_handler(session)
@@ -396,6 +403,7 @@ def serve(
     database: bool = False,
     location: Optional[str] = None,
     by_name: bool = False,
+    log: Optional[Callable[[str], None]] = None,
 ) -> int:
     """Answer requests from `stdin` (binary, or text for tests) on `stdout` until `stop` or the end of
     input; returns the exit status. With `database`, each reset's root holds an SQLite database
@@ -408,6 +416,7 @@ def serve(
     session.database = database or location is not None
     session.location = location
     session.by_name = by_name and location is not None
+    session.log = log  # one line per command to it (D-OPLOG)
     for line in read_lines(stdin, max_line_bytes):
         if line is None:
             too_long = p.LineError("too_long", max_line_bytes)
@@ -438,14 +447,15 @@ def check_location(location: str) -> Optional[str]:
     return None
 
 
-def main(database: bool = False, location: Optional[str] = None, by_name: bool = False) -> int:
+def main(database: bool = False, location: Optional[str] = None, by_name: bool = False, log: bool = False) -> int:
     if location is not None:
         refused = check_location(location)
         if refused is not None:
             print(f"refmem: cannot use the store: {refused}", file=sys.stderr)
             return 2
     try:
-        return serve(sys.stdin.buffer, sys.stdout, database=database, location=location, by_name=by_name)
+        sink = (lambda text: print(text, file=sys.stderr, flush=True)) if log else None
+        return serve(sys.stdin.buffer, sys.stdout, database=database, location=location, by_name=by_name, log=sink)
     except BrokenPipeError:
         # The runner stopped reading; nothing is left to answer. Python's own flush at exit would
         # fail again and print a traceback, so standard output is pointed at nothing first.

@@ -89,3 +89,27 @@ def test_serve_by_name_writes_what_db_tenants_prune_and_erase_reach(
 def test_tenants_by_name_needs_a_location(tmp_path: Path) -> None:
     done = refmem_cli("serve", "--store", "sqlite", "--tenants-by-name", environment=dict(os.environ))
     assert done.returncode == 2 and "--tenants-by-name is for serve --store LOCATION" in done.stderr
+
+
+def test_serve_log_commands_names_the_tenant_by_name_and_nothing_of_the_content(tmp_path: Path) -> None:
+    """`serve --log-commands` (D-OPLOG): one line per executed command on standard error, with the store's tenant."""
+    location = f"sqlite:///{tmp_path / 'memory.db'}"
+    root = tmp_path / "root"
+    root.mkdir()
+    lines = [
+        {p.CMD: p.CMD_START, p.VERSION_FIELD: p.VERSION},
+        {p.CMD: p.CMD_RESET, p.SEQ: 1, p.ROOT: str(root), p.TENANT: "alice"},
+        {p.CMD: p.CMD_EXECUTE, p.SEQ: 2, p.INPUT: {"command": "create", "path": "/memories/hush.md", "file_text": "z"}},
+        {p.CMD: p.CMD_EXECUTE, p.SEQ: 3, p.INPUT: {"command": "view", "path": "/memories/none.md"}},
+    ]
+    done = subprocess.run(  # noqa: S603  # our own module
+        [sys.executable, "-m", "refmem", "serve", "--store", location, "--tenants-by-name", "--log-commands"],
+        input="".join(json.dumps(line) + "\n" for line in lines), capture_output=True, text=True, timeout=120,
+        check=False, env=dict(os.environ),
+    )
+    assert done.returncode == 0, done.stderr
+    logged = [json.loads(text) for text in done.stderr.splitlines()]
+    assert [(e["tenant"], e["command"], e["outcome"]) for e in logged] == [
+        ("alice", "create", "ok"), ("alice", "view", "refused")
+    ]
+    assert "hush" not in done.stderr and "none.md" not in done.stderr
