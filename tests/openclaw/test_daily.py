@@ -206,7 +206,7 @@ def test_concurrent_first_appends_from_threads_lose_nothing(
 
 CHILD = """
 import os, sys, time, datetime
-from refmem import kernel, problems
+from refmem import _kernel as kernel, problems
 from refmem.openclaw import OpenClawMemory
 
 root, gate, name, parties = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
