@@ -24,7 +24,7 @@ PUBLIC_MODULES = {
     # the vendored handler's public modules (docs/vendoring.md)
     "handler", "tool", "messages", "limits", "paths", "problems", "storage", "directory",
     # features of the installed package
-    "store", "policy", "expiry", "prune", "sdk", "serve", "protocol",
+    "store", "policy", "expiry", "prune", "sdk", "serve", "protocol", "oplog",
     # the command line (`refmem`, `python -m refmem`) and its subcommands
     "cli", "subcommands", "history_cli", "openclaw_cli", "__main__",
     # packages
