@@ -8,7 +8,8 @@ output; a tool runner gives up on a slow call and the call is cut off half done.
 several sessions over the same storage, each a process of its own (processes, not threads: a lock that only
 works inside one interpreter must not pass), and judges what they leave behind.
 
-Checks (every finding is a safety finding: lost data or a leak):
+Checks (each finding carries its effect, conformance/effects.py, which gives its class: lost data or a leak,
+both safety; and its evidence):
 
   lost-updates            K sessions run str_replace, insert, create and rename on shared files and folders at
                           the same moment, each adding a unique token. Flagged when afterwards a token of a
@@ -40,7 +41,11 @@ Sessions: a `cmd:` adapter is started K times with `share` in its `start` (PROTO
 a `python:` target (or the embedded reference) is served by K processes of `session_adapter.py`, its factory
 called with the same root in each. A target that cannot share says so, and the tier is skipped with its
 reason (a note, never silence); the tenants check is skipped the same way for a target without tenants.
-Sessions are checked through `view`, so a target with its own storage is judged like one on the filesystem.
+Sessions are checked through `view`, so a target with its own storage is judged like one on the filesystem, and
+the state is judged, not the formatting: a file is read back by conformance/readback.py, in the documented view
+format first, then in every common one (any numbering, spacing, header), then as bytes (the protocol's optional
+`read`, or the root on disk), and an update is lost only when no reading shows it (D-DEPLOY-READBACK). Every
+finding says which evidence decided it.
 """
 
 from __future__ import annotations
