@@ -27,6 +27,7 @@ class OpenClawLimits(Bounds):
         "search_max_results",
         "embed_deadline_ms",
         "embed_response_bytes",
+        "private_index_cache_kib",
     )
 
     get_default_lines: int = 120
@@ -107,10 +108,11 @@ class OpenClawLimits(Bounds):
     """Largest answer read from an embeddings endpoint; a larger one is refused unread past this
     (64 texts of 3,072 dimensions take about 5 MB of JSON) (D-OPENCLAW-EMBED-SIZE)."""
 
-    store_index_cache_kib: int = 8_192
-    """Most memory the search index of a store without a folder (a database) keeps in its page cache;
-    the rest of the index lives in a private temporary file, deleted when it is closed
-    (D-OPENCLAW-STORE-INDEX)."""
+    private_index_cache_kib: int = 8_192
+    """Most memory a private search index keeps in its page cache (the index of a database store, of an
+    allow-listed or read-only workspace, or `index="memory"`); the rest of it lives in SQLite's
+    anonymous temporary file, which no other process can open by name and which is freed on close
+    (D-OPENCLAW-PRIVATE-INDEX)."""
 
     @property
     def min_score(self) -> float:

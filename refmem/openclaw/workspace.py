@@ -248,6 +248,10 @@ class OpenClawMemory:
         """(memory files indexed, chunks) in the search index."""
         return self._open_index().counts()
 
+    def index_held(self) -> Dict[str, int]:
+        """What the search index keeps in memory and on disk (`Index.held`, D-OPENCLAW-PRIVATE-INDEX)."""
+        return self._open_index().held()
+
     def _open_index(self) -> Index:
         with self._lock:
             if self._index is None:
@@ -257,7 +261,7 @@ class OpenClawMemory:
                     "embedding": self.embed_fingerprint,
                 }
                 if self._index_kind == "memory":
-                    self._index = Index.in_memory(settings, None)
+                    self._index = Index.in_memory(settings, None, cache_kib=self.limits.private_index_cache_kib)
                 else:
                     self._index = Index.open(self.disk, settings)
                 self._index.provider = self.embed_fingerprint or None
