@@ -71,6 +71,39 @@ def timed(memory: OpenClawMemory, queries: Sequence[str], rounds: int) -> List[f
     return times
 
 
+def breakdown(memory: OpenClawMemory, queries: Sequence[str]) -> Dict[str, float]:
+    """Median time per search in the query's embedding, the nearest chunks, and the ranking with MMR."""
+    from refmem.openclaw import rank, search
+    from refmem.openclaw.index import Index
+
+    spent: Dict[str, List[float]] = {"embedding": [], "nearest": [], "ranking and MMR": []}
+    originals = (Index.nearest, rank.hybrid, memory.embed)
+
+    def timing(name: str, call: Any) -> Any:
+        def timed_call(*args: Any, **kwargs: Any) -> Any:
+            began = time.perf_counter()
+            try:
+                return call(*args, **kwargs)
+            finally:
+                spent[name][-1] += (time.perf_counter() - began) * 1000
+
+        return timed_call
+
+    Index.nearest = timing("nearest", originals[0])  # type: ignore[method-assign]
+    search.rank.hybrid = timing("ranking and MMR", originals[1])  # type: ignore[attr-defined]
+    memory.embed = timing("embedding", originals[2])
+    try:
+        for query in queries:
+            for values in spent.values():
+                values.append(0.0)
+            memory.memory_search(query)
+    finally:
+        Index.nearest = originals[0]  # type: ignore[method-assign]
+        search.rank.hybrid = originals[1]  # type: ignore[attr-defined]
+        memory.embed = originals[2]
+    return {name: statistics.median(values) for name, values in spent.items()}
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.hybrid", description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, default=1000)
@@ -117,6 +150,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         queries = [question for question, _ in paraphrases] + [query for query, _ in controls]
         keyword_ms = timed(keyword, queries, args.rounds)
         hybrid_ms = timed(hybrid, queries, args.rounds)
+        parts = breakdown(hybrid, queries)
         k_med, h_med = statistics.median(keyword_ms), statistics.median(hybrid_ms)
         print(
             f"timing over {len(queries)} queries x {args.rounds}: keyword median {k_med:.1f} ms, "
@@ -124,6 +158,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             f"{statistics.quantiles(hybrid_ms, n=20)[-1]:.1f} ms, keyword p95 "
             f"{statistics.quantiles(keyword_ms, n=20)[-1]:.1f} ms"
         )
+        print("hybrid, median ms per search: " + ", ".join(f"{name} {ms:.1f}" for name, ms in parts.items()))
         keyword.close()
         hybrid.close()
     return 0

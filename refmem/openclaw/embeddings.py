@@ -312,6 +312,11 @@ class WordLlamaEmbeddings(Provider):
     """Offline embeddings from the `wordllama` package's own weights (`pip install refmem[semantic]`)."""
 
     provider = "wordllama"
+    # Calibrated on bench/paraphrases.py (D-OPENCLAW-EMBED-CALIBRATION, bench/results.md): its cosines for
+    # texts with no word in common are small (OpenClaw's 0.35 floor left none of them), and the cosine
+    # finds them where the keyword score cannot.
+    min_score = 0.1
+    vector_weight = 0.9
 
     def __init__(self, config: str = "l2_supercat", dim: int = 256) -> None:
         try:
