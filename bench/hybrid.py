@@ -28,9 +28,12 @@ from refmem.openclaw.embeddings import WordLlamaEmbeddings
 K = 5
 
 
-def workspace(folder: pathlib.Path, files: int) -> int:
-    """The generated workspace of about `files` files, with the paraphrase notes among them."""
+def workspace(folder: pathlib.Path, files: int, queries: Optional[List[str]] = None) -> int:
+    """The generated workspace of about `files` files, with the paraphrase notes among them; `queries`
+    gets the generated workspace's own queries (names, topics, tools, dates, conversational questions)."""
     generated = generate(days=max(10, files - 192 - len(PARAPHRASES)))
+    if queries is not None:
+        queries.extend(generated.queries)
     total = write(folder, generated)
     for item in PARAPHRASES:
         target = folder / item.path
@@ -116,7 +119,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     with tempfile.TemporaryDirectory(prefix="refmem-bench-hybrid-") as temp:
         folder = pathlib.Path(temp) / "memories"
         folder.mkdir()
-        size = workspace(folder, args.files)
+        typed: List[str] = []
+        size = workspace(folder, args.files, typed)
         files = sum(1 for _ in folder.rglob("*.md"))
         print(
             f"workspace: {files} files, {size / 1e6:.2f} MB; {len(paraphrases)} paraphrase questions, "
@@ -147,7 +151,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         for label, memory, min_score in rows:
             found = recall(memory, paraphrases, min_score), recall(memory, controls, min_score)
             print(f"| {label} | {found[0]:.2f} | {found[1]:.2f} |")
-        queries = [question for question, _ in paraphrases] + [query for query, _ in controls]
+        queries = typed + [question for question, _ in paraphrases] + [query for query, _ in controls]
         keyword_ms = timed(keyword, queries, args.rounds)
         hybrid_ms = timed(hybrid, queries, args.rounds)
         parts = breakdown(hybrid, queries)
