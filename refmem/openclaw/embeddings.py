@@ -132,7 +132,7 @@ class OpenAIEmbeddings(Provider):
         self._key = api_key if api_key is not None else os.environ.get("REFMEM_EMBEDDINGS_KEY", "")
         self.batch = max(1, batch)
         self.retries = max(0, retries)
-        self.timeout = timeout  # the longest one call may take outside a search (inside, the search's deadline)
+        self.timeout = timeout  # the deadline of one call outside a search (inside one, the search's deadline)
         self.headers = dict(headers or {})
         self.limits = limits
         self._sleep = sleep
@@ -149,7 +149,7 @@ class OpenAIEmbeddings(Provider):
     def __call__(self, texts: List[str]) -> List[List[float]]:
         until = current_deadline()
         if until is None:
-            until = time.monotonic() + min(self.timeout, self.limits.embed_deadline_ms / 1000)
+            until = time.monotonic() + self.timeout
         vectors: List[List[float]] = []
         for start in range(0, len(texts), self.batch):
             vectors.extend(self._request(texts[start : start + self.batch], until))

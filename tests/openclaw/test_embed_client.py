@@ -197,7 +197,7 @@ def test_an_unreachable_endpoint_is_asked_again_only_after_the_retry_time(case: 
     embed = OpenAIEmbeddings(
         f"http://127.0.0.1:{free_port()}/v1", "m", KEY, retries=3, sleep=pauses.append, clock=lambda: clock[0]
     )
-    memory = workspace(case, embed, embed_retry_ms=30_000)
+    memory = workspace(case, embed, embed_retry_ms=30_000, embed_deadline_ms=600_000)  # every pause fits
     first = memory.memory_search("zebra")
     assert first["mode"] == "keyword-only" and paths_of(first) == ["memory/a.md"]
     assert embed.attempts == 4 and pauses == [0.5, 1.0, 2.0]
@@ -227,7 +227,7 @@ def test_an_endpoint_that_comes_back_is_used_again(case: pathlib.Path, servers: 
     url, handler = servers(flaky)
     clock = [0.0]
     embed = client(url, retries=1, clock=lambda: clock[0])
-    memory = workspace(case, embed)
+    memory = workspace(case, embed, embed_deadline_ms=600_000)
     assert memory.memory_search("zebra")["mode"] == "keyword-only"
     assert len(handler.seen) == 2
     down[0] = False
