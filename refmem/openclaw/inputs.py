@@ -29,6 +29,7 @@ class SearchInput(NamedTuple):
     query: str
     max_results: int
     min_score: float
+    min_score_given: bool = False  # the model sent minScore (else a calibrated default may apply)
 
 
 def _value(params: Mapping[str, Any], key: str, snake: Optional[str] = None) -> Any:
@@ -103,4 +104,4 @@ def search_input(params: Any, limits: OpenClawLimits) -> Union[SearchInput, Refu
         return refuse("min_score_number")
     if not _corpus_ok(params):
         return refuse("corpus")
-    return SearchInput(query, min(wanted, limits.search_result_cap), min_score)
+    return SearchInput(query, min(wanted, limits.search_result_cap), min_score, raw_min is not None)

@@ -19,7 +19,16 @@ class OpenClawLimits(Bounds):
 
     OWNER = "OpenClawLimits"
     FLOOR = 0  # a weight, an overlap or a decay may be 0
-    POSITIVE = ("get_default_lines", "get_max_chars", "chunk_tokens", "snippet_max_chars", "search_max_results")
+    POSITIVE = (
+        "get_default_lines",
+        "get_max_chars",
+        "chunk_tokens",
+        "snippet_max_chars",
+        "search_max_results",
+        "embed_deadline_ms",
+        "embed_response_bytes",
+        "private_index_cache_kib",
+    )
 
     get_default_lines: int = 120
     """Lines memory_get returns when `lines` is not given (OpenClaw DEFAULT_MEMORY_READ_LINES)."""
@@ -84,6 +93,26 @@ class OpenClawLimits(Bounds):
 
     max_log_bytes: int = 1_048_576
     """Largest daily log an append may produce, in UTF-8 bytes."""
+
+    embed_deadline_ms: int = 3_000
+    """Longest time one search waits for an HTTP embeddings endpoint: every request and every try of it,
+    for new chunks and for the query. Past it the search answers from keywords, says so in `warning`,
+    and the chunks not embedded yet are embedded by later searches (D-OPENCLAW-EMBED-DEADLINE)."""
+
+    embed_retry_ms: int = 30_000
+    """After an embeddings endpoint could not be reached, gave no answer in time or kept failing (429,
+    5xx), searches do not ask it again for this long: they answer from keywords at once and say so;
+    the first search after it tries again (D-OPENCLAW-EMBED-OUTAGE)."""
+
+    embed_response_bytes: int = 16_777_216
+    """Largest answer read from an embeddings endpoint; a larger one is refused unread past this
+    (64 texts of 3,072 dimensions take about 5 MB of JSON) (D-OPENCLAW-EMBED-SIZE)."""
+
+    private_index_cache_kib: int = 8_192
+    """Most memory a private search index keeps in its page cache (the index of a database store, of an
+    allow-listed or read-only workspace, or `index="memory"`); the rest of it lives in SQLite's
+    anonymous temporary file, which no other process can open by name and which is freed on close
+    (D-OPENCLAW-PRIVATE-INDEX)."""
 
     @property
     def min_score(self) -> float:

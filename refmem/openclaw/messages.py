@@ -65,6 +65,16 @@ PROBLEMS: Dict[str, Problem] = {
     "embedder_failed": Problem(
         "MEMORY_EMBEDDER_FAILED", "the embedding function failed; keyword results only", "D-OPENCLAW-SEARCH-HYBRID"
     ),
+    "embedder_deadline": Problem(
+        "MEMORY_EMBEDDER_FAILED",
+        "the embeddings did not come within {ms} ms; keyword results only",
+        "D-OPENCLAW-EMBED-DEADLINE",
+    ),
+    "embedder_down": Problem(
+        "MEMORY_EMBEDDER_FAILED",
+        "the embeddings endpoint failed less than {s} s ago and is not asked again before then; keyword results only",
+        "D-OPENCLAW-EMBED-OUTAGE",
+    ),
     # --- daily log --------------------------------------------------------------------------
     "log_text": Problem("INVALID_INPUT", "the log text must be a non-empty string", "D-OPENCLAW-LOG"),
     "log_control": Problem(

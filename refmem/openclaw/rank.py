@@ -24,9 +24,10 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import functools
+import itertools
 import math
 import re
-from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Sequence, Tuple
 
 from .terms import words
 
@@ -242,39 +243,96 @@ def jaccard(left: FrozenSet[str], right: FrozenSet[str]) -> float:
     return shared / (len(left) + len(right) - shared)
 
 
+def mask_jaccard(left: Tuple[int, int], right: Tuple[int, int]) -> float:
+    """`jaccard` of two token sets given as (bits, count)."""
+    if not left[1] or not right[1]:
+        return 0.0
+    shared = _popcount(left[0] & right[0])
+    return shared / (left[1] + right[1] - shared)
+
+
+def _popcount_string(value: int) -> int:
+    return bin(value).count("1")
+
+
+_popcount: Callable[[int], int] = getattr(int, "bit_count", _popcount_string)  # int.bit_count: Python 3.10
+
+
 def diversify(hits: Sequence[Hit], lam: float, snippet: Callable[[str], str]) -> List[Hit]:
-    """OpenClaw's `mmrRerank`: repeatedly take the hit with the best lam x relevance - (1 - lam) x its
-    greatest similarity to a hit taken (relevance: the score scaled over the candidates; similarity:
-    Jaccard of the snippets' tokens; ties to the higher score, then the earlier hit)."""
-    if len(hits) <= 1:
-        return list(hits)
+    """OpenClaw's `mmrRerank`, the whole order (see `diversified`)."""
+    return list(diversified(hits, lam, snippet))
+
+
+def diversified(hits: Sequence[Hit], lam: float, snippet: Callable[[str], str]) -> Iterator[Hit]:
+    """OpenClaw's `mmrRerank`, one pick at a time: repeatedly take the hit with the best lam x relevance -
+    (1 - lam) x its greatest similarity to a hit taken (relevance: the score scaled over the candidates;
+    similarity: Jaccard of the snippets' tokens; ties to the higher score, then the earlier hit).
+
+    The same picks as comparing every candidate with every pick, for the work of the candidates that
+    could still win (D-OPENCLAW-MMR): candidates are visited best relevance first and a pick's search
+    stops at the first whose lam x relevance (what it could reach with no similarity) is below the best
+    value found; a candidate's similarity to earlier picks is caught up only when it is visited, and no
+    further than it can still win; a snippet is tokenised when first compared. The caller takes as many
+    picks as it needs."""
+    count = len(hits)
+    if count <= 1:
+        yield from hits
+        return
     lam = max(0.0, min(1.0, lam))
     if lam == 1:
-        return sorted(hits, key=lambda hit: -hit.score)
-    texts = [snippet(hit.text) for hit in hits]
-    tokens = [mmr_tokens(text) for text in texts]
-    empty = [text.strip().lower() if not found else None for text, found in zip(texts, tokens)]
-    top, bottom = max(hit.score for hit in hits), min(hit.score for hit in hits)
+        yield from sorted(hits, key=lambda hit: -hit.score)
+        return
+    scores = [hit.score for hit in hits]  # the caller may change a hit's score once it is picked
+    top, bottom = max(scores), min(scores)
     spread = top - bottom
-    relevance = [1.0 if spread == 0 else (hit.score - bottom) / spread for hit in hits]
-    closest = [0.0] * len(hits)
-    left = list(range(len(hits)))
-    chosen: List[Hit] = []
-    while left:
+    relevance = [1.0 if spread == 0 else (score - bottom) / spread for score in scores]
+    masks: List[Optional[Tuple[int, int]]] = [None] * count  # a snippet's tokens as bits, and how many
+    texts: List[str] = [""] * count
+    numbers: Dict[str, int] = {}  # token -> its bit, for this call
+
+    def mask_of(i: int) -> Tuple[int, int]:
+        found = masks[i]
+        if found is None:
+            text = texts[i] = snippet(hits[i].text)
+            bits = 0
+            for token in mmr_tokens(text):
+                bits |= 1 << numbers.setdefault(token, len(numbers))
+            found = masks[i] = (bits, _popcount(bits))
+        return found
+
+    def similarity(i: int, j: int) -> float:
+        left, right = mask_of(i), mask_of(j)
+        if not left[1] and not right[1]:
+            return float(texts[i].strip().lower() == texts[j].strip().lower())
+        return mask_jaccard(left, right)
+
+    closest = [0.0] * count
+    compared = [0] * count  # picks that closest[i] has been compared with
+    picks: List[int] = []
+    order = sorted(range(count), key=lambda i: (-relevance[i], i))  # best relevance first
+    weight = 1 - lam
+    while order:
         best, best_value = -1, -math.inf
-        for i in left:
-            value = lam * relevance[i] - (1 - lam) * closest[i]
-            if value > best_value or (value == best_value and hits[i].score > hits[best].score):
+        for i in order:
+            ceiling = lam * relevance[i]
+            if ceiling < best_value:
+                break  # every later candidate is bounded lower still
+            value = ceiling - weight * closest[i]
+            while compared[i] < len(picks) and value >= best_value:
+                closest[i] = max(closest[i], similarity(i, picks[compared[i]]))
+                compared[i] += 1
+                value = ceiling - weight * closest[i]
+            if compared[i] < len(picks):
+                continue  # already below the best: it cannot win this pick
+            if (
+                best < 0
+                or value > best_value
+                or (value == best_value and (scores[i] > scores[best] or (scores[i] == scores[best] and i < best)))
+            ):
                 best, best_value = i, value
-        left.remove(best)
-        chosen.append(hits[best])
-        for i in left:
-            if not tokens[i] and not tokens[best]:
-                similarity = float(empty[i] == empty[best])
-            else:
-                similarity = jaccard(tokens[i], tokens[best])
-            closest[i] = max(closest[i], similarity)
-    return chosen
+        order.remove(best)
+        picks.append(best)
+        yield hits[best]
 
 
 def hybrid(
@@ -310,28 +368,47 @@ def hybrid(
             ranking = hit.lexical if hit.content == 0 else hit.content
         hit.ranking = decay(ranking, hit.path, now, half_life_days)
         hit.score = 1.0 if hit.exact > 0 else 0.0 if hit.content == 0 else hit.ranking
-    ordered: List[Hit] = []
-    for level in (3, 2, 1):
-        tier = sort([hit for hit in merged.values() if hit.exact == level], _ranking_key)
-        for hit in tier:
-            hit.score = hit.ranking
-        tier = diversify(tier, lam, snippet)
-        for hit in tier:
-            hit.score = 1.0
-        ordered.extend(tier)
-    ordered.extend(diversify(sort([hit for hit in merged.values() if hit.exact == 0], _hybrid_key), lam, snippet))
     keys = {hit.key for hit in keyword}
-    strict = [hit for hit in ordered if hit.score >= min_score]
-    chosen = strict[:max_results]
-    if not keyword or len(chosen) == max_results:
-        return chosen
-    if not strict:
-        return [hit for hit in ordered if hit.score >= 0 and hit.key in keys][:max_results]
-    seen = {hit.key for hit in chosen}
+    hits = list(merged.values())
+    # How many will clear minScore (files named exactly report 1): the order is computed only as far
+    # as the choice below reads it (D-OPENCLAW-MMR).
+    strict_total = sum(1 for hit in hits if (1.0 if hit.exact > 0 else hit.score) >= min_score)
+    ordered = _hybrid_order(hits, lam, snippet)
+    if strict_total == 0:  # none clears minScore: the best keyword hits anyway
+        if not keyword:
+            return []
+        return list(itertools.islice((hit for hit in ordered if hit.score >= 0 and hit.key in keys), max_results))
+    chosen: List[Hit] = []
+    extra: List[Hit] = []  # keyword hits below minScore, to top up with
+    seen_extra = set()
+    wanted_extra = 0 if not keyword else max(0, max_results - strict_total)
     for hit in ordered:
+        if hit.score >= min_score:
+            chosen.append(hit)
+            if len(chosen) == max_results:
+                return chosen
+        elif hit.vector_score == 0 and hit.key in keys and hit.key not in seen_extra:
+            seen_extra.add(hit.key)
+            extra.append(hit)
+        if len(chosen) == strict_total and len(extra) >= wanted_extra:
+            break
+    seen = {hit.key for hit in chosen}
+    for hit in extra:
         if len(chosen) == max_results:
             break
-        if hit.score < min_score and hit.vector_score == 0 and hit.key in keys and hit.key not in seen:
+        if hit.key not in seen:
             seen.add(hit.key)
             chosen.append(hit)
     return chosen
+
+
+def _hybrid_order(merged: List[Hit], lam: float, snippet: Callable[[str], str]) -> Iterator[Hit]:
+    """Files named exactly first, each tier diversified and reported at 1, then the others diversified."""
+    for level in (3, 2, 1):
+        tier = sort([hit for hit in merged if hit.exact == level], _ranking_key)
+        for hit in tier:
+            hit.score = hit.ranking
+        for hit in diversified(tier, lam, snippet):
+            hit.score = 1.0
+            yield hit
+    yield from diversified(sort([hit for hit in merged if hit.exact == 0], _hybrid_key), lam, snippet)

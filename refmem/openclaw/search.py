@@ -13,7 +13,7 @@ keywords (at most 6, `terms.keywords`) is searched the same way and everything m
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import rank
 from .bm25 import rank_to_score
@@ -191,6 +191,16 @@ def present(hit: Hit, hybrid: bool, snippet_chars: int) -> Dict[str, Any]:
     return result
 
 
+def weights(embed: Embed, limits: OpenClawLimits) -> Tuple[float, float]:
+    """The hybrid weights (cosine, keyword score): the embedding model's calibrated ones when it has them
+    (D-OPENCLAW-EMBED-CALIBRATION), else OpenClaw's 0.7 and 0.3."""
+    calibrated = getattr(embed, "vector_weight", None)
+    if calibrated is None:
+        return limits.vector_weight, limits.text_weight
+    vector = max(0.0, min(1.0, float(calibrated)))
+    return vector, 1.0 - vector
+
+
 def run(
     index: Index,
     query: str,
@@ -214,7 +224,7 @@ def run(
     return rank.hybrid(
         keyword,
         vector,
-        (limits.vector_weight, limits.text_weight),
+        weights(embed, limits),
         now,
         limits.half_life_days,
         limits.mmr_lambda,

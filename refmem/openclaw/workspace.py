@@ -34,6 +34,7 @@ from .fresh import Freshness, JournalFreshness
 from .index import FORMAT, Embed, Index, Refreshed
 from .limits import DEFAULT_OPENCLAW_LIMITS, OpenClawLimits
 from .messages import NOTICES, Refusal, error_result, problem, search_error
+from .rank import Hit
 from .storedisk import StoreDisk
 from .window import read_excerpt
 
@@ -202,16 +203,25 @@ class OpenClawMemory:
         warnings: List[str] = []
         if index.notice is not None:
             warnings.append(NOTICES["index_in_memory"].format(reason=index.notice))
-        embed = self._ready_embedder(index, warnings)
         now = self.clock()
-        try:
-            hits = search.run(index, parsed.query, parsed.max_results, parsed.min_score, self.limits, now, embed)
-        except sqlite3.Error:
-            return search_error("index_failed", unavailable=True, reason="the index could not be read")
-        except Exception:  # noqa: BLE001 - the embedding function is the application's code
-            warnings.append(problem("embedder_failed").template)
-            embed = None
-            hits = search.run(index, parsed.query, parsed.max_results, parsed.min_score, self.limits, now, None)
+        hits: Optional[List[Hit]] = None
+        with embeddings.search_deadline(self.limits.embed_deadline_ms / 1000):  # D-OPENCLAW-EMBED-DEADLINE
+            embed = self._ready_embedder(index, warnings)
+            if embed is not None:
+                try:
+                    hits = search.run(
+                        index, parsed.query, parsed.max_results, self._min_score(parsed, embed), self.limits, now, embed
+                    )
+                except sqlite3.Error:
+                    return search_error("index_failed", unavailable=True, reason="the index could not be read")
+                except Exception as error:  # noqa: BLE001 - the embedding function is the application's code
+                    warnings.append(self._embed_problem(error))
+                    embed = None
+        if hits is None:
+            try:
+                hits = search.run(index, parsed.query, parsed.max_results, parsed.min_score, self.limits, now, None)
+            except sqlite3.Error:
+                return search_error("index_failed", unavailable=True, reason="the index could not be read")
         hits = [hit for hit in hits if self.allowed(hit.path)]
         result: Dict[str, Any] = {
             "results": [search.present(hit, embed is not None, self.limits.snippet_max_chars) for hit in hits],
@@ -238,6 +248,10 @@ class OpenClawMemory:
         """(memory files indexed, chunks) in the search index."""
         return self._open_index().counts()
 
+    def index_held(self) -> Dict[str, int]:
+        """What the search index keeps in memory and on disk (`Index.held`, D-OPENCLAW-PRIVATE-INDEX)."""
+        return self._open_index().held()
+
     def _open_index(self) -> Index:
         with self._lock:
             if self._index is None:
@@ -247,7 +261,7 @@ class OpenClawMemory:
                     "embedding": self.embed_fingerprint,
                 }
                 if self._index_kind == "memory":
-                    self._index = Index.in_memory(settings, None)
+                    self._index = Index.in_memory(settings, None, cache_kib=self.limits.private_index_cache_kib)
                 else:
                     self._index = Index.open(self.disk, settings)
                 self._index.provider = self.embed_fingerprint or None
@@ -258,10 +272,26 @@ class OpenClawMemory:
             return None
         try:
             index.embed_missing(self.embed)
-        except Exception:  # noqa: BLE001 - the embedding function is the application's code
-            warnings.append(problem("embedder_failed").template)
+        except Exception as error:  # noqa: BLE001 - the embedding function is the application's code
+            warnings.append(self._embed_problem(error))
             return None
         return self.embed
+
+    def _embed_problem(self, error: Exception) -> str:
+        """What the search's `warning` says when it answered from keywords because of the embeddings."""
+        if isinstance(error, embeddings.EmbeddingOutage):
+            return problem("embedder_down", s=self.limits.embed_retry_ms // 1000).template
+        if isinstance(error, embeddings.EmbeddingDeadline):
+            return problem("embedder_deadline", ms=self.limits.embed_deadline_ms).template
+        return problem("embedder_failed").template
+
+    def _min_score(self, parsed: inputs.SearchInput, embed: Optional[Embed]) -> float:
+        """The minScore the model sent, else the embedding model's calibrated one in hybrid mode, else the
+        default (D-OPENCLAW-EMBED-CALIBRATION)."""
+        if parsed.min_score_given or embed is None:
+            return parsed.min_score
+        calibrated = getattr(embed, "min_score", None)
+        return parsed.min_score if calibrated is None else float(calibrated)
 
     # -- daily logs --
 
