@@ -21,6 +21,7 @@ import contextlib
 import functools
 import hashlib
 import math
+import re
 import sqlite3
 import threading
 import unicodedata
@@ -456,10 +457,29 @@ class Index:
             )
             return [(self._hit(chunk), rank) for chunk, rank in ranked]
 
-    def path_matches(self, expression: Optional[str], query: str) -> List[Tuple[str, float]]:
-        """Every file whose path matches the FTS5 expression, with its BM25 rank over the paths."""
-        if expression is None:
+    def path_matches(
+        self, expression: Optional[str], query: str, substrings: Sequence[str] = ()
+    ) -> List[Tuple[str, float]]:
+        """Every file whose path matches the FTS5 expression, with its BM25 rank over the paths (0 for
+        every file without an expression), and whose path, NFC, holds each of `substrings` in any case
+        (OpenClaw's path search of non-ASCII words: `search.path_plans`)."""
+        if expression is None and not substrings:
             return []
+        found = self._path_ranks(expression, query) if expression is not None else self._live_paths()
+        if not substrings:
+            return found
+        matchers = [re.compile(re.escape(unicodedata.normalize("NFC", text)), re.IGNORECASE) for text in substrings]
+        return [
+            (path, rank)
+            for path, rank in found
+            if all(matcher.search(unicodedata.normalize("NFC", path)) for matcher in matchers)
+        ]
+
+    def _live_paths(self) -> List[Tuple[str, float]]:
+        with self.lock:
+            return [(row[0], 0.0) for row in self.conn.execute("SELECT path FROM files WHERE chunks > 0")]
+
+    def _path_ranks(self, expression: str, query: str) -> List[Tuple[str, float]]:
         with self.lock:
             if self.mode == "fts5":
                 try:
@@ -474,8 +494,8 @@ class Index:
             found = self._python_ranks(
                 "path_postings",
                 "file",
-                "SELECT COUNT(*), COALESCE(SUM(length), 0) FROM files AS f "
-                "WHERE EXISTS (SELECT 1 FROM path_postings WHERE file = f.id)",
+                "SELECT COUNT(*), COALESCE(SUM(length), 0) FROM "
+                "(SELECT file, MAX(length) AS length FROM path_postings GROUP BY file)",
                 query,
                 1 << 30,
             )
