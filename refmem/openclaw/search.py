@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import unicodedata
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from . import rank
 from .bm25 import rank_to_score
@@ -78,7 +78,7 @@ def path_plans(term: str) -> List[PathPlan]:
     name (a plan without an FTS5 expression scores a path 1), and `佐` finds `佐藤花子-3.md`
     (D-OPENCLAW-SEARCH-SCRIPTS)."""
     plans = [PathPlan(fts_expression(term), term, ())]
-    seen = {(plans[0].expression, ())}
+    seen: Set[Tuple[Optional[str], Tuple[str, ...]]] = {(plans[0].expression, ())}
     for form in dict.fromkeys((unicodedata.normalize("NFC", term), unicodedata.normalize("NFD", term))):
         found = path_words(form)
         substrings = tuple(word for word in found if not word.isascii())
