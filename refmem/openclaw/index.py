@@ -35,7 +35,7 @@ from .limits import OpenClawLimits
 from .rank import Hit
 from .terms import fts_terms, terms, words
 
-FORMAT = "refmem-openclaw-index/2"
+FORMAT = "refmem-openclaw-index/3"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _ROLLBACK_VERSIONS = (b"\x01\x01",)
 """Header bytes 18-19 of a database in the rollback-journal format (WAL would be 2, 2)."""
@@ -52,7 +52,7 @@ _COMMON = (
     "CREATE INDEX files_by_key_stem ON files(key_stem)",
     "CREATE TABLE chunks(id INTEGER PRIMARY KEY, path TEXT NOT NULL, start_line INTEGER NOT NULL, "
     "end_line INTEGER NOT NULL, text TEXT NOT NULL, length INTEGER NOT NULL, words INTEGER NOT NULL, "
-    "hash TEXT NOT NULL, embedding BLOB)",
+    "hash TEXT NOT NULL, embedding BLOB, vocab TEXT NOT NULL DEFAULT '')",
     "CREATE INDEX chunks_by_path ON chunks(path, start_line, end_line, id)",
     "CREATE TABLE embedding_cache(provider TEXT NOT NULL, hash TEXT NOT NULL, vector BLOB NOT NULL, "
     "PRIMARY KEY(provider, hash)) WITHOUT ROWID",
@@ -339,7 +339,8 @@ class Index:
         for piece in pieces:
             counts = collections.Counter(terms(piece.text)) if self.mode == "python" else None
             length = sum(counts.values()) if counts is not None else 0  # FTS5 counts its own lengths
-            distinct = len(set(words(piece.text)))
+            vocab = list(dict.fromkeys(words(piece.text)))  # the boost's words, cut once here, not per search
+            distinct = len(vocab)
             digest = content_hash(piece.text)
             cached = None
             if self.provider is not None:
@@ -347,8 +348,8 @@ class Index:
                     "SELECT vector FROM embedding_cache WHERE provider = ? AND hash = ?", (self.provider, digest)
                 ).fetchone()
             cursor = self.conn.execute(
-                "INSERT INTO chunks(path, start_line, end_line, text, length, words, hash, embedding) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO chunks(path, start_line, end_line, text, length, words, hash, embedding, vocab) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     path,
                     piece.start_line,
@@ -358,6 +359,7 @@ class Index:
                     distinct,
                     digest,
                     cached[0] if cached else None,
+                    " ".join(vocab),
                 ),
             )
             chunk = cursor.lastrowid
@@ -443,7 +445,7 @@ class Index:
                 try:
                     rows = list(
                         self.conn.execute(
-                            "SELECT c.id, c.path, c.start_line, c.end_line, c.text, c.words, f.rank "
+                            "SELECT c.id, c.path, c.start_line, c.end_line, c.text, c.words, c.vocab, f.rank "
                             "FROM chunks_fts AS f JOIN chunks AS c ON c.id = f.rowid "
                             "WHERE chunks_fts MATCH ? ORDER BY f.rank LIMIT ?",
                             (expression, limit),
@@ -451,7 +453,10 @@ class Index:
                     )
                 except sqlite3.OperationalError:
                     return []  # a run FTS5 reads as no term at all
-                return [(Hit(row[0], row[1], row[2], row[3], row[4], words=row[5]), float(row[6])) for row in rows]
+                return [
+                    (Hit(row[0], row[1], row[2], row[3], row[4], words=row[5], vocab=row[6]), float(row[7]))
+                    for row in rows
+                ]
             ranked = self._python_ranks(
                 "postings", "chunk", "SELECT COUNT(*), COALESCE(SUM(length), 0) FROM chunks", query, limit
             )
@@ -528,11 +533,11 @@ class Index:
     def first_chunk(self, path: str) -> Optional[Hit]:
         with self.lock:
             row = self.conn.execute(
-                "SELECT id, path, start_line, end_line, text, words FROM chunks WHERE path = ? "
+                "SELECT id, path, start_line, end_line, text, words, vocab FROM chunks WHERE path = ? "
                 "ORDER BY start_line, end_line, id LIMIT 1",
                 (path,),
             ).fetchone()
-        return None if row is None else Hit(row[0], row[1], row[2], row[3], row[4], words=row[5])
+        return None if row is None else Hit(row[0], row[1], row[2], row[3], row[4], words=row[5], vocab=row[6])
 
     def _python_ranks(
         self, table: str, column: str, totals: str, query: str, limit: int
@@ -600,9 +605,9 @@ class Index:
 
     def _hit(self, chunk: int) -> Hit:
         row = self.conn.execute(
-            "SELECT path, start_line, end_line, text, words FROM chunks WHERE id = ?", (chunk,)
+            "SELECT path, start_line, end_line, text, words, vocab FROM chunks WHERE id = ?", (chunk,)
         ).fetchone()
-        return Hit(chunk, row[0], row[1], row[2], row[3], words=row[4])
+        return Hit(chunk, row[0], row[1], row[2], row[3], words=row[4], vocab=row[5])
 
     def _vector_cache(self) -> Dict[int, Tuple[array.array[float], float]]:
         if self._vectors is None or self._vectors[0] != self.generation:

@@ -53,7 +53,7 @@ def _body(index: Index, term: str, query: Query, limit: int) -> List[Hit]:
         if query.words:
             boost = query.boosts.get(hit.chunk)
             if boost is None:
-                boost = query.boosts[hit.chunk] = rank.boost_of(query.words, hit.path, hit.text, hit.words)
+                boost = query.boosts[hit.chunk] = rank.boost_of(query.words, hit.path, hit.text, hit.words, hit.vocab)
             hit.score = min(1.0, hit.text_score + boost)
         else:
             hit.score = hit.text_score
