@@ -16,6 +16,7 @@
 from __future__ import annotations
 
 import array
+import bisect
 import collections
 import contextlib
 import functools
@@ -25,7 +26,7 @@ import re
 import sqlite3
 import threading
 import unicodedata
-from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from ..messages import IO_REASONS, io_reason
 from ..problems import FsProblem
@@ -175,6 +176,7 @@ class Index:
         self.cache_entries = 50_000
         self.vec = _load_sqlite_vec(conn)  # nearest neighbours in SQLite when sqlite-vec is installed
         self._vectors: Optional[Tuple[int, Dict[int, Tuple[array.array[float], float]]]] = None
+        self._live: Optional[Tuple[int, List[str], str, List[int]]] = None  # the paths, for `_paths_holding`
 
     # -- opening --
 
@@ -470,19 +472,33 @@ class Index:
         (OpenClaw's path search of non-ASCII words: `search.path_plans`)."""
         if expression is None and not substrings:
             return []
-        found = self._path_ranks(expression, query) if expression is not None else self._live_paths()
-        if not substrings:
-            return found
         matchers = [re.compile(re.escape(unicodedata.normalize("NFC", text)), re.IGNORECASE) for text in substrings]
+        if expression is None:
+            return [(path, 0.0) for path in self._paths_holding(matchers)]
         return [
             (path, rank)
-            for path, rank in found
+            for path, rank in self._path_ranks(expression, query)
             if all(matcher.search(unicodedata.normalize("NFC", path)) for matcher in matchers)
         ]
 
-    def _live_paths(self) -> List[Tuple[str, float]]:
+    def _paths_holding(self, matchers: Sequence[re.Pattern[str]]) -> List[str]:
+        """The indexed paths whose NFC form each matcher finds: one pass of each over every path at once
+        (the paths joined by line feeds, kept until the index changes), not a loop over the paths."""
         with self.lock:
-            return [(row[0], 0.0) for row in self.conn.execute("SELECT path FROM files WHERE chunks > 0")]
+            if self._live is None or self._live[0] != self.generation:
+                listed = [row[0] for row in self.conn.execute("SELECT path FROM files WHERE chunks > 0 ORDER BY path")]
+                normal = [unicodedata.normalize("NFC", path) for path in listed]
+                starts, offset = [], 0
+                for path in normal:
+                    starts.append(offset)
+                    offset += len(path) + 1
+                self._live = (self.generation, listed, "\n".join(normal), starts)
+            _, listed, joined, starts = self._live
+        chosen: Optional[Set[int]] = None
+        for matcher in matchers:
+            found = {bisect.bisect_right(starts, match.start()) - 1 for match in matcher.finditer(joined)}
+            chosen = found if chosen is None else chosen & found
+        return [listed[number] for number in sorted(chosen or ())]
 
     def _path_ranks(self, expression: str, query: str) -> List[Tuple[str, float]]:
         with self.lock:

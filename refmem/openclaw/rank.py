@@ -131,11 +131,8 @@ def boost_of(query_words: Sequence[str], path: str, text: str, distinct: int, vo
     chunk's count of distinct ranking words and `vocab` those words, both kept in the index: the words
     present are looked up, not searched for in the text (`count_words`)."""
     if vocab:  # (an index row written without it: cut here)
-        present = frozenset(vocab.split(" "))
-        overlap = 0
-        for word in query_words:
-            if word in present or (not text.isascii() and has_word(text.lower(), word)):
-                overlap += 1
+        present = frozenset(vocab.split(" "))  # OpenClaw's test: a query word equal to a word of the text
+        overlap = sum(1 for word in query_words if word in present)
     else:
         overlap = count_words(text.lower(), query_words)
     lowered_path = path.lower()
@@ -143,7 +140,9 @@ def boost_of(query_words: Sequence[str], path: str, text: str, distinct: int, vo
     for word in query_words:
         if word in lowered_path:
             path_boost += 0.18
-    length = len(text) if text.isascii() else len(text) + sum(1 for char in text if ord(char) > 0xFFFF)
+    length = len(text)  # UTF-16 units; only a text under 29 of them earns less than the full 0.18
+    if length < 29 and not text.isascii():
+        length += sum(1 for char in text if ord(char) > 0xFFFF)
     return (
         (overlap / len(query_words)) * 0.45 + (overlap / max(distinct, 1)) * 0.2 + path_boost + min(length / 160, 0.18)
     )
