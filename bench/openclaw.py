@@ -29,7 +29,7 @@ import tempfile
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from bench.openclaw_workspace import Workspace, agreement, generate, paraphrase_set, write
+from bench.openclaw_workspace import Workspace, agreement, generate, paraphrase_set, sized, write
 
 
 def percentile(values: List[float], share: float) -> float:
@@ -62,6 +62,7 @@ class Side:
         self.tools = tools
         self.target: Any = None
         self.latencies: List[float] = []
+        self.by_query: Dict[str, List[float]] = {}
         self.numbers: Dict[str, Any] = {}
 
     def timed(self, tool: str, tool_input: Dict[str, Any]) -> Tuple[float, Any]:
@@ -106,7 +107,7 @@ def open_sides(openclaw: bool, timeout: float) -> List[Side]:
 
 def speed(files: int, openclaw: bool, timeout: float) -> List[Side]:
     """The side-by-side run on a workspace of about `files` memory files."""
-    workspace = generate(days=max(10, files - 192))
+    workspace = sized(files, files * 2_100)  # >= 2 MB at 1,000 files, >= 20 MB at 10,000
     base = pathlib.Path(tempfile.mkdtemp(prefix="refmem-bench-openclaw-"))
     sides = open_sides(openclaw, timeout)
     try:
@@ -123,11 +124,16 @@ def speed(files: int, openclaw: bool, timeout: float) -> List[Side]:
                     took, reply = side.timed("memory_search", {"query": query})
                     if _usable(reply):
                         side.latencies.append(took)
+                        side.by_query.setdefault(query, []).append(took)
         names = sorted(path for path in workspace.files if path.startswith("memory/people/"))[:20]
         for name in names:
             for side in sides:
                 gets[side.name].append(side.timed("memory_get", {"path": name})[0])
         for side in sides:
+            slowest = sorted(side.by_query.items(), key=lambda item: -statistics.median(item[1]))[:3]
+            side.numbers["slowest queries (median ms)"] = "; ".join(
+                f"{query} ({statistics.median(times) * 1000:.1f})" for query, times in slowest
+            )
             side.numbers["search median, ms"] = statistics.median(side.latencies) * 1000
             side.numbers["search p95, ms"] = percentile(side.latencies, 0.95) * 1000
             side.numbers["memory_get median, ms"] = statistics.median(gets[side.name]) * 1000

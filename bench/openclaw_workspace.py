@@ -270,3 +270,42 @@ def paraphrase_set(seed: int = 21) -> Tuple[Dict[str, str], List[Tuple[str, str]
             questions.append((question.format(other=other), path))
             number += 1
     return files, questions
+
+
+# Names in other scripts, for the bench's workspaces: accented Latin, CJK, Korean, Cyrillic.
+WORLD_NAMES = """Zoë Ørsted|José Núñez|Björn Åberg|Chloé Lefèvre|Dvořák Jiří|Łucja Wąs|佐藤花子|王伟|李娜|김민준|
+이서연|Анна Смирнова|Ñandú Pérez|Søren Kjær|Ana Çelik|田中太郎""".replace("\n", "").split("|")
+
+
+def sized(files: int, min_bytes: int, seed: int = 20) -> Workspace:
+    """A bench workspace of about `files` memory files and at least `min_bytes` of notes: `generate`'s,
+    with notes on people named in other scripts (`王伟-3.md`, `zoë-ørsted-1.md`) and their queries
+    (the name, a word of it, "what did 佐藤花子 say about Stripe"), and daily logs grown with more entries
+    of the same kinds until the workspace is that large. Every query kind a user types is in it: names,
+    dates, topics, file names, conversational questions, phrases, CJK and accented words."""
+    base = generate(seed=seed, days=max(10, files - 192 - len(WORLD_NAMES) * 2))
+    rng = random.Random(seed + 1)
+    names = [name for name, _ in sorted({_person(rng) for _ in range(120)})[:60]]
+    notes = dict(base.files)
+    queries = list(base.queries)
+    for number, name in enumerate(WORLD_NAMES):
+        slug = "-".join(name.lower().split())
+        for copy in range(2):
+            lines = [f"# {name}", ""] + [
+                f"- {rng.choice(VERBS)} {rng.choice(TOOLS)} ({rng.choice(REASONS)})." for _ in range(rng.randint(3, 9))
+            ]
+            notes[f"memory/people/{slug}-{number * 2 + copy}.md"] = "\n".join(lines) + "\n"
+        words = name.split()
+        queries += [name, words[0].lower(), f"what did {words[0]} say about {rng.choice(TOOLS)}"]
+    queries += ["billing migration", '"release train"', "roll back Kafka"]
+    logs = sorted(path for path in notes if path.startswith("memory/2"))
+    total = sum(len(text.encode("utf-8")) for text in notes.values())
+    turn = 0
+    while total < min_bytes:
+        path = logs[turn % len(logs)]
+        who = names + [name.split()[0] for name in WORLD_NAMES]
+        line = f"- {_sentence(rng, who)} {rng.choice(FILLER)}\n"
+        notes[path] += line
+        total += len(line.encode("utf-8"))
+        turn += 1
+    return Workspace(notes, queries, base.paraphrases)

@@ -41,7 +41,7 @@ def test_a_bad_bound_is_refused_with_its_message(table: Type[Bounds], values: Di
 
 
 def test_the_floors_differ_where_the_tables_need_them() -> None:
-    assert OpenClawLimits(half_life_days=0, candidate_multiplier=0).half_life_days == 0
+    assert OpenClawLimits(half_life_days=0, fallback_terms=0).half_life_days == 0
     assert Limits(max_name_bytes=255, max_depth=1).max_depth == 1
 
 

@@ -20,7 +20,7 @@ from typing import Callable, Dict, List, Optional, Set, Tuple
 
 from ..storage import Store
 from ..store import Root
-from . import changes, paths
+from . import changes, paths, watch
 from .disk import Files, FolderState
 from .index import Index, Refreshed
 from .limits import OpenClawLimits
@@ -48,7 +48,9 @@ class Freshness:
         self.limits = limits
         key = changes.workspace_key(root)
         self.notices = changes.Notices(key)
-        sources: List[changes.Source] = [self.notices, changes.Interval(limits.scan_interval_ms * 1_000_000)]
+        self.watcher = watch.start(root.real)
+        self.interval = changes.Interval(limits.scan_interval_ms * 1_000_000)
+        sources: List[changes.Source] = [self.notices, self.watcher or self.interval]
         store_journal = changes.journal(root) if journal else None
         if store_journal is not None:
             sources.append(store_journal)
@@ -58,26 +60,53 @@ class Freshness:
         self.lock = threading.Lock()
         self.full_scans = 0
 
+    @property
+    def method(self) -> str:
+        """How edits made in place by another program are found: `inotify`, or `interval` (the full scan)."""
+        return "inotify" if self.watcher is not None else "interval"
+
+    def close(self) -> None:
+        if self.watcher is not None:
+            self.watcher.close()
+
+    def _watch(self) -> None:
+        """Watch every folder known; where the kernel refuses, go back to the interval."""
+        if self.watcher is None:
+            return
+        self.watcher.watch(self.folders)
+        if self.watcher.failed:
+            self.watcher.close()
+            self.watcher = None
+            self.sources[1] = self.interval
+            self.tokens[1] = 0
+
     def update(self, index: Index, disk: Files) -> Refreshed:
         """Bring `index` up to date (see the module docstring)."""
         with self.lock:
-            changed: Set[str] = set()
-            full = False
-            for number, source in enumerate(self.sources):
-                self.tokens[number], found = source.changes_since(self.tokens[number])
-                if found is None:
-                    full = True
-                else:
-                    changed |= found
-            if full:
-                return self.full(index, disk)
-            total = [0, 0, 0, 0]
-            for result in self._check_folders(index, disk):
-                total = [a + b for a, b in zip(total, result)]
-            if changed:
-                result = index.refresh_paths(disk, self.limits, changed)
-                total = [a + b for a, b in zip(total, result)]
-            return Refreshed(*total)
+            try:
+                return self._update(index, disk)
+            finally:
+                self._watch()
+
+    def _update(self, index: Index, disk: Files) -> Refreshed:
+        """The sources asked, then what they name (or everything) read again."""
+        changed: Set[str] = set()
+        full = False
+        for number, source in enumerate(self.sources):
+            self.tokens[number], found = source.changes_since(self.tokens[number])
+            if found is None:
+                full = True
+            else:
+                changed |= found
+        if full:
+            return self.full(index, disk)
+        total = [0, 0, 0, 0]
+        for result in self._check_folders(index, disk):
+            total = [a + b for a, b in zip(total, result)]
+        if changed:
+            result = index.refresh_paths(disk, self.limits, changed)
+            total = [a + b for a, b in zip(total, result)]
+        return Refreshed(*total)
 
     def full(self, index: Index, disk: Files) -> Refreshed:
         """The full scan, now."""
@@ -148,6 +177,9 @@ class JournalFreshness:
         self.generation: Optional[int] = None  # None: no search yet, the first one scans
         self.lock = threading.Lock()
         self.full_scans = 0
+
+    method = "journal"
+    """How changes are found: every change to the store is in its journal."""
 
     def update(self, index: Index, disk: Files) -> Refreshed:
         """Bring `index` up to date (see the class docstring)."""

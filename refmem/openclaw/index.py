@@ -16,16 +16,18 @@
 from __future__ import annotations
 
 import array
+import bisect
 import collections
 import contextlib
 import functools
 import hashlib
 import math
 import operator
+import re
 import sqlite3
 import threading
 import unicodedata
-from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from ..messages import IO_REASONS, io_reason
 from ..problems import FsProblem
@@ -35,7 +37,7 @@ from .limits import OpenClawLimits
 from .rank import Hit
 from .terms import fts_terms, terms, words
 
-FORMAT = "refmem-openclaw-index/2"
+FORMAT = "refmem-openclaw-index/3"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _ROLLBACK_VERSIONS = (b"\x01\x01",)
 """Header bytes 18-19 of a database in the rollback-journal format (WAL would be 2, 2)."""
@@ -52,7 +54,7 @@ _COMMON = (
     "CREATE INDEX files_by_key_stem ON files(key_stem)",
     "CREATE TABLE chunks(id INTEGER PRIMARY KEY, path TEXT NOT NULL, start_line INTEGER NOT NULL, "
     "end_line INTEGER NOT NULL, text TEXT NOT NULL, length INTEGER NOT NULL, words INTEGER NOT NULL, "
-    "hash TEXT NOT NULL, embedding BLOB)",
+    "hash TEXT NOT NULL, embedding BLOB, vocab TEXT NOT NULL DEFAULT '')",
     "CREATE INDEX chunks_by_path ON chunks(path, start_line, end_line, id)",
     "CREATE TABLE embedding_cache(provider TEXT NOT NULL, hash TEXT NOT NULL, vector BLOB NOT NULL, "
     "PRIMARY KEY(provider, hash)) WITHOUT ROWID",
@@ -175,6 +177,7 @@ class Index:
         self.cache_entries = 50_000
         self.vec = _load_sqlite_vec(conn)  # nearest neighbours in SQLite when sqlite-vec is installed
         self._vectors: Optional[Tuple[int, Dict[int, Tuple[array.array[float], float]]]] = None
+        self._live: Optional[Tuple[int, List[str], str, List[int]]] = None  # the paths, for `_paths_holding`
 
     # -- opening --
 
@@ -364,7 +367,8 @@ class Index:
         for piece in pieces:
             counts = collections.Counter(terms(piece.text)) if self.mode == "python" else None
             length = sum(counts.values()) if counts is not None else 0  # FTS5 counts its own lengths
-            distinct = len(set(words(piece.text)))
+            vocab = list(dict.fromkeys(words(piece.text)))  # the boost's words, cut once here, not per search
+            distinct = len(vocab)
             digest = content_hash(piece.text)
             cached = None
             if self.provider is not None:
@@ -372,8 +376,8 @@ class Index:
                     "SELECT vector FROM embedding_cache WHERE provider = ? AND hash = ?", (self.provider, digest)
                 ).fetchone()
             cursor = self.conn.execute(
-                "INSERT INTO chunks(path, start_line, end_line, text, length, words, hash, embedding) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO chunks(path, start_line, end_line, text, length, words, hash, embedding, vocab) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     path,
                     piece.start_line,
@@ -383,6 +387,7 @@ class Index:
                     distinct,
                     digest,
                     cached[0] if cached else None,
+                    " ".join(vocab),
                 ),
             )
             chunk = cursor.lastrowid
@@ -468,7 +473,7 @@ class Index:
                 try:
                     rows = list(
                         self.conn.execute(
-                            "SELECT c.id, c.path, c.start_line, c.end_line, c.text, c.words, f.rank "
+                            "SELECT c.id, c.path, c.start_line, c.end_line, c.text, c.words, c.vocab, f.rank "
                             "FROM chunks_fts AS f JOIN chunks AS c ON c.id = f.rowid "
                             "WHERE chunks_fts MATCH ? ORDER BY f.rank LIMIT ?",
                             (expression, limit),
@@ -476,16 +481,52 @@ class Index:
                     )
                 except sqlite3.OperationalError:
                     return []  # a run FTS5 reads as no term at all
-                return [(Hit(row[0], row[1], row[2], row[3], row[4], words=row[5]), float(row[6])) for row in rows]
+                return [
+                    (Hit(row[0], row[1], row[2], row[3], row[4], words=row[5], vocab=row[6]), float(row[7]))
+                    for row in rows
+                ]
             ranked = self._python_ranks(
                 "postings", "chunk", "SELECT COUNT(*), COALESCE(SUM(length), 0) FROM chunks", query, limit
             )
             return [(self._hit(chunk), rank) for chunk, rank in ranked]
 
-    def path_matches(self, expression: Optional[str], query: str) -> List[Tuple[str, float]]:
-        """Every file whose path matches the FTS5 expression, with its BM25 rank over the paths."""
-        if expression is None:
+    def path_matches(
+        self, expression: Optional[str], query: str, substrings: Sequence[str] = ()
+    ) -> List[Tuple[str, float]]:
+        """Every file whose path matches the FTS5 expression, with its BM25 rank over the paths (0 for
+        every file without an expression), and whose path, NFC, holds each of `substrings` in any case
+        (OpenClaw's path search of non-ASCII words: `search.path_plans`)."""
+        if expression is None and not substrings:
             return []
+        matchers = [re.compile(re.escape(unicodedata.normalize("NFC", text)), re.IGNORECASE) for text in substrings]
+        if expression is None:
+            return [(path, 0.0) for path in self._paths_holding(matchers)]
+        return [
+            (path, rank)
+            for path, rank in self._path_ranks(expression, query)
+            if all(matcher.search(unicodedata.normalize("NFC", path)) for matcher in matchers)
+        ]
+
+    def _paths_holding(self, matchers: Sequence[re.Pattern[str]]) -> List[str]:
+        """The indexed paths whose NFC form each matcher finds: one pass of each over every path at once
+        (the paths joined by line feeds, kept until the index changes), not a loop over the paths."""
+        with self.lock:
+            if self._live is None or self._live[0] != self.generation:
+                listed = [row[0] for row in self.conn.execute("SELECT path FROM files WHERE chunks > 0 ORDER BY path")]
+                normal = [unicodedata.normalize("NFC", path) for path in listed]
+                starts, offset = [], 0
+                for path in normal:
+                    starts.append(offset)
+                    offset += len(path) + 1
+                self._live = (self.generation, listed, "\n".join(normal), starts)
+            _, listed, joined, starts = self._live
+        chosen: Optional[Set[int]] = None
+        for matcher in matchers:
+            found = {bisect.bisect_right(starts, match.start()) - 1 for match in matcher.finditer(joined)}
+            chosen = found if chosen is None else chosen & found
+        return [listed[number] for number in sorted(chosen or ())]
+
+    def _path_ranks(self, expression: str, query: str) -> List[Tuple[str, float]]:
         with self.lock:
             if self.mode == "fts5":
                 try:
@@ -500,8 +541,8 @@ class Index:
             found = self._python_ranks(
                 "path_postings",
                 "file",
-                "SELECT COUNT(*), COALESCE(SUM(length), 0) FROM files AS f "
-                "WHERE EXISTS (SELECT 1 FROM path_postings WHERE file = f.id)",
+                "SELECT COUNT(*), COALESCE(SUM(length), 0) FROM "
+                "(SELECT file, MAX(length) AS length FROM path_postings GROUP BY file)",
                 query,
                 1 << 30,
             )
@@ -534,11 +575,11 @@ class Index:
     def first_chunk(self, path: str) -> Optional[Hit]:
         with self.lock:
             row = self.conn.execute(
-                "SELECT id, path, start_line, end_line, text, words FROM chunks WHERE path = ? "
+                "SELECT id, path, start_line, end_line, text, words, vocab FROM chunks WHERE path = ? "
                 "ORDER BY start_line, end_line, id LIMIT 1",
                 (path,),
             ).fetchone()
-        return None if row is None else Hit(row[0], row[1], row[2], row[3], row[4], words=row[5])
+        return None if row is None else Hit(row[0], row[1], row[2], row[3], row[4], words=row[5], vocab=row[6])
 
     def _python_ranks(
         self, table: str, column: str, totals: str, query: str, limit: int
@@ -607,9 +648,9 @@ class Index:
 
     def _hit(self, chunk: int) -> Hit:
         row = self.conn.execute(
-            "SELECT path, start_line, end_line, text, words FROM chunks WHERE id = ?", (chunk,)
+            "SELECT path, start_line, end_line, text, words, vocab FROM chunks WHERE id = ?", (chunk,)
         ).fetchone()
-        return Hit(chunk, row[0], row[1], row[2], row[3], words=row[4])
+        return Hit(chunk, row[0], row[1], row[2], row[3], words=row[4], vocab=row[5])
 
     def _vector_cache(self) -> Dict[int, Tuple[array.array[float], float]]:
         if self._vectors is None or self._vectors[0] != self.generation:

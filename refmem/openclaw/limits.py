@@ -54,20 +54,14 @@ class OpenClawLimits(Bounds):
     search_min_score_percent: int = 35
     """Default `minScore`, in hundredths (OpenClaw's 0.35)."""
 
-    candidate_multiplier: int = 4
-    """Keyword and vector candidates fetched per wanted result."""
-
     candidate_cap: int = 200
-    """Most candidates fetched from either retriever."""
+    """Candidates fetched from either retriever, whatever `maxResults` is (OpenClaw's pool)."""
 
     fallback_terms: int = 6
     """Most single keywords searched when the whole query finds too little."""
 
     max_query_chars: int = 4_000
     """Longest query searched; a longer one is refused (D-OPENCLAW-SEARCH-BOUNDS)."""
-
-    max_query_terms: int = 32
-    """Distinct query terms kept; later ones are ignored."""
 
     max_index_file_bytes: int = 8_388_608
     """Memory files larger than this are not indexed (they stay readable through memory_get)."""

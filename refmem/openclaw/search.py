@@ -13,7 +13,8 @@ keywords (at most 6, `terms.keywords`) is searched the same way and everything m
 from __future__ import annotations
 
 import functools
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+import unicodedata
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 from . import rank
 from .bm25 import rank_to_score
@@ -52,7 +53,7 @@ def _body(index: Index, term: str, query: Query, limit: int) -> List[Hit]:
         if query.words:
             boost = query.boosts.get(hit.chunk)
             if boost is None:
-                boost = query.boosts[hit.chunk] = rank.boost_of(query.words, hit.path, hit.text, hit.words)
+                boost = query.boosts[hit.chunk] = rank.boost_of(query.words, hit.path, hit.text, hit.words, hit.vocab)
             hit.score = min(1.0, hit.text_score + boost)
         else:
             hit.score = hit.text_score
@@ -61,8 +62,54 @@ def _body(index: Index, term: str, query: Query, limit: int) -> List[Hit]:
     return found
 
 
+class PathPlan(NamedTuple):
+    """One path search: an FTS5 expression of words (None: none) and words each path must hold."""
+
+    expression: Optional[str]
+    query: str
+    substrings: Tuple[str, ...]
+
+
+def path_plans(term: str) -> List[PathPlan]:
+    """OpenClaw's `planPathKeywordSearch` over `unicode61`: the whole term as the body search reads
+    it, then, for its NFC and its NFD form, its words (letters, marks, digits, `_`) with every
+    non-ASCII word matched as a substring of the path (NFC, any case) and the ASCII words through
+    FTS5. So `zoë` or `王伟` finds `zoë-9.md` or `王伟-109.md` whatever the tokenizer made of the
+    name (a plan without an FTS5 expression scores a path 1), and `佐` finds `佐藤花子-3.md`
+    (D-OPENCLAW-SEARCH-SCRIPTS)."""
+    plans = [PathPlan(fts_expression(term), term, ())]
+    seen: Set[Tuple[Optional[str], Tuple[str, ...]]] = {(plans[0].expression, ())}
+    for form in dict.fromkeys((unicodedata.normalize("NFC", term), unicodedata.normalize("NFD", term))):
+        found = path_words(form)
+        substrings = tuple(word for word in found if not word.isascii())
+        if not substrings:
+            continue
+        ascii_words = [word for word in found if word.isascii()]
+        expression = " AND ".join('"' + word.replace('"', "") + '"' for word in ascii_words) or None
+        if (expression, substrings) not in seen:
+            seen.add((expression, substrings))
+            plans.append(PathPlan(expression, " ".join(ascii_words), substrings))
+    return plans
+
+
+def path_words(text: str) -> List[str]:
+    """Runs of letters, combining marks, digits and `_` (`[\\p{L}\\p{M}\\p{N}_]+`)."""
+    found: List[str] = []
+    current: List[str] = []
+    for char in text:
+        if char == "_" or (char.isalnum() if char.isascii() else unicodedata.category(char)[0] in "LMN"):
+            current.append(char)
+        elif current:
+            found.append("".join(current))
+            current = []
+    if current:
+        found.append("".join(current))
+    return found
+
+
 def _paths(index: Index, term: str, query: Query, limit: int) -> List[Hit]:
-    """`searchPathKeyword`: files the query names exactly, then files whose path holds every term."""
+    """`searchPathKeyword`: files the query names exactly, then files whose path matches a plan
+    (`path_plans`), each plan keeping its best 200 files named exactly and `limit` others."""
     by_chunk: Dict[int, Hit] = {}
     for path, level in index.exact_paths(query.path_key, EXACT_PATH_LIMIT):
         hit = index.first_chunk(path)
@@ -70,24 +117,35 @@ def _paths(index: Index, term: str, query: Query, limit: int) -> List[Hit]:
             hit.exact, hit.keyword = level, True
             by_chunk[hit.chunk] = hit
     lexical: Dict[int, Hit] = {}
-    matches = sorted(index.path_matches(fts_expression(term), term), key=lambda item: (item[1], item[0]))
-    exact_taken = other_taken = 0
-    for path, bm25_rank in matches:
-        level = query.exact(index, path)
-        if level:
-            if exact_taken >= EXACT_PATH_LIMIT:
-                continue
-            exact_taken += 1
-        else:
-            if other_taken >= limit:
-                continue
-            other_taken += 1
-        hit = index.first_chunk(path)
-        if hit is None:
+    for plan in path_plans(term):
+        if plan.expression is None and not plan.substrings:
             continue
-        hit.path_score = hit.score = rank_to_score(bm25_rank)
-        hit.exact, hit.keyword = level, True
-        lexical.setdefault(hit.chunk, hit)
+        found = index.path_matches(plan.expression, plan.query, plan.substrings)
+        matches = sorted(found, key=lambda item: (item[1], item[0]))
+        exact_taken = other_taken = 0
+        for path, bm25_rank in matches:
+            level = query.exact(index, path)
+            if level:
+                if exact_taken >= EXACT_PATH_LIMIT:
+                    continue
+                exact_taken += 1
+            else:
+                if other_taken >= limit:
+                    continue
+                other_taken += 1
+            hit = index.first_chunk(path)
+            if hit is None:
+                continue
+            score = rank_to_score(bm25_rank) if plan.expression is not None else 1.0
+            known = lexical.get(hit.chunk)
+            if known is not None:
+                known.path_score = max(known.path_score, score)
+                known.score = max(known.score, score)
+                known.exact = max(known.exact, level)
+                continue
+            hit.path_score = hit.score = score
+            hit.exact, hit.keyword = level, True
+            lexical[hit.chunk] = hit
     kept_others = 0
     for hit in rank.sort(list(lexical.values()), rank.path_key):
         if hit.exact > 0:

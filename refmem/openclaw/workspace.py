@@ -127,6 +127,10 @@ class OpenClawMemory:
             if self._index is not None:
                 self._index.close()
                 self._index = None
+            closing = getattr(self._freshness, "close", None)
+            if closing is not None:
+                closing()
+                self._freshness = None
             owned, self._owned = self._owned, None
         if owned is not None:
             owned.close()

@@ -78,7 +78,9 @@ def test_the_memory_tool_s_writes_are_seen_by_the_next_search(case: pathlib.Path
     handler.close()
 
 
-def test_an_edit_in_place_is_seen_once_the_interval_is_due(case: pathlib.Path) -> None:
+def test_an_edit_in_place_is_seen_once_the_interval_is_due(case: pathlib.Path, monkeypatch: Any) -> None:
+    """Without kernel notices (REFMEM_WATCH=0, or no inotify): the interval's full scan."""
+    monkeypatch.setenv("REFMEM_WATCH", "0")
     seed(case, 3)
     memory = counted(case, limits=OpenClawLimits(scan_interval_ms=3_600_000))
     memory.memory_search("bananas")
