@@ -58,15 +58,15 @@ import time
 from collections import Counter
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Type
 
+from harness import hosttree
+from harness.adapter_client import AdapterTarget, ProtocolViolation
+from harness.layout import CaseDir, make_case_dir
+from harness.signalling import ErrorPrefix
+from harness.target_base import DEFAULT_STEP_TIMEOUT, StepResult, TargetError
 from refmem import protocol as P
 
-from . import hosttree
 from . import session_adapter as late_calls
-from .adapter_client import AdapterTarget, ProtocolViolation
-from .layout import CaseDir, make_case_dir
 from .screen import ScreenedRun
-from .signalling import ErrorPrefix
-from .target_base import DEFAULT_STEP_TIMEOUT, StepResult, TargetError
 from .tiers import DEPLOYMENT_CLASS
 
 CHECKS = ("lost-updates", "readers-during-writers", "tenants", "abandoned-calls", "abandoned-threads")

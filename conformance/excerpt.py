@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 from typing import List
 
-from .visible import visible
+from harness.visible import visible
 
 HEAD_LINES = 3
 """Lines of an output shown before "N more lines"."""

@@ -12,6 +12,8 @@ import html
 import pathlib
 from typing import Any, Dict, List, Mapping, Tuple
 
+from harness.visible import printable, redact
+
 from .checks import Finding
 from .figures import ROWS, Row
 from .figures import rows as figure_rows
@@ -31,7 +33,6 @@ from .tiers import (
     describe_profile,
     gates,
 )
-from .visible import printable, redact
 
 OUTCOMES = ("pass", "fail", "xfail", "xpass", "skip")
 

@@ -13,6 +13,8 @@ import pathlib
 import xml.etree.ElementTree as ET
 from typing import Any, Callable, Dict, List
 
+from harness.visible import clip, log_safe, printable, redact
+
 from . import excerpt
 from .checks import Finding
 from .documentation import quote
@@ -22,7 +24,6 @@ from .figures import rows as figure_rows
 from .legend import FIGURE_UNITS
 from .results import SKIP, CaseResult, RunResult
 from .tiers import CLASSES, DOCUMENTED, SAFETY, SIGNALLING, TIERS, describe_profile
-from .visible import clip, log_safe, printable, redact
 
 
 def counts(run: RunResult) -> Dict[str, int]:

@@ -39,8 +39,9 @@ import time
 import tracemalloc
 from typing import Any, Dict, List, Optional
 
+from harness.oracles import Violation
+
 from .meter import WALL, Cost
-from .oracles import Violation
 
 TIME_BASE_CHARS = 1 << 19
 """The constant part of a time budget, in calibrated characters: a fixed cost per command (imports

@@ -27,10 +27,10 @@ import re
 import stat
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from harness.model import render_tree
+from harness.sequence_layout import Layout
 from refmem.protocol import MAX_LINE_BYTES
 
-from .layout import Layout
-from .model import render_tree
 from .plugin import PLUGINS
 from .session import Report
 

@@ -18,15 +18,16 @@ import unicodedata
 import urllib.parse
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set
 
+from harness.byte_reader import ByteReader
+from harness.decode import decode
+from harness.oracles import Violation, check_outside, check_step
+from harness.sequence_layout import Layout
+
 from . import cost, reach
 from . import finding as finding_files
-from .byte_reader import ByteReader
-from .decode import decode
 from .finding import Finding
-from .layout import Layout
 from .meter import Meter
 from .minimise import MEMORY_TOOL, Fields, minimise
-from .oracles import Violation, check_outside, check_step
 from .session import Report, Settings, run_sequence
 
 REFERENCE_SPECS = ("refmem", "reference")

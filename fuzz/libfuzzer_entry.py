@@ -10,8 +10,9 @@ import pathlib
 import sys
 from typing import List, Optional
 
+from harness.sequence_layout import scratch_dir
+
 from .harness import HARNESSES, Options
-from .layout import scratch_dir
 
 
 class OracleBroken(Exception):

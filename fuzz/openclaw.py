@@ -38,17 +38,19 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional
 
+from conformance.openclaw import runner as openclaw_runner
+from harness import hosttree
+from harness.byte_reader import ByteReader
+from harness.oracles import Violation, check_result
+from harness.sequence_layout import Layout, scratch_dir, symlinks
+
 from . import engine_random, plugin, reach
 from . import finding as finding_files
-from .byte_reader import ByteReader
 from .finding import Finding, FindingError
 from .harness import Harness, Options
-from .layout import Layout, scratch_dir, symlinks
 from .minimise import Fields
-from .oracles import Violation, check_result
 from .replay import replay
 from .session import Report, run_sequence
-from .suite import hosttree, openclaw_runner
 
 TOOLS = openclaw_runner.TOOLS
 TargetError = reach.TargetError

@@ -15,7 +15,8 @@ import importlib
 import pathlib
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .layout import Fixture, Layout
+from harness.sequence_layout import Fixture, Layout
+
 from .minimise import Fields
 from .session import CheckStep, Execute, Settings
 

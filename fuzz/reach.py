@@ -11,7 +11,8 @@ import importlib.util
 import pathlib
 from typing import Optional, Sequence
 
-from .suite import openclaw_runner, targets
+from conformance.openclaw import runner as openclaw_runner
+from harness import targets
 
 StepResult = targets.StepResult
 Target = targets.Target

@@ -12,9 +12,10 @@ import pathlib
 import tempfile
 from typing import Optional
 
+from harness.sequence_layout import Layout, scratch_dir_base
+
 from . import cost, plugin, reach
 from .finding import Finding
-from .layout import Layout, scratch_dir_base
 from .meter import Meter
 from .session import Report, Settings, run_sequence
 
@@ -65,7 +66,8 @@ def _factor(finding: Finding) -> float:
 
 def finding_from_raw_input(data: bytes, target: str, harness: str, hostile: bool) -> Finding:
     """A raw fuzzer input (a libFuzzer crash file) as an unjudged finding: its decoded commands."""
-    from .decode import decode
+    from harness.decode import decode
+
     from .harness import REFERENCE_SPECS, path_from_bytes
 
     tools = plugin.find(harness)

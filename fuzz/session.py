@@ -16,12 +16,14 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import cost, oracles
-from .layout import Layout
+from harness import oracles
+from harness.model import Model, Outcome, Tree
+from harness.oracles import Violation
+from harness.sequence_layout import Layout
+
+from . import cost
 from .meter import Meter
-from .model import Model, Outcome, Tree
 from .observe import read_model_tree
-from .oracles import Violation
 
 ORACLE_PRIORITY = ("escape", "leak", "hang", "crash", "exception", "cost", "parser", "diverge")
 

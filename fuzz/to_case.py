@@ -20,14 +20,14 @@ import unicodedata
 import urllib.parse
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
+from harness import visible
+from harness.model import DIR, Tree
+from harness.sequence_layout import HOSTILE_FIXTURES, Fixture, Layout, scratch_dir_base
 from refmem import tool
 
 from . import reach
 from .finding import Finding
-from .layout import HOSTILE_FIXTURES, Fixture, Layout, scratch_dir_base
-from .model import DIR, Tree
 from .session import Settings, run_sequence
-from .suite import visible
 
 CASE_SCHEMA_ID = "https://github.com/refmem/refmem/raw/main/conformance/schema/case.schema.json"
 """The case schema's `$id`, which a case file names first."""

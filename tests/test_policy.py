@@ -18,8 +18,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from refmem import policy
-from refmem.messages import render
 from refmem.handler import MemoryHandler
+from refmem.messages import render
 from refmem.policy import DEFAULT_DETECTORS, ContentPolicy, Detection, Finding, describe, luhn_valid
 
 RNG = random.Random(20250818)

@@ -28,14 +28,15 @@ import shlex
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from harness.layout import memory_read, write_files
+from harness.targets import StepResult, TargetError
+
 from .. import reports
 from ..cases import Case as SuiteCase
 from ..checks import Finding
 from ..figures import run_verdict
-from ..layout import memory_read, write_files
 from ..results import FAIL, CaseResult, RunResult
 from ..runner import CaseRun, Progress, run_suite
-from ..targets import StepResult, TargetError
 from ..tiers import DOCUMENTED, PROFILES, REFERENCE, SAFETY, default_profile
 from . import expect
 

@@ -26,7 +26,11 @@ import os
 import pathlib
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
-from .. import hosttree
+from harness import hosttree, model, oracles
+from harness.layout import CaseDir, canary_files, make_case_dir, memory_read, outside_read, remove
+from harness.signalling import ErrorPrefix
+from harness.targets import StepResult, Target, open_target
+
 from ..checks import (
     Finding,
     LeakGuard,
@@ -40,13 +44,9 @@ from ..checks import (
 )
 from ..dataloss import lost, readings, shared_inodes, touched, why_lost
 from ..hostwatch import PATH_ARGUMENTS, HostWatch, named_paths
-from ..layout import CaseDir, canary_files, make_case_dir, memory_read, outside_read, remove
 from ..runner import OUTPUT_BOUND_BASE, OUTPUT_BOUND_FACTOR
-from ..signalling import ErrorPrefix
-from ..targets import StepResult, Target, open_target
 from ..tiers import DOCUMENTED, MUST, REFERENCE, ROBUSTNESS, SAFETY, SIGNALLING, gates
 from . import documented
-from .fuzzer import model, oracles
 
 CLASSES: Tuple[str, ...] = (SAFETY, ROBUSTNESS, SIGNALLING, DOCUMENTED, REFERENCE)
 """The classes the property suite judges, most severe first."""

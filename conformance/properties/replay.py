@@ -14,13 +14,14 @@ import secrets
 import tempfile
 from typing import List, Optional, TextIO, Tuple
 
+from fuzz import finding as finding_files
+from harness.layout import remove
+from harness.signalling import ErrorPrefix
+from harness.targets import StepResult
+from harness.visible import clip, log_safe, printable, redact
+
 from ..checks import Finding
-from ..layout import remove
 from ..reports import finding_lines
-from ..signalling import ErrorPrefix
-from ..targets import StepResult
-from ..visible import clip, log_safe, printable, redact
-from .fuzzer import finding as finding_files
 from .judge import SequenceRun, gating_classes, open_context
 
 SHOWN_CHARS = 300

@@ -19,13 +19,14 @@ import shlex
 import tempfile
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from fuzz import finding as finding_files
+from harness import model
+from harness.targets import StepResult
+from harness.visible import clip, log_safe, printable, redact
+
 from ..checks import Finding
 from ..reports import finding_lines
-from ..targets import StepResult
 from ..tiers import ROBUSTNESS, SAFETY
-from ..visible import clip, log_safe, printable, redact
-from .fuzzer import finding as finding_files
-from .fuzzer import model
 from .outcome import Failure, SearchResult
 
 ENGINE = "hypothesis"

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from harness import byte_reader, decode, model, tokens
+
 from .documented import ROOT, plain_name
-from .fuzzer import byte_reader, decode, model, tokens
 
 Reader = byte_reader.ByteReader
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from refmem_conformance import adapter_wire as wire
+from harness import adapter_wire as wire
 from refmem_conformance import protocol_relay
 
 

@@ -17,9 +17,9 @@ from typing import Any, Dict, List
 import pytest
 from refmem_conformance.openclaw import runner
 from refmem_conformance.results import PASS, CaseResult, RunResult
-from refmem_conformance.targets import InProcessTarget, TargetError, implementation_info, open_target
 from refmem_conformance.tiers import DOCUMENTED, HOST_LAYOUT, REFERENCE, SAFETY
 
+from harness.targets import InProcessTarget, TargetError, implementation_info, open_target
 from refmem_conformance import runner as suite_runner
 
 PLANTED = "python:openclaw_backends:"

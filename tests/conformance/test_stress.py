@@ -15,8 +15,8 @@ from typing import Callable, Iterator, Set, Tuple
 
 import pytest
 from conformance_support import scratch_folder
-from refmem_conformance.targets import Target, open_target
 
+from harness.targets import Target, open_target
 from refmem_conformance import stress
 
 HERE = pathlib.Path(__file__).parent

@@ -11,11 +11,11 @@ from typing import Any, List, Optional, Set
 
 import pytest
 from refmem_fuzz.harness import HARNESSES, Options
-from refmem_fuzz.layout import Layout
-from refmem_fuzz.oracles import check_result
 from refmem_fuzz.reach import StepResult
 from refmem_fuzz.replay import replay
 
+from harness.oracles import check_result
+from harness.sequence_layout import Layout
 from refmem_fuzz import cli, engine_random, minimise, openclaw, plugin
 from refmem_fuzz import finding as finding_files
 

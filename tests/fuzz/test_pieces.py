@@ -6,14 +6,14 @@ import pathlib
 import random
 
 import pytest
-
-from refmem import tool
-from refmem_fuzz import decode as decode_module
-from refmem_fuzz.decode import decode
-from refmem_fuzz.grow import MAX_EXPANDED
-from refmem_fuzz.layout import HOSTILE_FIXTURES, Layout
 from refmem_fuzz.minimise import ddmin, minimise
-from refmem_fuzz.model import Model, Outcome, count_overlapping, n_lines
+
+from harness import decode as decode_module
+from harness.decode import decode
+from harness.grow import MAX_EXPANDED
+from harness.model import Model, Outcome, count_overlapping, n_lines
+from harness.sequence_layout import HOSTILE_FIXTURES, Layout
+from refmem import tool
 
 
 def test_decoder_is_deterministic_and_bounded() -> None:
@@ -149,9 +149,10 @@ def test_vulnerable_backend_has_real_escapes(tmp_path: pathlib.Path) -> None:
 def test_libfuzzers_input_limit_stays_above_every_step_the_harness_may_measure() -> None:
     """libFuzzer's -timeout is a backstop: an input of the most steps, each cut at the step timeout and measured
     as often as a cost finding is confirmed, ends before it; without a step timeout the backstop is all there is."""
-    from refmem_fuzz import engine_atheris
     from refmem_fuzz.cost import CONFIRM_RUNS
-    from refmem_fuzz.decode import MAX_COMMANDS
+
+    from harness.decode import MAX_COMMANDS
+    from refmem_fuzz import engine_atheris
 
     for step in (0.5, 5.0, 60.0):
         longest = (MAX_COMMANDS + 1) * (1 + CONFIRM_RUNS) * step

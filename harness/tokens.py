@@ -14,8 +14,8 @@ import re
 from pathlib import Path
 from typing import Any, Iterator, List, Tuple
 
-from .layout import HOSTILE_FIXTURES
-from .suite import layout as suite_layout
+from . import layout as suite_layout
+from .sequence_layout import HOSTILE_FIXTURES
 
 PAYLOADS_FILE = Path(suite_layout.__file__).resolve().parent / "security" / "payloads.json"
 """Beside the suite's own modules, under whichever name the suite is installed as."""
