@@ -38,9 +38,9 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional
 
-from conformance.openclaw import runner as openclaw_runner
 from harness import hosttree
 from harness.byte_reader import ByteReader
+from harness.openclaw_target import TOOLS
 from harness.oracles import Violation, check_result
 from harness.sequence_layout import Layout, scratch_dir, symlinks
 
@@ -52,7 +52,6 @@ from .minimise import Fields
 from .replay import replay
 from .session import Report, run_sequence
 
-TOOLS = openclaw_runner.TOOLS
 TargetError = reach.TargetError
 
 LAYOUT: List[Dict[str, str]] = [
