@@ -28,7 +28,7 @@ from . import finding as finding_files
 from .finding import Finding
 from .meter import Meter
 from .minimise import MEMORY_TOOL, Fields, minimise
-from .session import Report, Settings, run_sequence
+from .session import Report, Settings, finding_from_report, run_sequence
 
 REFERENCE_SPECS = ("refmem", "reference")
 
@@ -194,7 +194,7 @@ class SequenceHarness(Harness):
             final = self.minimised(report, oracle, self.run)
         final.violations = [v for v in final.violations if v.family != "cost" or v.oracle == oracle]
         differential = self.settings.differential
-        found = finding_files.from_report(final, self.layout, self.options.target, self.name, differential, oracle)
+        found = finding_from_report(final, self.layout, self.options.target, self.name, differential, oracle)
         if found.cost is not None and self.settings.budget is not None:
             found.cost["runs_over_budget"] = final.confirmed
             found.cost["budget_formula"] = self.settings.budget.to_json()
@@ -238,7 +238,7 @@ class PathsHarness(Harness):
         if not fresh:
             return None
         report = Report([command], [step], [], fresh)
-        found = finding_files.from_report(report, self.layout, self.options.target, self.name, False)
+        found = finding_from_report(report, self.layout, self.options.target, self.name, False)
         return self._record(found)
 
     def check_parser(self, raw: str) -> List[Violation]:

@@ -50,7 +50,7 @@ from .finding import Finding, FindingError
 from .harness import Harness, Options
 from .minimise import Fields
 from .replay import replay
-from .session import Report, run_sequence
+from .session import Report, finding_from_report, run_sequence
 
 TargetError = reach.TargetError
 
@@ -252,7 +252,7 @@ class OpenClawHarness(Harness):
         if primary is None or primary.oracle in self.seen:
             return None
         final = self.minimised(report, primary.oracle, self.run, PLUGIN.fields)
-        found = finding_files.from_report(final, self.layout, self.options.target, self.name, False, primary.oracle)
+        found = finding_from_report(final, self.layout, self.options.target, self.name, False, primary.oracle)
         return self._record(found)
 
     def close(self) -> None:

@@ -44,7 +44,8 @@ class Plugin:
 
 
 PLUGINS: Dict[str, str] = {"openclaw": "openclaw"}
-"""Harness name -> the module of this package that defines its PLUGIN (imported when a run or a file needs it)."""
+"""Harness name -> the module of this package that defines its PLUGIN (imported when a run or a file needs it).
+Each name is also one of the finding files' harness names (harness/finding.py HARNESS_NAMES)."""
 
 
 def find(harness: str) -> Optional[Plugin]:

@@ -123,6 +123,8 @@ def test_the_openclaw_command_line(tmp_path: pathlib.Path, capsys: pytest.Captur
 def test_a_plug_in_is_found_by_its_harness_name_and_registered_as_a_harness() -> None:
     assert plugin.find("openclaw") is openclaw.PLUGIN and plugin.find("sequence") is None
     assert "openclaw" in HARNESSES and "openclaw" in finding_files.HARNESS_NAMES
+    # A finding file names its harness; the file format (harness/finding.py) lists every plug-in's name.
+    assert set(plugin.PLUGINS) == set(finding_files.HARNESS_NAMES) - {"sequence", "paths"}
 
 
 def test_a_layout_takes_a_plug_in_s_fixtures_and_files_beside_the_canary_tree(tmp_path: pathlib.Path) -> None:
