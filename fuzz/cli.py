@@ -27,13 +27,13 @@ import time
 from typing import Any, Dict, List, Optional, Set, TextIO
 
 import refmem
+from harness import finding as finding_files
 from harness import hosttree, terminal, visible
+from harness.finding import Finding, FindingError
 from harness.sequence_layout import scratch_dir
 
 from . import engine_atheris, engine_random
-from . import finding as finding_files
 from .cost import MEMORY_EVERY
-from .finding import Finding, FindingError
 from .harness import HARNESSES, Harness, Options
 
 SUBCOMMANDS = ("run", "replay", "to-case", "robust")

@@ -18,14 +18,14 @@ import unicodedata
 import urllib.parse
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set
 
+from harness import finding as finding_files
 from harness.byte_reader import ByteReader
 from harness.decode import decode
+from harness.finding import Finding
 from harness.oracles import Violation, check_outside, check_step
 from harness.sequence_layout import Layout
 
 from . import cost, reach
-from . import finding as finding_files
-from .finding import Finding
 from .meter import Meter
 from .minimise import MEMORY_TOOL, Fields, minimise
 from .session import Report, Settings, finding_from_report, run_sequence

@@ -22,8 +22,9 @@ class OracleBroken(Exception):
 def run(harness_name: str, target: str = "refmem", argv: Optional[List[str]] = None) -> None:
     import atheris  # type: ignore[import-untyped]
 
+    from harness.finding import dumps
+
     from .engine_atheris import instrumented_packages
-    from .finding import dumps
 
     # No cost oracle on a farm: its machines differ from run to run and a crash must reproduce on any
     # of them; libFuzzer's own -timeout and -rss_limit_mb are the farm's cost limits.

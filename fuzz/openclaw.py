@@ -38,15 +38,15 @@ import sys
 import time
 from typing import Any, Callable, Dict, List, Optional
 
+from harness import finding as finding_files
 from harness import hosttree
 from harness.byte_reader import ByteReader
+from harness.finding import Finding, FindingError
 from harness.openclaw_target import TOOLS
 from harness.oracles import Violation, check_result
 from harness.sequence_layout import Layout, scratch_dir, symlinks
 
 from . import engine_random, plugin, reach
-from . import finding as finding_files
-from .finding import Finding, FindingError
 from .harness import Harness, Options
 from .minimise import Fields
 from .replay import replay

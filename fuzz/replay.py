@@ -12,10 +12,10 @@ import pathlib
 import tempfile
 from typing import Optional
 
+from harness.finding import Finding
 from harness.sequence_layout import Layout, scratch_dir_base
 
 from . import cost, plugin, reach
-from .finding import Finding
 from .meter import Meter
 from .session import Report, Settings, run_sequence
 

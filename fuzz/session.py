@@ -16,15 +16,15 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from harness import finding as finding_files
 from harness import oracles
+from harness.finding import scrub
 from harness.model import Model, Outcome, Tree
 from harness.model import render_tree as model_render_tree
 from harness.oracles import Violation
 from harness.sequence_layout import Layout
 
 from . import cost
-from . import finding as finding_files
-from .finding import scrub
 from .meter import Meter
 from .observe import read_model_tree
 

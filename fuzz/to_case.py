@@ -21,12 +21,12 @@ import urllib.parse
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 from harness import visible
+from harness.finding import Finding
 from harness.model import DIR, Tree
 from harness.sequence_layout import HOSTILE_FIXTURES, Fixture, Layout, scratch_dir_base
 from refmem import tool
 
 from . import reach
-from .finding import Finding
 from .session import Settings, run_sequence
 
 CASE_SCHEMA_ID = "https://github.com/refmem/refmem/raw/main/conformance/schema/case.schema.json"

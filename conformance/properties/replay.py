@@ -14,7 +14,7 @@ import secrets
 import tempfile
 from typing import List, Optional, TextIO, Tuple
 
-from fuzz import finding as finding_files
+from harness import finding as finding_files
 from harness.layout import remove
 from harness.signalling import ErrorPrefix
 from harness.targets import StepResult

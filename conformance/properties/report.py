@@ -19,7 +19,7 @@ import shlex
 import tempfile
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from fuzz import finding as finding_files
+from harness import finding as finding_files
 from harness import model
 from harness.targets import StepResult
 from harness.visible import clip, log_safe, printable, redact

@@ -14,10 +14,10 @@ from refmem_fuzz.harness import HARNESSES, Options
 from refmem_fuzz.reach import StepResult
 from refmem_fuzz.replay import replay
 
+from harness import finding as finding_files
 from harness.oracles import check_result
 from harness.sequence_layout import Layout
 from refmem_fuzz import cli, engine_random, minimise, openclaw, plugin
-from refmem_fuzz import finding as finding_files
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 COMMITTED = sorted((ROOT / "fuzz" / "findings" / "openclaw").glob("*.json"))

@@ -27,8 +27,9 @@ import re
 import stat
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from harness.sequence_layout import Layout
 from refmem.protocol import MAX_LINE_BYTES
+
+from .sequence_layout import Layout
 
 FORMAT = "refmem-fuzz-finding/2"
 READABLE = ("refmem-fuzz-finding/1", FORMAT)
