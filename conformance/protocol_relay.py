@@ -52,8 +52,8 @@ ENTRIES_KEPT = 1000
 
 
 def _sibling(name: str) -> ModuleType:
-    """conformance/NAME.py, loaded by its path (the relay runs as a file, outside the package)."""
-    spec = importlib.util.spec_from_file_location(f"_protocol_relay_{name}", HERE / f"{name}.py")
+    """harness/NAME.py (beside this folder), loaded by its path: the relay runs as a file, outside the packages."""
+    spec = importlib.util.spec_from_file_location(f"_protocol_relay_{name}", HERE.parent / "harness" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
