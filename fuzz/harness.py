@@ -331,15 +331,7 @@ def _step_cost(report: Report, oracle: str) -> float:
     return float(record["measured"][key] or 0)
 
 
-def _openclaw(options: Options, work: pathlib.Path) -> Harness:
-    """OpenClaw's memory tools (fuzz/openclaw.py, a plug-in): imported when asked for."""
-    from .openclaw import OpenClawHarness
-
-    return OpenClawHarness(options, work)
-
-
-HARNESSES: Dict[str, Callable[[Options, pathlib.Path], Harness]] = {
+MEMORY_HARNESSES: Dict[str, Callable[[Options, pathlib.Path], Harness]] = {
     "sequence": SequenceHarness,
     "paths": PathsHarness,
-    "openclaw": _openclaw,
 }

@@ -12,7 +12,7 @@ from typing import List, Optional
 
 from harness.sequence_layout import scratch_dir
 
-from .harness import HARNESSES, Options
+from .harness import MEMORY_HARNESSES, Options
 
 
 class OracleBroken(Exception):
@@ -31,7 +31,7 @@ def run(harness_name: str, target: str = "refmem", argv: Optional[List[str]] = N
     options = Options(target=target, minimise_budget=0, engine="libfuzzer", cost=False)
     work = scratch_dir("refmem-fuzz-farm-")
     with atheris.instrument_imports(include=instrumented_packages(target)):
-        harness = HARNESSES[harness_name](options, pathlib.Path(work))
+        harness = MEMORY_HARNESSES[harness_name](options, pathlib.Path(work))
 
     def test_one_input(data: bytes) -> None:
         harness.seen.clear()  # the farm deduplicates; every broken oracle is reported

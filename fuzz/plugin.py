@@ -11,9 +11,8 @@ lays out the same workspace and checks the same oracles again; the target a file
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import pathlib
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Mapping, Sequence, Tuple
 
 from harness.sequence_layout import Fixture, Layout
 
@@ -41,17 +40,3 @@ class Plugin:
 
     def settings(self, **options: Any) -> Settings:
         return Settings(execute=self.execute, check_step=self.check_step, **options)
-
-
-PLUGINS: Dict[str, str] = {"openclaw": "openclaw"}
-"""Harness name -> the module of this package that defines its PLUGIN (imported when a run or a file needs it).
-Each name is also one of the finding files' harness names (harness/finding.py HARNESS_NAMES)."""
-
-
-def find(harness: str) -> Optional[Plugin]:
-    """The plug-in whose finding files carry `harness`; None for the memory tool's own harnesses."""
-    module = PLUGINS.get(harness)
-    if module is None:
-        return None
-    plugin: Plugin = importlib.import_module(f"{__package__}.{module}").PLUGIN
-    return plugin

@@ -15,7 +15,7 @@ from typing import Optional
 from harness.finding import Finding
 from harness.sequence_layout import Layout, scratch_dir_base
 
-from . import cost, plugin, reach
+from . import cost, harnesses, reach
 from .meter import Meter
 from .session import Report, Settings, run_sequence
 
@@ -27,7 +27,7 @@ def replay(finding: Finding, target: str = REFERENCE, step_timeout: Optional[flo
     cost finding is measured as it was found (time, or memory under tracemalloc; the same budget
     factor) against budgets calibrated on this machine. A plug-in's finding (fuzz/plugin.py) runs on
     the plug-in's layout with its oracles, and `target` must run the plug-in's tools."""
-    tools = plugin.find(finding.harness)
+    tools = harnesses.find(finding.harness)
     parse = None
     if finding.differential:
         from refmem.paths import parse_path
@@ -70,7 +70,7 @@ def finding_from_raw_input(data: bytes, target: str, harness: str, hostile: bool
 
     from .harness import REFERENCE_SPECS, path_from_bytes
 
-    tools = plugin.find(harness)
+    tools = harnesses.find(harness)
     if tools is not None:
         commands = tools.decode(data)
     elif harness == "paths":

@@ -19,7 +19,8 @@ from typing import Iterator, Optional
 
 import pytest
 from fuzz_support import PREFIX_REFERENCE, QUADRATIC, atheris_run
-from refmem_fuzz.harness import HARNESSES, Harness, Options
+from refmem_fuzz.harness import Harness, Options
+from refmem_fuzz.harnesses import HARNESSES
 from refmem_fuzz.meter import CPU, TRACEMALLOC, Cost, Meter
 from refmem_fuzz.reach import open as open_target
 from refmem_fuzz.replay import replay
