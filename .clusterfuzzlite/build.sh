@@ -16,7 +16,7 @@ pip3 install .
 #   (conformance/targets.py); without it every sequence and paths fuzzer stops at start-up;
 # - the conformance suite's hostile path payloads, a data file the fuzzer's dictionary adds when it is
 #   there (fuzz/tokens.py looks beside the suite's modules, installed as refmem_conformance).
-hidden="harness.reference_target"
+hidden="refmem_harness.reference_target"
 payloads="conformance/security/payloads.json:refmem_conformance/security"
 
 for fuzzer in .clusterfuzzlite/fuzz_*.py; do

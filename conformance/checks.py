@@ -12,10 +12,10 @@ import dataclasses
 import re
 from typing import Any, Dict, Iterable, List, Optional, Pattern, Tuple
 
-from harness import hosttree
-from harness.hosttree import Node, Tree
-from harness.target_base import StepResult
-from harness.visible import clip, diff, inline
+from refmem_harness import hosttree
+from refmem_harness.hosttree import Node, Tree
+from refmem_harness.target_base import StepResult
+from refmem_harness.visible import clip, diff, inline
 
 from .excerpt import STORED_HEAD, STORED_TAIL, stored, windows
 from .matchers import match_problem, numbered_bodies
@@ -261,7 +261,7 @@ def outside_shown(output: str, number: int, memory: Tree, outside: Tree) -> List
     shown is a leak, whatever its text (the canary tree's names hold the canary; a host folder's need not)."""
     if "\t/memories" not in output or not any(node.kind == hosttree.LINK for node in memory.values()):
         return []
-    from harness.layout import through_links
+    from refmem_harness.layout import through_links
 
     from .matchers import size_fits
 

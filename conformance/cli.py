@@ -21,9 +21,9 @@ import tempfile
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple
 
 import refmem
-from harness import terminal
-from harness.targets import DEFAULT_STEP_TIMEOUT, TargetError
-from harness.visible import printable
+from refmem_harness import terminal
+from refmem_harness.targets import DEFAULT_STEP_TIMEOUT, TargetError
+from refmem_harness.visible import printable
 
 from . import CASE_FORMAT_VERSION, PROTOCOL_VERSION, SUITE_VERSION
 from . import expectations as expect

@@ -25,10 +25,10 @@ import re
 import urllib.parse
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
-from harness import hosttree
-from harness.hosttree import Node, Tree
-from harness.layout import join_relative
 from refmem import tool
+from refmem_harness import hosttree
+from refmem_harness.hosttree import Node, Tree
+from refmem_harness.layout import join_relative
 
 TOUCHING: Dict[str, Tuple[str, ...]] = tool.parameters_where(lambda role: role.changes_existing)
 """The arguments through which each command may change or remove what already exists."""

@@ -58,12 +58,12 @@ import time
 from collections import Counter
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Type
 
-from harness import hosttree
-from harness.adapter_client import AdapterTarget, ProtocolViolation
-from harness.layout import CaseDir, make_case_dir
-from harness.signalling import ErrorPrefix
-from harness.target_base import DEFAULT_STEP_TIMEOUT, StepResult, TargetError
 from refmem import protocol as P
+from refmem_harness import hosttree
+from refmem_harness.adapter_client import AdapterTarget, ProtocolViolation
+from refmem_harness.layout import CaseDir, make_case_dir
+from refmem_harness.signalling import ErrorPrefix
+from refmem_harness.target_base import DEFAULT_STEP_TIMEOUT, StepResult, TargetError
 
 from . import session_adapter as late_calls
 from .screen import ScreenedRun

@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 from typing import List
 
-from harness.visible import visible
+from refmem_harness.visible import visible
 
 HEAD_LINES = 3
 """Lines of an output shown before "N more lines"."""

@@ -12,7 +12,7 @@ import html
 import pathlib
 from typing import Any, Dict, List, Mapping, Tuple
 
-from harness.visible import printable, redact
+from refmem_harness.visible import printable, redact
 
 from .checks import Finding
 from .figures import ROWS, Row

@@ -52,8 +52,10 @@ ENTRIES_KEPT = 1000
 
 
 def _sibling(name: str) -> ModuleType:
-    """harness/NAME.py (beside this folder), loaded by its path: the relay runs as a file, outside the packages."""
-    spec = importlib.util.spec_from_file_location(f"_protocol_relay_{name}", HERE.parent / "harness" / f"{name}.py")
+    """refmem_harness/NAME.py, beside this folder, loaded by its path: the relay runs as a file, outside packages."""
+    spec = importlib.util.spec_from_file_location(
+        f"_protocol_relay_{name}", HERE.parent / "refmem_harness" / f"{name}.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module

@@ -43,9 +43,9 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
-from harness.layout import make_case_dir, remove
-from harness.signalling import ErrorPrefix
-from harness.targets import DEFAULT_STEP_TIMEOUT, Target, open_target
+from refmem_harness.layout import make_case_dir, remove
+from refmem_harness.signalling import ErrorPrefix
+from refmem_harness.targets import DEFAULT_STEP_TIMEOUT, Target, open_target
 
 from . import expectations as expect
 from .cases import CASES_DIR, Case, Selection, load_cases
@@ -519,7 +519,7 @@ class PropertyItem(pytest.Item):
         self.cls = property_class
 
     def runtest(self) -> None:
-        from harness.targets import TargetError
+        from refmem_harness.targets import TargetError
 
         from .properties import DEFAULT_EXAMPLES, DEFAULT_SEED
         from .properties.report import failure_text

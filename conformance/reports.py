@@ -13,7 +13,7 @@ import pathlib
 import xml.etree.ElementTree as ET
 from typing import Any, Callable, Dict, List
 
-from harness.visible import clip, log_safe, printable, redact
+from refmem_harness.visible import clip, log_safe, printable, redact
 
 from . import excerpt
 from .checks import Finding

@@ -15,8 +15,8 @@ import tempfile
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Type
 
-from harness.hosttree import Tree, wanted_like
-from harness.layout import (
+from refmem_harness.hosttree import Tree, wanted_like
+from refmem_harness.layout import (
     CaseDir,
     FixtureUnavailable,
     PlainFixtures,
@@ -29,9 +29,9 @@ from harness.layout import (
     remove,
     write_files,
 )
-from harness.signalling import ErrorPrefix
-from harness.target_base import shown
-from harness.targets import DEFAULT_STEP_TIMEOUT, TOOL_MEMORY, StepResult, Target, open_target
+from refmem_harness.signalling import ErrorPrefix
+from refmem_harness.target_base import shown
+from refmem_harness.targets import DEFAULT_STEP_TIMEOUT, TOOL_MEMORY, StepResult, Target, open_target
 
 from .cases import Case
 from .checks import (

@@ -32,10 +32,10 @@ import time
 import traceback
 from typing import Any, Dict, List, Optional
 
-from harness import hosttree
-from harness.target_base import StepResult
-from harness.targets import TENANT, Target, TargetError, open_target
 from refmem import protocol as P
+from refmem_harness import hosttree
+from refmem_harness.target_base import StepResult
+from refmem_harness.targets import TENANT, Target, TargetError, open_target
 
 ABANDON_AFTER = "abandon_after"
 """An execute field of this server alone: run the call on a worker thread and stop waiting after so many seconds."""

@@ -58,10 +58,10 @@ import sys
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from harness import hosttree, usage
-from harness.layout import CaseDir, make_case_dir, outside_snapshot
-from harness.layout import remove as remove_case_dir
-from harness.targets import InProcessTarget, StepResult, Target
+from refmem_harness import hosttree, usage
+from refmem_harness.layout import CaseDir, make_case_dir, outside_snapshot
+from refmem_harness.layout import remove as remove_case_dir
+from refmem_harness.targets import InProcessTarget, StepResult, Target
 
 from .screen import ScreenedRun
 

@@ -27,10 +27,10 @@ import time
 from typing import Dict, List, Optional, Set, TextIO
 
 import refmem
-from harness import finding as finding_files
-from harness import hosttree, terminal
-from harness.finding import Finding, FindingError
-from harness.sequence_layout import scratch_dir
+from refmem_harness import finding as finding_files
+from refmem_harness import hosttree, terminal
+from refmem_harness.finding import Finding, FindingError
+from refmem_harness.sequence_layout import scratch_dir
 
 from . import engine_atheris, engine_random
 from .cost import MEMORY_EVERY

@@ -39,7 +39,7 @@ import time
 import tracemalloc
 from typing import Any, Dict, List, Optional
 
-from harness.oracles import Violation
+from refmem_harness.oracles import Violation
 
 from .meter import WALL, Cost
 

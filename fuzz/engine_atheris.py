@@ -20,8 +20,8 @@ import tempfile
 import time
 from typing import Callable, List, Optional
 
-from harness.decode import MAX_COMMANDS
-from harness.sequence_layout import scratch_dir_base
+from refmem_harness.decode import MAX_COMMANDS
+from refmem_harness.sequence_layout import scratch_dir_base
 
 from .cost import CONFIRM_RUNS, cost_ladder
 from .harness import Harness

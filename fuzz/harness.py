@@ -18,12 +18,12 @@ import unicodedata
 import urllib.parse
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set
 
-from harness import finding as finding_files
-from harness.byte_reader import ByteReader
-from harness.decode import decode
-from harness.finding import Finding
-from harness.oracles import Violation, check_outside, check_step
-from harness.sequence_layout import Layout
+from refmem_harness import finding as finding_files
+from refmem_harness.byte_reader import ByteReader
+from refmem_harness.decode import decode
+from refmem_harness.finding import Finding
+from refmem_harness.oracles import Violation, check_outside, check_step
+from refmem_harness.sequence_layout import Layout
 
 from . import cost, reach
 from .meter import Meter

@@ -10,7 +10,7 @@ import pathlib
 import sys
 from typing import List, Optional
 
-from harness.sequence_layout import scratch_dir
+from refmem_harness.sequence_layout import scratch_dir
 
 from .harness import MEMORY_HARNESSES, Options
 
@@ -22,7 +22,7 @@ class OracleBroken(Exception):
 def run(harness_name: str, target: str = "refmem", argv: Optional[List[str]] = None) -> None:
     import atheris  # type: ignore[import-untyped]
 
-    from harness.finding import dumps
+    from refmem_harness.finding import dumps
 
     from .engine_atheris import instrumented_packages
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from harness import usage
+from refmem_harness import usage
 
 CPU, WALL = usage.CPU, usage.WALL
 TRACEMALLOC, RSS = usage.TRACEMALLOC, usage.RSS

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness import hosttree
-from harness.model import DIR, OPAQUE, Node, Tree, file_node
+from refmem_harness import hosttree
+from refmem_harness.model import DIR, OPAQUE, Node, Tree, file_node
 
 HANDLER_PREFIX = ".refmem"
 

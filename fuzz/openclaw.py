@@ -35,11 +35,11 @@ import json
 import pathlib
 from typing import Any, Callable, Dict, List, Optional
 
-from harness.byte_reader import ByteReader
-from harness.finding import Finding
-from harness.openclaw_target import TOOLS
-from harness.oracles import Violation, check_result
-from harness.sequence_layout import Layout, symlinks
+from refmem_harness.byte_reader import ByteReader
+from refmem_harness.finding import Finding
+from refmem_harness.openclaw_target import TOOLS
+from refmem_harness.oracles import Violation, check_result
+from refmem_harness.sequence_layout import Layout, symlinks
 
 from . import plugin, reach
 from .harness import Harness, Options

@@ -12,10 +12,10 @@ import sys
 import time
 from typing import List, Optional
 
-from harness import finding as finding_files
-from harness import hosttree
-from harness.finding import Finding, FindingError
-from harness.sequence_layout import scratch_dir
+from refmem_harness import finding as finding_files
+from refmem_harness import hosttree
+from refmem_harness.finding import Finding, FindingError
+from refmem_harness.sequence_layout import scratch_dir
 
 from . import engine_random, openclaw
 from .harness import Options

@@ -14,7 +14,7 @@ import dataclasses
 import pathlib
 from typing import Any, Callable, List, Mapping, Sequence, Tuple
 
-from harness.sequence_layout import Fixture, Layout
+from refmem_harness.sequence_layout import Fixture, Layout
 
 from .minimise import Fields
 from .session import CheckStep, Execute, Settings

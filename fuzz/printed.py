@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness import visible
+from refmem_harness import visible
 
 SHOWN_CHARS = {"name": 200, "command": 300, "output": 200, "detail": 300, "error": 500}
 """How much of each kind of text from a file or a backend is printed (more is cut, with a count)."""

@@ -11,8 +11,8 @@ import importlib.util
 import pathlib
 from typing import Optional, Sequence
 
-from harness import targets
-from harness.openclaw_target import target_spec as openclaw_spec
+from refmem_harness import targets
+from refmem_harness.openclaw_target import target_spec as openclaw_spec
 
 StepResult = targets.StepResult
 Target = targets.Target

@@ -12,8 +12,8 @@ import pathlib
 import tempfile
 from typing import Optional
 
-from harness.finding import Finding
-from harness.sequence_layout import Layout, scratch_dir_base
+from refmem_harness.finding import Finding
+from refmem_harness.sequence_layout import Layout, scratch_dir_base
 
 from . import cost, harnesses, reach
 from .meter import Meter
@@ -66,7 +66,7 @@ def _factor(finding: Finding) -> float:
 
 def finding_from_raw_input(data: bytes, target: str, harness: str, hostile: bool) -> Finding:
     """A raw fuzzer input (a libFuzzer crash file) as an unjudged finding: its decoded commands."""
-    from harness.decode import decode
+    from refmem_harness.decode import decode
 
     from .harness import REFERENCE_SPECS, path_from_bytes
 

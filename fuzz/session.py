@@ -16,13 +16,13 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from harness import finding as finding_files
-from harness import oracles
-from harness.finding import scrub
-from harness.model import Model, Outcome, Tree
-from harness.model import render_tree as model_render_tree
-from harness.oracles import Violation
-from harness.sequence_layout import Layout
+from refmem_harness import finding as finding_files
+from refmem_harness import oracles
+from refmem_harness.finding import scrub
+from refmem_harness.model import Model, Outcome, Tree
+from refmem_harness.model import render_tree as model_render_tree
+from refmem_harness.oracles import Violation
+from refmem_harness.sequence_layout import Layout
 
 from . import cost
 from .meter import Meter

@@ -20,11 +20,11 @@ import unicodedata
 import urllib.parse
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
-from harness import visible
-from harness.finding import Finding
-from harness.model import DIR, Tree
-from harness.sequence_layout import HOSTILE_FIXTURES, Fixture, Layout, scratch_dir_base
 from refmem import tool
+from refmem_harness import visible
+from refmem_harness.finding import Finding
+from refmem_harness.model import DIR, Tree
+from refmem_harness.sequence_layout import HOSTILE_FIXTURES, Fixture, Layout, scratch_dir_base
 
 from . import reach
 from .session import Settings, run_sequence

@@ -1,6 +1,6 @@
 """The import graph of the whole tree: no circle, one direction, no hidden import.
 
-Every package is read (refmem, harness, conformance, fuzz, bench, and the source tree's refmem_conformance and
+Every package is read (refmem, refmem_harness, conformance, fuzz, bench, and the source tree's refmem_conformance and
 refmem_fuzz), and every import counts: at module level, in a function, or for types only.
 
 - No circle. A circle means two modules cannot be read (or loaded) one before the other; the kernel and its
@@ -28,10 +28,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 MAY_IMPORT: Dict[str, Set[str]] = {
     "refmem": set(),
-    "harness": {"refmem"},
-    "conformance": {"refmem", "harness"},
-    "fuzz": {"refmem", "harness"},
-    "bench": {"refmem", "harness", "conformance", "fuzz"},
+    "refmem_harness": {"refmem"},
+    "conformance": {"refmem", "refmem_harness"},
+    "fuzz": {"refmem", "refmem_harness"},
+    "bench": {"refmem", "refmem_harness", "conformance", "fuzz"},
     # The source tree's stand-ins for the installed names: each is its folder's search path, nothing more.
     "refmem_conformance": {"conformance"},
     "refmem_fuzz": {"fuzz"},
@@ -40,16 +40,16 @@ MAY_IMPORT: Dict[str, Set[str]] = {
 
 DECLARED: Dict[str, Set[str]] = {
     # A `python:MODULE:CALLABLE` target is the user's module; `refmem` and its stores are the embedded references.
-    "harness.targets": {
-        "harness.reference_target",
-        "harness.reference_sqlite_target",
-        "harness.reference_postgres_target",
+    "refmem_harness.targets": {
+        "refmem_harness.reference_target",
+        "refmem_harness.reference_sqlite_target",
+        "refmem_harness.reference_postgres_target",
     },
     # Whether an optional package (jsonschema, hypothesis) is installed.
     "conformance.cli": set(),
     "conformance.validate": set(),
     # Runs as a file, outside the packages: loads the two harness modules it needs by their paths.
-    "conformance.protocol_relay": {"harness.adapter_wire", "harness.visible", "refmem.protocol"},
+    "conformance.protocol_relay": {"refmem_harness.adapter_wire", "refmem_harness.visible", "refmem.protocol"},
     # A copy of refmem/ (an earlier version) loaded under another name, to compare with.
     "bench.impls": set(),
 }
@@ -232,7 +232,7 @@ def test_every_package_is_read(tree: Tuple[Dict[str, Set[str]], List[str], Dict[
     assert set(wheel["packages"]) | set(installed_names()) <= set(MAY_IMPORT)
     for package in MAY_IMPORT:
         assert package in graph, package
-    assert {"refmem.kernel", "harness.targets", "conformance.runner", "fuzz.cli", "bench.run"} <= set(graph)
+    assert {"refmem.kernel", "refmem_harness.targets", "conformance.runner", "fuzz.cli", "bench.run"} <= set(graph)
 
 
 def test_no_import_circle_anywhere(tree: Tuple[Dict[str, Set[str]], List[str], Dict[str, int]]) -> None:
@@ -262,7 +262,7 @@ def test_the_suite_and_the_fuzzer_stand_on_the_harness(
     tree: Tuple[Dict[str, Set[str]], List[str], Dict[str, int]],
 ) -> None:
     graph = tree[0]
-    assert "harness.targets" in graph["conformance.runner"] and "harness.targets" in graph["fuzz.reach"]
+    assert "refmem_harness.targets" in graph["conformance.runner"] and "refmem_harness.targets" in graph["fuzz.reach"]
     # The installed names resolve to the folders: refmem_conformance exports what conformance/ does.
     assert "conformance.versions" in graph["refmem_conformance"]
 
@@ -280,11 +280,12 @@ def write(root: Path, files: Dict[str, str]) -> Path:
 
 def small_tree(tmp_path: Path, files: Dict[str, str]) -> Tuple[Dict[str, Set[str]], List[str], Dict[str, int]]:
     base = {
-        "pyproject.toml": '[tool.hatch.build.targets.wheel]\npackages = ["refmem", "harness", "conformance", "fuzz"]\n'
+        "pyproject.toml": '[tool.hatch.build.targets.wheel]\n'
+        'packages = ["refmem", "refmem_harness", "conformance", "fuzz"]\n'
         'sources = { "conformance" = "refmem_conformance", "fuzz" = "refmem_fuzz" }\n',
         "refmem/__init__.py": "",
         "refmem/kernel.py": "",
-        "harness/__init__.py": "",
+        "refmem_harness/__init__.py": "",
         "conformance/__init__.py": "",
         "fuzz/__init__.py": "",
         "bench/__init__.py": "",
@@ -308,15 +309,15 @@ def test_the_checker_sees_a_circle_through_a_lazy_import(tmp_path: Path) -> None
 def test_the_checker_sees_an_import_that_points_back_up(tmp_path: Path) -> None:
     """The harness importing the suite (by its installed name), the suite the fuzzer, refmem the harness."""
     graph, problems, _ = small_tree(tmp_path, {
-        "harness/targets.py": "from refmem_conformance import runner\n",
+        "refmem_harness/targets.py": "from refmem_conformance import runner\n",
         "conformance/runner.py": "import refmem_fuzz.model\n",
-        "fuzz/model.py": "from harness import targets\n",
-        "refmem/tool.py": "def f() -> None:\n    import harness.targets\n",
+        "fuzz/model.py": "from refmem_harness import targets\n",
+        "refmem/tool.py": "def f() -> None:\n    import refmem_harness.targets\n",
     })
     assert list(upward(graph)) == [
         "conformance.runner -> fuzz.model",
-        "harness.targets -> conformance.runner",
-        "refmem.tool -> harness.targets",
+        "refmem.tool -> refmem_harness.targets",
+        "refmem_harness.targets -> conformance.runner",
     ]
     assert problems == []
 
@@ -327,13 +328,13 @@ def test_the_checker_sees_hidden_imports(tmp_path: Path) -> None:
         "refmem_conformance/__init__.py": "exec(compile(open('x').read(), 'x', 'exec'))\n",
         "fuzz/suite.py": "import importlib\nglobals().update({'m': importlib.import_module(__package__ + '.x')})\n",
         "conformance/fuzzer.py": "from fuzz import model\n",
-        "harness/b.py": "__import__('os')\n",
+        "refmem_harness/b.py": "__import__('os')\n",
     })
     assert sorted(problems) == [
         "conformance.fuzzer:1 imports fuzz by its folder's name (a second copy)",
         "fuzz.suite:2 fills its namespace with globals().update()",
         "fuzz.suite:2 imports by a computed name (import_module), undeclared",
-        "harness.b:1 calls __import__()",
         "refmem_conformance:1 calls compile()",
         "refmem_conformance:1 calls exec()",
+        "refmem_harness.b:1 calls __import__()",
     ]

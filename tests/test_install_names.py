@@ -122,7 +122,8 @@ def test_a_wheel_installs_under_the_refmem_names(tmp_path: pathlib.Path) -> None
          "print(sorted({f.parts[0] for f in m.distribution('refmem').files if f.suffix == '.py'}))"],
         tmp_path,
     )
-    assert top_level.stdout.strip() == "['refmem', 'refmem_conformance', 'refmem_fuzz']", top_level.stderr
+    names = "['refmem', 'refmem_conformance', 'refmem_fuzz', 'refmem_harness']"
+    assert top_level.stdout.strip() == names, top_level.stderr
     plugin = _run(
         [str(python), "-c", "import importlib.metadata as m; "
          "print([e.value for e in m.entry_points(group='pytest11') if e.dist.name == 'refmem'])"],

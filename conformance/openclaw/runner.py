@@ -26,9 +26,9 @@ import re
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from harness.layout import memory_read, write_files
-from harness.openclaw_target import TOOLS, target_spec
-from harness.targets import StepResult, TargetError
+from refmem_harness.layout import memory_read, write_files
+from refmem_harness.openclaw_target import TOOLS, target_spec
+from refmem_harness.targets import StepResult, TargetError
 
 from .. import reports
 from ..cases import Case as SuiteCase

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
-from harness import model
+from refmem_harness import model
 
 ROOT = "/memories"
 PLAIN_NAME = re.compile(r"[a-z0-9_](?:[a-z0-9_.-]{0,30}[a-z0-9_])?")

@@ -26,10 +26,10 @@ import os
 import pathlib
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
-from harness import hosttree, model, oracles
-from harness.layout import CaseDir, canary_files, make_case_dir, memory_read, outside_read, remove
-from harness.signalling import ErrorPrefix
-from harness.targets import StepResult, Target, open_target
+from refmem_harness import hosttree, model, oracles
+from refmem_harness.layout import CaseDir, canary_files, make_case_dir, memory_read, outside_read, remove
+from refmem_harness.signalling import ErrorPrefix
+from refmem_harness.targets import StepResult, Target, open_target
 
 from ..checks import (
     Finding,

@@ -6,8 +6,8 @@ import dataclasses
 import pathlib
 from typing import Any, List, Optional, Tuple
 
-from harness import model
-from harness.targets import StepResult
+from refmem_harness import model
+from refmem_harness.targets import StepResult
 
 from ..checks import Finding
 

@@ -14,11 +14,11 @@ import secrets
 import tempfile
 from typing import List, Optional, TextIO, Tuple
 
-from harness import finding as finding_files
-from harness.layout import remove
-from harness.signalling import ErrorPrefix
-from harness.targets import StepResult
-from harness.visible import clip, log_safe, printable, redact
+from refmem_harness import finding as finding_files
+from refmem_harness.layout import remove
+from refmem_harness.signalling import ErrorPrefix
+from refmem_harness.targets import StepResult
+from refmem_harness.visible import clip, log_safe, printable, redact
 
 from ..checks import Finding
 from ..reports import finding_lines

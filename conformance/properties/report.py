@@ -19,10 +19,10 @@ import shlex
 import tempfile
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from harness import finding as finding_files
-from harness import model
-from harness.targets import StepResult
-from harness.visible import clip, log_safe, printable, redact
+from refmem_harness import finding as finding_files
+from refmem_harness import model
+from refmem_harness.targets import StepResult
+from refmem_harness.visible import clip, log_safe, printable, redact
 
 from ..checks import Finding
 from ..reports import finding_lines

@@ -12,9 +12,9 @@ import secrets
 import tempfile
 from typing import Callable, List, Optional, Sequence
 
-from harness.layout import remove
-from harness.signalling import ErrorPrefix
-from harness.targets import DEFAULT_STEP_TIMEOUT
+from refmem_harness.layout import remove
+from refmem_harness.signalling import ErrorPrefix
+from refmem_harness.targets import DEFAULT_STEP_TIMEOUT
 
 from . import DEFAULT_EXAMPLES, DEFAULT_SEED, STEPS, report
 from .judge import gating_classes, open_context

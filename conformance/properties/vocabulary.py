@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from harness import byte_reader, decode, model, tokens
+from refmem_harness import byte_reader, decode, model, tokens
 
 from .documented import ROOT, plain_name
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from harness import signalling
-from harness.signalling import Convention, convention
-from harness.target_base import TargetError
-from harness.targets import InProcessTarget
+from refmem_harness import signalling
+from refmem_harness.signalling import Convention, convention
+from refmem_harness.target_base import TargetError
+from refmem_harness.targets import InProcessTarget
 
 
 class ToolError(Exception):

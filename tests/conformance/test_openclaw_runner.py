@@ -19,9 +19,9 @@ from refmem_conformance.openclaw import runner
 from refmem_conformance.results import PASS, CaseResult, RunResult
 from refmem_conformance.tiers import DOCUMENTED, HOST_LAYOUT, REFERENCE, SAFETY
 
-from harness import openclaw_target
-from harness.targets import InProcessTarget, TargetError, implementation_info, open_target
 from refmem_conformance import runner as suite_runner
+from refmem_harness import openclaw_target
+from refmem_harness.targets import InProcessTarget, TargetError, implementation_info, open_target
 
 PLANTED = "python:openclaw_backends:"
 

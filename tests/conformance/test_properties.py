@@ -27,8 +27,8 @@ from refmem_conformance.properties.judge import gating_classes
 from refmem_conformance.properties.outcome import SearchResult
 from refmem_conformance.properties.run import run_class
 
-from harness import finding as finding_files
-from harness import model
+from refmem_harness import finding as finding_files
+from refmem_harness import model
 
 REPO = HERE.parents[1]
 SHRUNK = re.compile(r"^FAIL memory-properties::(\w+) \[(\w+)\] shrunk to (\d+) commands?", re.MULTILINE)

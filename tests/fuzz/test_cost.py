@@ -25,11 +25,11 @@ from refmem_fuzz.meter import CPU, TRACEMALLOC, Cost, Meter
 from refmem_fuzz.reach import open as open_target
 from refmem_fuzz.replay import replay
 
-from harness import finding as finding_files
-from harness import grow
-from harness.decode import decode
-from harness.sequence_layout import scratch_dir
 from refmem_fuzz import cost, engine_atheris, engine_random, seeds
+from refmem_harness import finding as finding_files
+from refmem_harness import grow
+from refmem_harness.decode import decode
+from refmem_harness.sequence_layout import scratch_dir
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 RUNS = 3000

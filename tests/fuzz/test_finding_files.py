@@ -11,9 +11,9 @@ from typing import Any, Callable, Dict, List, Tuple
 
 import pytest
 
-from harness import finding as finding_files
-from harness import grow
-from harness.finding import Finding, FindingError
+from refmem_harness import finding as finding_files
+from refmem_harness import grow
+from refmem_harness.finding import Finding, FindingError
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SCHEMA = json.loads((ROOT / "conformance" / "schema" / "fuzz-finding.schema.json").read_text(encoding="utf-8"))

@@ -10,8 +10,8 @@ from fuzz_support import VULNERABLE, VULNERABLE_PERCENT_ONLY, atheris_run, harne
 from refmem_fuzz.cli import main
 from refmem_fuzz.to_case import to_case_file
 
-from harness import finding as finding_files
 from refmem_fuzz import engine_atheris, engine_random
+from refmem_harness import finding as finding_files
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SECURITY = ("escape", "leak")

@@ -15,10 +15,10 @@ from refmem_fuzz.harnesses import HARNESSES
 from refmem_fuzz.reach import StepResult
 from refmem_fuzz.replay import replay
 
-from harness import finding as finding_files
-from harness.oracles import check_result
-from harness.sequence_layout import Layout
 from refmem_fuzz import cli, engine_random, harnesses, minimise, openclaw, openclaw_cli
+from refmem_harness import finding as finding_files
+from refmem_harness.oracles import check_result
+from refmem_harness.sequence_layout import Layout
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 COMMITTED = sorted((ROOT / "fuzz" / "findings" / "openclaw").glob("*.json"))

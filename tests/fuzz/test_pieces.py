@@ -8,12 +8,12 @@ import random
 import pytest
 from refmem_fuzz.minimise import ddmin, minimise
 
-from harness import decode as decode_module
-from harness.decode import decode
-from harness.grow import MAX_EXPANDED
-from harness.model import Model, Outcome, count_overlapping, n_lines
-from harness.sequence_layout import HOSTILE_FIXTURES, Layout
 from refmem import tool
+from refmem_harness import decode as decode_module
+from refmem_harness.decode import decode
+from refmem_harness.grow import MAX_EXPANDED
+from refmem_harness.model import Model, Outcome, count_overlapping, n_lines
+from refmem_harness.sequence_layout import HOSTILE_FIXTURES, Layout
 
 
 def test_decoder_is_deterministic_and_bounded() -> None:
@@ -151,8 +151,8 @@ def test_libfuzzers_input_limit_stays_above_every_step_the_harness_may_measure()
     as often as a cost finding is confirmed, ends before it; without a step timeout the backstop is all there is."""
     from refmem_fuzz.cost import CONFIRM_RUNS
 
-    from harness.decode import MAX_COMMANDS
     from refmem_fuzz import engine_atheris
+    from refmem_harness.decode import MAX_COMMANDS
 
     for step in (0.5, 5.0, 60.0):
         longest = (MAX_COMMANDS + 1) * (1 + CONFIRM_RUNS) * step

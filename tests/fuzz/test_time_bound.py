@@ -23,8 +23,8 @@ from refmem_fuzz.minimise import minimise
 from refmem_fuzz.reach import StepResult
 from refmem_fuzz.session import Settings, run_sequence
 
-from harness.sequence_layout import Layout
 from refmem_fuzz import engine_atheris, engine_random
+from refmem_harness.sequence_layout import Layout
 
 SLOW = "python:slow_backend:make"
 MARGIN = 30.0

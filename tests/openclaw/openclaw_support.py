@@ -29,7 +29,7 @@ def paths_of(result: Dict[str, Any]) -> List[str]:
 
 def openclaw_ready() -> bool:
     """Is OpenClaw installed beside its adapter, with a Node it runs on (>= 24)?"""
-    from harness import openclaw_target
+    from refmem_harness import openclaw_target
 
     node = openclaw_target.find_node()
     if not (openclaw_target.ADAPTER_DIR / "node_modules" / "openclaw").is_dir():

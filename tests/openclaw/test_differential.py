@@ -77,7 +77,7 @@ def test_scores_agree_with_recorded_openclaw(workspace: pathlib.Path) -> None:
 def test_same_top_hits_as_live_openclaw(workspace: pathlib.Path) -> None:
     from refmem_conformance.openclaw.runner import TOOLS, target_spec
 
-    from harness.targets import open_target
+    from refmem_harness.targets import open_target
 
     queries = generate().queries
     target = open_target(target_spec("openclaw"), workspace, 300, tools=TOOLS)
