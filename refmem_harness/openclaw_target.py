@@ -9,26 +9,16 @@ OpenClaw plug-in (fuzz/openclaw.py) both open it by this module, so neither impo
 from __future__ import annotations
 
 import os
-import pathlib
 import shlex
 
+from .suite_files import suite_path
 from .target_base import TargetError
 
 TOOLS = ("memory_get", "memory_search")
 """OpenClaw's memory tools, in the order their commands name them."""
 
 
-def _adapter_dir() -> pathlib.Path:
-    """The suite's OpenClaw adapter folder under the suite's installed name, else under its folder name."""
-    top = pathlib.Path(__file__).resolve().parent.parent
-    for suite in ("refmem_conformance", "conformance"):
-        folder = top / suite / "adapters" / "openclaw"
-        if folder.is_dir():
-            return folder
-    return top / "conformance" / "adapters" / "openclaw"
-
-
-ADAPTER_DIR = _adapter_dir()
+ADAPTER_DIR = suite_path("adapters", "openclaw")
 
 
 def find_node() -> str:

@@ -71,7 +71,7 @@ def _tools_work(python: pathlib.Path, project: pathlib.Path) -> None:
     assert "cases" in suite.stdout
     module = _run([str(python), "-m", "refmem_conformance", "--version"], project)
     assert module.returncode == 0 and module.stdout.startswith("refmem-conformance "), module.stderr
-    seeds = "from refmem_fuzz import tokens; print(len(tokens.payload_seeds()[0]))"
+    seeds = "from refmem_harness import tokens; print(len(tokens.payload_seeds()[0]))"
     payloads = _run([str(python), "-c", seeds], project)
     assert payloads.returncode == 0 and int(payloads.stdout) > 0, payloads.stderr  # the suite's payloads were found
     findings = project / "findings"

@@ -159,3 +159,13 @@ def test_libfuzzers_input_limit_stays_above_every_step_the_harness_may_measure()
         assert engine_atheris.input_timeout(step) > longest
     assert engine_atheris.input_timeout(60.0) > 60
     assert engine_atheris.input_timeout(None) == engine_atheris.BACKSTOP_SECONDS
+
+
+def test_the_dictionary_holds_the_suites_hostile_payloads() -> None:
+    """The payloads are the suite's data file, read from beside the harness (refmem_harness/suite_files.py): a
+    harness module that moves without it would fuzz with a smaller dictionary and say nothing."""
+    from refmem_harness import tokens
+
+    assert tokens.PAYLOADS_FILE.is_file()
+    paths, names = tokens.payload_seeds()
+    assert len(paths) > 10 and len(names) > 10
