@@ -21,7 +21,7 @@ import tempfile
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple
 
 import refmem
-from refmem_harness import terminal
+from refmem import terminal
 from refmem_harness.targets import DEFAULT_STEP_TIMEOUT, TargetError
 from refmem_harness.visible import printable
 

@@ -27,8 +27,9 @@ import time
 from typing import Dict, List, Optional, Set, TextIO
 
 import refmem
+from refmem import terminal
 from refmem_harness import finding as finding_files
-from refmem_harness import hosttree, terminal
+from refmem_harness import hosttree
 from refmem_harness.finding import Finding, FindingError
 from refmem_harness.sequence_layout import scratch_dir
 
