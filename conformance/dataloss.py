@@ -120,16 +120,6 @@ def touched(inputs: Iterable[Any], tree: Tree, shared: Dict[str, Tuple[int, int]
     return named
 
 
-def placed(inputs: Iterable[Any]) -> Set[str]:
-    """The root-relative paths that `create` and `rename`'s `new_path` name: places to make, never to change."""
-    found: Set[str] = set()
-    for name, command in _commands(inputs):
-        for argument in NAMING.get(name, ()):
-            found |= readings(command.get(argument))
-    found.discard("")
-    return found
-
-
 def _covered(path: str, names: Set[str]) -> bool:
     return any(path == name or path.startswith(name + "/") for name in names)
 

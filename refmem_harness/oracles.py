@@ -14,9 +14,6 @@ from typing import List, Optional
 from .model import Outcome, Tree, render_tree
 from .sequence_layout import Layout
 
-SECURITY_FAMILIES = ("escape", "leak", "hang", "crash", "exception")
-"""Families that are security or robustness failures on any backend; `diverge` is behaviour."""
-
 _EXCEPTION_NAMES = sorted(
     name
     for name, value in vars(builtins).items()
