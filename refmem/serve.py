@@ -70,9 +70,6 @@ class Session:
         self.location: Optional[str] = None  # `serve --store LOCATION`: the one database (never shown)
 
 
-_Session = Session  # the earlier name
-
-
 def _version() -> str:
     """This copy's version, as `refmem --version` prints it: a vendored copy reports its own, not that
     of whatever refmem the interpreter has installed."""
@@ -366,9 +363,6 @@ def encode_reply(reply: Dict[str, Any]) -> str:
         return p.encode_message(
             p.error_reply(p.INTERNAL, "the reply could not be encoded as JSON", seq if p.valid_seq(seq) else None)
         )
-
-
-_encode = encode_reply  # the earlier name
 
 
 def read_lines(stream: IO[Any], limit: int = p.MAX_LINE_BYTES) -> Iterator[Optional[Union[str, bytes]]]:
