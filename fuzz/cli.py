@@ -11,7 +11,7 @@ reproduced), 2 usage or target errors, or a file that is not a well-formed findi
 
 A finding file may come from anyone (SECURITY.md asks reporters for one): `replay` never starts the
 target a file names (the reference, or `--target`), and everything this command prints that came
-from a file or a backend is escaped (`conformance.visible.printable`) and cut, so no escape sequence
+from a file or a backend is escaped (`refmem_harness.visible.printable`) and cut, so no escape sequence
 or line break of theirs reaches the terminal.
 """
 

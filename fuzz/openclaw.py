@@ -24,8 +24,8 @@ with random `from` / `lines`; now and then a `memory_search` for the canary's wo
 
 Everything else is the memory tool's fuzzer: the session (a fresh workspace and reset per input), the engines
 (`engine_random`, seeded: a run is reproducible from its seed), the minimiser (calls, path names and optional
-parameters dropped while the oracle still breaks), the finding files (fuzz/finding.py: validated, bounded, host
-paths and the canary written `<CASE>`, `<WORK>`, `<CANARY>`; harness `openclaw`) and replay, which never starts
+parameters dropped while the oracle still breaks), the finding files (refmem_harness/finding.py: validated, bounded,
+host paths and the canary written `<CASE>`, `<WORK>`, `<CANARY>`; harness `openclaw`) and replay, which never starts
 the target a file names.
 """
 

@@ -28,7 +28,7 @@ class Plugin:
     """The tools its commands call: a target that does not run them all is refused (targets.open_target)."""
     fixtures: Sequence[Fixture]
     outside: Mapping[str, str]
-    """Files laid out beside the canary tree (fuzz/layout.py)."""
+    """Files laid out beside the canary tree (refmem_harness/sequence_layout.py)."""
     decode: Callable[[bytes], List[Any]]
     execute: Execute
     check_step: CheckStep

@@ -1,6 +1,6 @@
 """What the documentation settles about one command on a known tree, read off the fuzzer's model.
 
-The model (fuzz/model.py) is the reference's reading of every command. Where the documentation states the
+The model (refmem_harness/model.py) is the reference's reading of every command. Where the documentation states the
 outcome, the reference's reading is the documentation's, so the model's outcome and tree are what any backend
 must produce: create never overwrites, a missing path is an error, a file or folder path that is not a file is
 an error for the editing commands, delete removes recursively, rename never overwrites and moves, str_replace

@@ -1,6 +1,6 @@
 """One command sequence against a target in the conformance layout, every step judged as it happens.
 
-Each sequence runs in a fresh case directory (conformance/layout.py: the root beside the canary tree), the
+Each sequence runs in a fresh case directory (refmem_harness/layout.py: the root beside the canary tree), the
 target reset onto its root. After every step the findings are those of the runner's own checks, each in its
 class (conformance/tiers.py):
 

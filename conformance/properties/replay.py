@@ -1,6 +1,6 @@
 """`refmem-conformance --replay FILE --target SPEC`: one finding's commands again, every property check of a profile.
 
-The file is read as the fuzzer reads a finding file (fuzz/finding.py: bounded, checked field by field), since
+The file is read as the fuzzer reads a finding file (refmem_harness/finding.py: bounded, checked field by field), since
 it may come from anyone; the target it names is shown, never started: the sequence runs on `--target`. The
 commands run in a fresh conformance layout and each step is judged by every class the profile judges
 (judge.py), the reference's outputs included under `standard`. No hypothesis here: nothing is drawn.
