@@ -13,10 +13,10 @@ pip3 install .
 
 # pyinstaller follows import statements only. Two things it cannot see are named:
 # - the reference target's module, which the runner imports by name when `--target refmem` is opened
-#   (conformance/targets.py); without it every sequence and paths fuzzer stops at start-up;
+#   (refmem_harness/targets.py); without it every sequence and paths fuzzer stops at start-up;
 # - the conformance suite's hostile path payloads, a data file the fuzzer's dictionary adds when it is
-#   there (fuzz/tokens.py looks beside the suite's modules, installed as refmem_conformance).
-hidden="refmem_conformance.reference_target"
+#   there (refmem_harness/tokens.py looks in the suite's folder beside the harness, refmem_conformance).
+hidden="refmem_harness.reference_target"
 payloads="conformance/security/payloads.json:refmem_conformance/security"
 
 for fuzzer in .clusterfuzzlite/fuzz_*.py; do

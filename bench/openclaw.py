@@ -72,7 +72,7 @@ class Side:
 
     def first_answer(self, folder: pathlib.Path, query: str, timeout: float) -> None:
         """Start the side on `folder` (the shared apparatus's target) and wait for its first usable search."""
-        from refmem_conformance.targets import open_target
+        from refmem_harness.targets import open_target
 
         started = time.perf_counter()
         self.target = open_target(self.spec, folder, timeout, tools=self.tools)

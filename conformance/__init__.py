@@ -1,15 +1,11 @@
 """The memory tool conformance suite: cases as data, a runner, and the adapter protocol.
 
-`SUITE_VERSION` names the edition of the cases and runner (`suite-N`: a new edition whenever a verdict can
-change); `PROTOCOL_VERSION` the adapter protocol (conformance/PROTOCOL.md); `CASE_FORMAT_VERSION` the case
-files (conformance/CASE-FORMAT.md). They move independently; conformance/VERSIONING.md says what each change
-means for someone who pinned the suite.
+It stands on the harness (`harness/`: targets, the case directory, the host tree, visible output), which it
+imports and which never imports it. Its editions are in versions.py.
 """
 
 from __future__ import annotations
 
-from refmem import protocol as _protocol
+from .versions import CASE_FORMAT_VERSION, PROTOCOL_VERSION, SUITE_VERSION
 
-SUITE_VERSION = "suite-4"
-PROTOCOL_VERSION = _protocol.VERSION
-CASE_FORMAT_VERSION = 2
+__all__ = ["CASE_FORMAT_VERSION", "PROTOCOL_VERSION", "SUITE_VERSION"]

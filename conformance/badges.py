@@ -20,7 +20,7 @@ import json
 import pathlib
 from typing import Any, Dict, Mapping
 
-from .visible import printable
+from refmem_harness.visible import printable
 
 SCHEMA_VERSION = 1
 """The shields.io endpoint schema version (the only one there is)."""

@@ -12,13 +12,14 @@ import dataclasses
 import re
 from typing import Any, Dict, Iterable, List, Optional, Pattern, Tuple
 
-from . import hosttree
+from refmem_harness import hosttree
+from refmem_harness.hosttree import Node, Tree
+from refmem_harness.target_base import StepResult
+from refmem_harness.visible import clip, diff, inline
+
 from .excerpt import STORED_HEAD, STORED_TAIL, stored, windows
-from .hosttree import Node, Tree
 from .matchers import match_problem, numbered_bodies
-from .target_base import StepResult
 from .tiers import HOST_LAYOUT, ROBUSTNESS, SAFETY, SIGNALLING
-from .visible import clip, diff, inline
 
 STORED_LIMIT = STORED_HEAD + STORED_TAIL + 400
 EXCERPT_CHARS = STORED_HEAD
@@ -260,7 +261,8 @@ def outside_shown(output: str, number: int, memory: Tree, outside: Tree) -> List
     shown is a leak, whatever its text (the canary tree's names hold the canary; a host folder's need not)."""
     if "\t/memories" not in output or not any(node.kind == hosttree.LINK for node in memory.values()):
         return []
-    from .layout import through_links  # the layout's link resolution; imported here to keep checks pure
+    from refmem_harness.layout import through_links
+
     from .matchers import size_fits
 
     for size, shown in _listed(output):

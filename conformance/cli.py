@@ -21,8 +21,11 @@ import tempfile
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, TextIO, Tuple
 
 import refmem
+from refmem import terminal
+from refmem_harness.targets import DEFAULT_STEP_TIMEOUT, TargetError
+from refmem_harness.visible import printable, redact_secrets
 
-from . import CASE_FORMAT_VERSION, PROTOCOL_VERSION, SUITE_VERSION, terminal
+from . import CASE_FORMAT_VERSION, PROTOCOL_VERSION, SUITE_VERSION
 from . import expectations as expect
 from . import htmlpage as html
 from .badges import write_badges
@@ -33,10 +36,8 @@ from .reports import as_json, describe_failure, summary, write_json, write_junit
 from .results import CaseResult, RunResult
 from .runner import DeploymentRunner, StressRunner, run_suite
 from .scaffold import LANGUAGES, ScaffoldError, new_adapter
-from .targets import DEFAULT_STEP_TIMEOUT, TargetError
 from .tiers import PROFILES, default_profile
 from .trend import TrendError, check_one_implementation, one_implementation
-from .visible import printable, redact_secrets
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 SUBCOMMANDS = ("run", "baseline", "list", "validate", "matrix", "new-adapter")

@@ -26,10 +26,9 @@ import urllib.parse
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Set, Tuple
 
 from refmem import tool
-
-from . import hosttree
-from .hosttree import Node, Tree
-from .layout import join_relative
+from refmem_harness import hosttree
+from refmem_harness.hosttree import Node, Tree
+from refmem_harness.layout import join_relative
 
 TOUCHING: Dict[str, Tuple[str, ...]] = tool.parameters_where(lambda role: role.changes_existing)
 """The arguments through which each command may change or remove what already exists."""
@@ -119,16 +118,6 @@ def touched(inputs: Iterable[Any], tree: Tree, shared: Dict[str, Tuple[int, int]
     inodes = {shared[path] for path in edited if path in shared}
     named |= {path for path, inode in shared.items() if inode in inodes}
     return named
-
-
-def placed(inputs: Iterable[Any]) -> Set[str]:
-    """The root-relative paths that `create` and `rename`'s `new_path` name: places to make, never to change."""
-    found: Set[str] = set()
-    for name, command in _commands(inputs):
-        for argument in NAMING.get(name, ()):
-            found |= readings(command.get(argument))
-    found.discard("")
-    return found
 
 
 def _covered(path: str, names: Set[str]) -> bool:

@@ -65,17 +65,18 @@ from collections import Counter
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Type
 
 from refmem import protocol as P
+from refmem_harness import hosttree
+from refmem_harness.adapter_client import AdapterTarget, ProtocolViolation
+from refmem_harness.layout import CaseDir, make_case_dir
+from refmem_harness.signalling import ErrorPrefix
+from refmem_harness.target_base import DEFAULT_STEP_TIMEOUT, StepResult, TargetError
+from refmem_harness.visible import redact_secrets
 
-from . import hosttree, readback
+from . import readback
 from . import session_adapter as late_calls
-from .adapter_client import AdapterTarget, ProtocolViolation
 from .effects import CRASH, FILE_LOST, HANG, OUTSIDE_CHANGED, OUTSIDE_CONTENT_SHOWN, OUTSIDE_NAME_SHOWN, class_of
-from .layout import CaseDir, make_case_dir
 from .readback import Reading
 from .screen import ScreenedRun
-from .signalling import ErrorPrefix
-from .target_base import DEFAULT_STEP_TIMEOUT, StepResult, TargetError
-from .visible import redact_secrets
 
 CHECKS = ("lost-updates", "readers-during-writers", "tenants", "abandoned-calls", "abandoned-threads")
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Dict, Tuple
 
-from conformance.tiers import COST, HOST_LAYOUT, SAFETY
+from .tiers import COST, HOST_LAYOUT, SAFETY
 
 OUTSIDE_CONTENT_SHOWN = "outside content shown"
 """Text of a file outside the root (the canary, another tenant's memory) in an output."""

@@ -1,7 +1,7 @@
 """Bounded views of long texts for a failure report: the first difference, then how much more there is.
 
 A failing view of a million-line file must not print a million lines: a reader needs the first place the
-output goes wrong, drawn with its invisible characters (conformance/visible.py), and a count of what is
+output goes wrong, drawn with its invisible characters (refmem_harness/visible.py), and a count of what is
 left out. `--full-diff` asks for everything instead.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 from typing import List
 
-from .visible import visible
+from refmem_harness.visible import visible
 
 HEAD_LINES = 3
 """Lines of an output shown before "N more lines"."""

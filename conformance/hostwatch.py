@@ -232,7 +232,7 @@ def _identity(fd: int) -> Optional[Tuple[int, int]]:
 def _put_back(folder: int, name: str, was: Snapshot, now: Snapshot) -> None:
     """Undo a change to the entry `name` of the open `folder`: what appeared is removed (a folder with
     everything in it, never following a link), a regular file changed or removed is written back."""
-    from . import hosttree
+    from refmem_harness import hosttree
 
     try:
         if now is not None and (was is None or was[0] != now[0] or was[0] == "file"):

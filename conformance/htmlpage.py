@@ -2,7 +2,7 @@
 
 Both are built from the JSON report (`as_json`), so a page can be made again from published JSON without a
 run. A page is one self-contained file: inline CSS, no script, nothing fetched (its Content-Security-Policy
-forbids it too); every text is drawn printable (conformance/visible.py) and then HTML-escaped, and failures are
+forbids it too); every text is drawn printable (refmem_harness/visible.py) and then HTML-escaped, and failures are
 the bounded excerpts of the text report (conformance/excerpt.py), drawn with visible whitespace.
 """
 
@@ -11,6 +11,8 @@ from __future__ import annotations
 import html
 import pathlib
 from typing import Any, Dict, List, Mapping, Tuple
+
+from refmem_harness.visible import printable, redact, redact_secrets
 
 from .cases import source_label
 from .checks import Finding
@@ -32,7 +34,6 @@ from .tiers import (
     describe_profile,
     gates,
 )
-from .visible import printable, redact, redact_secrets
 
 OUTCOMES = ("pass", "fail", "xfail", "xpass", "skip")
 

@@ -19,7 +19,7 @@ import re
 from fractions import Fraction
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .visible import inline
+from refmem_harness.visible import inline
 
 HUMAN_SIZE = re.compile(r"(\d+(?:\.\d+)?) ?([BKMGTPE])(?:i?B)?|(\d+)")
 UNITS = {"B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40, "P": 1 << 50, "E": 1 << 60}

@@ -17,18 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from .families import (
-    STATES,
-    CaseEntry,
-    Family,
-    Report,
-    by_id,
-    case_state,
-    failing_somewhere,
-    families,
-    part,
-    tally,
-)
+from .families import STATES, CaseEntry, Family, Report, by_id, case_state, failing_somewhere, families, part, tally
 from .figures import ROWS
 from .htmlpage import document, escape, figure_header, figure_state, name, profile_text, row_text
 from .legend import CLASS_LEGEND, OUTCOME_LEGEND, STATE_LEGEND

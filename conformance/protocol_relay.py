@@ -8,7 +8,7 @@ ways unchanged, and checks each line against the published schemas (schema/proto
 cannot be read or checked at all (longer than the protocol's line bound, nested too deeply, not JSON), is
 appended to LOG as a JSON line, which the runner reads after the run; so is the relay's own failure, should
 one of its threads stop, so that a run it could not check never passes. Lines are read in chunks and passed
-on as they come (conformance/adapter_wire.py): the relay holds at most one line of the protocol's bound.
+on as they come (refmem_harness/adapter_wire.py): the relay holds at most one line of the protocol's bound.
 
 Standard library, `jsonschema` and `refmem.protocol` only, with no import of the conformance package: its two
 sibling modules it needs are loaded by path, so it runs as a file from a vendored copy too.
@@ -52,8 +52,10 @@ ENTRIES_KEPT = 1000
 
 
 def _sibling(name: str) -> ModuleType:
-    """conformance/NAME.py, loaded by its path (the relay runs as a file, outside the package)."""
-    spec = importlib.util.spec_from_file_location(f"_protocol_relay_{name}", HERE / f"{name}.py")
+    """refmem_harness/NAME.py, beside this folder, loaded by its path: the relay runs as a file, outside packages."""
+    spec = importlib.util.spec_from_file_location(
+        f"_protocol_relay_{name}", HERE.parent / "refmem_harness" / f"{name}.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module

@@ -43,14 +43,15 @@ from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import pytest
 
+from refmem_harness.layout import make_case_dir, remove
+from refmem_harness.signalling import ErrorPrefix
+from refmem_harness.targets import DEFAULT_STEP_TIMEOUT, Target, open_target
+
 from . import expectations as expect
 from .cases import CASES_DIR, Case, Selection, load_cases
-from .layout import make_case_dir, remove
 from .reports import describe_failure
 from .results import FAIL, SKIP
 from .runner import run_case
-from .signalling import ErrorPrefix
-from .targets import DEFAULT_STEP_TIMEOUT, Target, open_target
 from .tiers import PROFILES, TIERS, default_profile
 
 ROOT_NAME = "memory-conformance"
@@ -518,11 +519,12 @@ class PropertyItem(pytest.Item):
         self.cls = property_class
 
     def runtest(self) -> None:
+        from refmem_harness.targets import TargetError
+
         from .properties import DEFAULT_EXAMPLES, DEFAULT_SEED
         from .properties.report import failure_text
         from .properties.run import run_class
         from .properties.search import SearchError
-        from .targets import TargetError
 
         session: _Session = self.config._memory_session  # type: ignore[attr-defined]
         settings = _settings(self.config)

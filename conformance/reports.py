@@ -13,6 +13,8 @@ import re
 import xml.etree.ElementTree as ET
 from typing import Any, Callable, Dict, List
 
+from refmem_harness.visible import clip, log_safe, printable, redact, redact_secrets
+
 from . import excerpt
 from .cases import source_label
 from .checks import Finding
@@ -23,7 +25,6 @@ from .figures import rows as figure_rows
 from .legend import FIGURE_UNITS
 from .results import SKIP, CaseResult, RunResult
 from .tiers import CLASSES, DOCUMENTED, SAFETY, SIGNALLING, TIERS, describe_profile
-from .visible import clip, log_safe, printable, redact, redact_secrets
 
 
 def counts(run: RunResult) -> Dict[str, int]:

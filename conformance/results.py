@@ -60,7 +60,7 @@ class RunResult:
     stale: List[Dict[str, str]] = dataclasses.field(default_factory=list)
     profile: str = DEFAULT_PROFILE
     signalling: str = ""
-    """How the target's plain results and exceptions were read (conformance/signalling.py), for the report."""
+    """How the target's plain results and exceptions were read (refmem_harness/signalling.py), for the report."""
     stress: Optional[List[Dict[str, Any]]] = None
     """The stress tier's findings ({"class", "check", "detail"}) when it ran; None when it did not."""
     deployment: Optional[Dict[str, Any]] = None

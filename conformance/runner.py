@@ -15,6 +15,24 @@ import tempfile
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Type
 
+from refmem_harness.hosttree import Tree, wanted_like
+from refmem_harness.layout import (
+    CaseDir,
+    FixtureUnavailable,
+    PlainFixtures,
+    apply_fixtures,
+    canary_files,
+    make_case_dir,
+    memory_read,
+    outside_read,
+    plain_fixtures,
+    remove,
+    write_files,
+)
+from refmem_harness.signalling import ErrorPrefix
+from refmem_harness.target_base import shown
+from refmem_harness.targets import DEFAULT_STEP_TIMEOUT, TOOL_MEMORY, StepResult, Target, open_target
+
 from .cases import Case
 from .checks import (
     Finding,
@@ -34,25 +52,8 @@ from .checks import (
     strings_in,
 )
 from .dataloss import lost, shared_inodes, touched, why_lost
-from .hosttree import Tree, wanted_like
 from .hostwatch import HostWatch, named_paths
-from .layout import (
-    CaseDir,
-    FixtureUnavailable,
-    PlainFixtures,
-    apply_fixtures,
-    canary_files,
-    make_case_dir,
-    memory_read,
-    outside_read,
-    plain_fixtures,
-    remove,
-    write_files,
-)
 from .results import FAIL, PASS, SKIP, CaseResult, Classify, RunResult, as_found
-from .signalling import ErrorPrefix
-from .target_base import shown
-from .targets import DEFAULT_STEP_TIMEOUT, TOOL_MEMORY, StepResult, Target, open_target
 from .tiers import DEFAULT_PROFILE, gates
 
 FOLDER_FILE = "folder-fixture.md"

@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from typing import List
 
-from .layout import CaseDir
-from .target_base import StepResult
+from refmem_harness.layout import CaseDir
+from refmem_harness.target_base import StepResult
 
 
 class ScreenedRun:

@@ -34,10 +34,9 @@ import traceback
 from typing import Any, Dict, List, Optional
 
 from refmem import protocol as P
-
-from . import hosttree
-from .target_base import StepResult
-from .targets import TENANT, Target, TargetError, open_target
+from refmem_harness import hosttree
+from refmem_harness.target_base import StepResult
+from refmem_harness.targets import TENANT, Target, TargetError, open_target
 
 ABANDON_AFTER = "abandon_after"
 """An execute field of this server alone: run the call on a worker thread and stop waiting after so many seconds."""

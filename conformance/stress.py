@@ -58,11 +58,12 @@ import sys
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from . import hosttree, usage
-from .layout import CaseDir, make_case_dir, outside_snapshot
-from .layout import remove as remove_case_dir
+from refmem_harness import hosttree, usage
+from refmem_harness.layout import CaseDir, make_case_dir, outside_snapshot
+from refmem_harness.layout import remove as remove_case_dir
+from refmem_harness.targets import InProcessTarget, StepResult, Target
+
 from .screen import ScreenedRun
-from .targets import InProcessTarget, StepResult, Target
 
 SAFETY, COST = "safety", "cost"
 

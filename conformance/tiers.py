@@ -58,13 +58,10 @@ UNSAFE: FrozenSet[str] = frozenset({SAFETY})
 """The classes that make a run unsafe: no expectation, baseline or profile can forgive them."""
 
 STRESS_TIER, DEPLOYMENT_TIER = "stress", "deployment"
-OPT_IN_TIERS: Tuple[str, ...] = (STRESS_TIER, DEPLOYMENT_TIER)
-"""The tiers that run only when asked for (conformance/stress.py, conformance/deployment.py)."""
 DEPLOYMENT_CLASS = SAFETY
 """The class of every deployment finding: lost data or a leak."""
 
 MUST, SHOULD = "must", "should"
-LEVELS: Tuple[str, ...] = (MUST, SHOULD)
 
 TIER_OF_BASIS: Dict[str, str] = {
     "doc": DOCUMENTED,

@@ -11,7 +11,7 @@ reproduced), 2 usage or target errors, or a file that is not a well-formed findi
 
 A finding file may come from anyone (SECURITY.md asks reporters for one): `replay` never starts the
 target a file names (the reference, or `--target`), and everything this command prints that came
-from a file or a backend is escaped (`conformance.visible.printable`) and cut, so no escape sequence
+from a file or a backend is escaped (`refmem_harness.visible.printable`) and cut, so no escape sequence
 or line break of theirs reaches the terminal.
 """
 
@@ -24,24 +24,25 @@ import pathlib
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List, Optional, Set, TextIO
+from typing import Dict, List, Optional, Set, TextIO
 
 import refmem
+from refmem import terminal
+from refmem_harness import finding as finding_files
+from refmem_harness import hosttree
+from refmem_harness.finding import Finding, FindingError
+from refmem_harness.sequence_layout import scratch_dir
 
 from . import engine_atheris, engine_random
-from . import finding as finding_files
 from .cost import MEMORY_EVERY
-from .finding import Finding, FindingError
-from .harness import HARNESSES, Harness, Options
-from .layout import scratch_dir
-from .suite import hosttree, terminal, visible
+from .harness import Harness, Options
+from .harnesses import HARNESSES
+from .printed import printable_cut
 
 SUBCOMMANDS = ("run", "replay", "to-case", "robust")
 RUN_SLACK = 5.0
 """Seconds a run may end after --max-time: a step still running at the deadline is given up a
 second after it (session.STEP_GRACE), then the findings are written and the target closed."""
-SHOWN_CHARS = {"name": 200, "command": 300, "output": 200, "detail": 300, "error": 500}
-"""How much of each kind of text from a file or a backend is printed (more is cut, with a count)."""
 MAX_ORACLES_SHOWN = 20
 STATUS_READER_GONE = 141
 """As `refmem exec`: the reader left before a print this command could not tell apart from its work."""
@@ -66,29 +67,18 @@ def main(argv: Optional[List[str]] = None) -> int:
         status = 130
     except FindingError as exc:
         hint = "; a raw fuzzer input is replayed with --raw" if ns.subcommand == "replay" else ""
-        _emit(f"refmem-fuzz: {shown(ns.file, 'name')}: not a well-formed finding file: {exc}{hint}", sys.stderr)
+        _emit(f"refmem-fuzz: {printable_cut(ns.file, 'name')}: not a well-formed finding file: {exc}{hint}", sys.stderr)
         status = 2
     except Exception as exc:  # a target that cannot be opened, a file that cannot be read: say so, on one line
         if not isinstance(exc, (OSError, ValueError)) and type(exc).__name__ != "TargetError":
             raise
-        _emit(f"refmem-fuzz: {shown(exc, 'error')}", sys.stderr)
+        _emit(f"refmem-fuzz: {printable_cut(exc, 'error')}", sys.stderr)
         status = 2
     try:
         sys.stdout.flush()
     except BrokenPipeError:
         terminal.stream_to_devnull(sys.stdout)
     return status
-
-
-def shown(text: Any, kind: str) -> str:
-    """`text` from a file or a backend as it may be printed: non-printable characters escaped
-    (line breaks and escape sequences included), cut at SHOWN_CHARS[kind]."""
-    text = str(text)
-    limit = SHOWN_CHARS[kind]
-    drawn = visible.printable(text[: limit + 1])
-    if len(text) <= limit and len(drawn) <= limit:
-        return drawn
-    return drawn[:limit] + f"... [{len(text):,} characters]"
 
 
 def _emit(text: str, stream: Optional[TextIO] = None) -> None:
@@ -199,12 +189,13 @@ def cmd_run(ns: argparse.Namespace) -> int:
     if ns.jobs > 1:
         return _run_jobs(ns, engine, findings_dir, deadline)
     label = engine_atheris.LABEL if engine == "atheris" else engine_random.LABEL
-    _say(ns, f"refmem-fuzz: target {shown(ns.target, 'name')}, harness {ns.harness}, engine {label}, seed {ns.seed}")
+    target = printable_cut(ns.target, "name")
+    _say(ns, f"refmem-fuzz: target {target}, harness {ns.harness}, engine {label}, seed {ns.seed}")
     known = _known_oracles(findings_dir, ns.target)
 
     def on_finding(found: Finding, path: Optional[pathlib.Path]) -> None:
-        where = f" -> {shown(path, 'name')}" if path else ""
-        _emit(f"FINDING {shown(found.oracle, 'name')} ({len(found.commands)} commands){where}")
+        where = f" -> {printable_cut(path, 'name')}" if path else ""
+        _emit(f"FINDING {printable_cut(found.oracle, 'name')} ({len(found.commands)} commands){where}")
 
     options = Options(
         target=ns.target,
@@ -314,8 +305,8 @@ def _run_jobs(ns: argparse.Namespace, engine: str, findings_dir: pathlib.Path, d
             child.wait()
     kept = _one_per_oracle(findings_dir, ns.target)
     for oracle, path in sorted(kept.items()):
-        _emit(f"{shown(oracle, 'name')}: {shown(path, 'name')}")
-    _emit(f"refmem-fuzz: {ns.jobs} jobs done, {len(kept)} distinct finding(s) for {shown(ns.target, 'name')}")
+        _emit(f"{printable_cut(oracle, 'name')}: {printable_cut(path, 'name')}")
+    _emit(f"refmem-fuzz: {ns.jobs} jobs done, {len(kept)} distinct finding(s) for {printable_cut(ns.target, 'name')}")
     return 1 if kept else 0
 
 
@@ -351,7 +342,7 @@ def cmd_replay(ns: argparse.Namespace) -> int:
     try:
         data = finding_files.read_bounded(ns.file)
     except FindingError as exc:  # too large, or not a regular file
-        raise ValueError(f"{shown(ns.file, 'name')}: {exc}") from None
+        raise ValueError(f"{printable_cut(ns.file, 'name')}: {exc}") from None
     if ns.raw:
         harness = ns.harness or "sequence"
         found = finding_from_raw_input(data, target, harness, not ns.plain_layout)
@@ -359,22 +350,22 @@ def cmd_replay(ns: argparse.Namespace) -> int:
               f"{len(found.commands)} command(s)")
     else:
         found = finding_files.parse(data)
-        _emit(f"finding {shown(found.oracle, 'name')}, found on {shown(found.target, 'name')} "
+        _emit(f"finding {printable_cut(found.oracle, 'name')}, found on {printable_cut(found.target, 'name')} "
               f"({found.harness} harness, {len(found.commands)} command(s))")
     if ns.target is None:
         _emit(f"replaying on the embedded reference ({REFERENCE}) only; the file's target is not started "
               "(--target SPEC replays on a target you choose)")
     else:
-        _emit(f"replaying on {shown(target, 'name')} (--target)")
+        _emit(f"replaying on {printable_cut(target, 'name')} (--target)")
     result = replay(found, target, ns.step_timeout if ns.step_timeout > 0 else None)
     for index, (command, step) in enumerate(zip(result.commands, result.steps)):
         flags = [flag for flag in ("crashed", "timed_out", "raised") if getattr(step, flag, False)]
-        _emit(f"[{index}] {shown(json.dumps(command, ensure_ascii=True), 'command')}")
-        _emit(f"    is_error={shown(step.is_error, 'name')}{' ' + ','.join(flags) if flags else ''}: "
-              f"{shown(step.output, 'output')}")
+        _emit(f"[{index}] {printable_cut(json.dumps(command, ensure_ascii=True), 'command')}")
+        _emit(f"    is_error={printable_cut(step.is_error, 'name')}{' ' + ','.join(flags) if flags else ''}: "
+              f"{printable_cut(step.output, 'output')}")
         detail = getattr(step, "detail", "")
         if flags and detail:
-            _emit(f"    {shown(detail, 'detail')}")
+            _emit(f"    {printable_cut(detail, 'detail')}")
     for record in result.costs:
         if found.oracle.startswith("cost:") and record["step"] == found.step:
             measured, budget = record["measured"], record["budget"]
@@ -384,16 +375,16 @@ def cmd_replay(ns: argparse.Namespace) -> int:
                   f"memory {measured['memory_bytes']} (budget {budget['memory_bytes']})")
     oracles = sorted({v.oracle for v in result.violations})
     reproduced = found.oracle in oracles if found.oracle else bool(oracles)
-    listed = ", ".join(shown(oracle, "name") for oracle in oracles[:MAX_ORACLES_SHOWN])
+    listed = ", ".join(printable_cut(oracle, "name") for oracle in oracles[:MAX_ORACLES_SHOWN])
     more = f" and {len(oracles) - MAX_ORACLES_SHOWN} more" if len(oracles) > MAX_ORACLES_SHOWN else ""
     _emit(f"oracles broken now: {listed + more if oracles else 'none'}")
     for violation in result.violations[:MAX_ORACLES_SHOWN]:
-        _emit(f"    {shown(violation.oracle, 'name')}: {shown(violation.detail, 'detail')}")
+        _emit(f"    {printable_cut(violation.oracle, 'name')}: {printable_cut(violation.detail, 'detail')}")
     if found.oracle:
-        _emit(f"{'REPRODUCED' if reproduced else 'NOT REPRODUCED'}: {shown(found.oracle, 'name')} "
-              f"on {shown(target, 'name')}")
+        _emit(f"{'REPRODUCED' if reproduced else 'NOT REPRODUCED'}: {printable_cut(found.oracle, 'name')} "
+              f"on {printable_cut(target, 'name')}")
     else:
-        _emit(f"{'ORACLES BROKEN' if reproduced else 'CLEAN'} on {shown(target, 'name')}")
+        _emit(f"{'ORACLES BROKEN' if reproduced else 'CLEAN'} on {printable_cut(target, 'name')}")
     return 1 if reproduced else 0
 
 
@@ -406,11 +397,11 @@ def cmd_to_case(ns: argparse.Namespace) -> int:
         _emit(text.rstrip("\n"))
         return 0
     if ns.out.exists() and not ns.force:
-        raise ValueError(f"{shown(ns.out, 'name')} exists: --force replaces it")
+        raise ValueError(f"{printable_cut(ns.out, 'name')} exists: --force replaces it")
     ns.out.parent.mkdir(parents=True, exist_ok=True)
     ns.out.write_text(text, encoding="utf-8")
-    _emit(f"wrote {shown(ns.out, 'name')}: run it with refmem-conformance --cases-dir "
-          f"{shown(ns.out.parent, 'name')} --target SPEC")
+    _emit(f"wrote {printable_cut(ns.out, 'name')}: run it with refmem-conformance --cases-dir "
+          f"{printable_cut(ns.out.parent, 'name')} --target SPEC")
     return 0
 
 

@@ -16,7 +16,7 @@ occurrences, about 2.5 units per character); a finding is kept only when every r
 sequence breaks the same budget again (see `harness.SequenceHarness`).
 
 Every figure is CPU time, never the wall clock: the calibration job's on the thread that runs it, a step's
-on the thread (or adapter process) that does the work (meter.py, over conformance/usage.py). A machine at
+on the thread (or adapter process) that does the work (meter.py, over refmem_harness/usage.py). A machine at
 load 5 gives a job as many CPU seconds as an idle one, give or take what other programs do to the caches, so a
 verdict holds on both.
 What CPU time does not cover (a slower core, a throttled one) the stall check does: before the re-runs
@@ -39,8 +39,9 @@ import time
 import tracemalloc
 from typing import Any, Dict, List, Optional
 
+from refmem_harness.oracles import Violation
+
 from .meter import WALL, Cost
-from .oracles import Violation
 
 TIME_BASE_CHARS = 1 << 19
 """The constant part of a time budget, in calibrated characters: a fixed cost per command (imports

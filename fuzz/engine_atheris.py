@@ -20,10 +20,11 @@ import tempfile
 import time
 from typing import Callable, List, Optional
 
+from refmem_harness.decode import MAX_COMMANDS
+from refmem_harness.sequence_layout import scratch_dir_base
+
 from .cost import CONFIRM_RUNS, cost_ladder
-from .decode import MAX_COMMANDS
 from .harness import Harness
-from .layout import scratch_dir_base
 from .seeds import growth_seeds
 
 LABEL = "atheris (libFuzzer, coverage-guided)"

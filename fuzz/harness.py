@@ -18,16 +18,17 @@ import unicodedata
 import urllib.parse
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Set
 
+from refmem_harness import finding as finding_files
+from refmem_harness.byte_reader import ByteReader
+from refmem_harness.decode import decode
+from refmem_harness.finding import Finding
+from refmem_harness.oracles import Violation, check_outside, check_step
+from refmem_harness.sequence_layout import Layout
+
 from . import cost, reach
-from . import finding as finding_files
-from .byte_reader import ByteReader
-from .decode import decode
-from .finding import Finding
-from .layout import Layout
 from .meter import Meter
 from .minimise import MEMORY_TOOL, Fields, minimise
-from .oracles import Violation, check_outside, check_step
-from .session import Report, Settings, run_sequence
+from .session import Report, Settings, finding_from_report, run_sequence
 
 REFERENCE_SPECS = ("refmem", "reference")
 
@@ -193,7 +194,7 @@ class SequenceHarness(Harness):
             final = self.minimised(report, oracle, self.run)
         final.violations = [v for v in final.violations if v.family != "cost" or v.oracle == oracle]
         differential = self.settings.differential
-        found = finding_files.from_report(final, self.layout, self.options.target, self.name, differential, oracle)
+        found = finding_from_report(final, self.layout, self.options.target, self.name, differential, oracle)
         if found.cost is not None and self.settings.budget is not None:
             found.cost["runs_over_budget"] = final.confirmed
             found.cost["budget_formula"] = self.settings.budget.to_json()
@@ -237,7 +238,7 @@ class PathsHarness(Harness):
         if not fresh:
             return None
         report = Report([command], [step], [], fresh)
-        found = finding_files.from_report(report, self.layout, self.options.target, self.name, False)
+        found = finding_from_report(report, self.layout, self.options.target, self.name, False)
         return self._record(found)
 
     def check_parser(self, raw: str) -> List[Violation]:
@@ -330,15 +331,7 @@ def _step_cost(report: Report, oracle: str) -> float:
     return float(record["measured"][key] or 0)
 
 
-def _openclaw(options: Options, work: pathlib.Path) -> Harness:
-    """OpenClaw's memory tools (fuzz/openclaw.py, a plug-in): imported when asked for."""
-    from .openclaw import OpenClawHarness
-
-    return OpenClawHarness(options, work)
-
-
-HARNESSES: Dict[str, Callable[[Options, pathlib.Path], Harness]] = {
+MEMORY_HARNESSES: Dict[str, Callable[[Options, pathlib.Path], Harness]] = {
     "sequence": SequenceHarness,
     "paths": PathsHarness,
-    "openclaw": _openclaw,
 }

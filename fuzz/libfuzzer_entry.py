@@ -10,8 +10,9 @@ import pathlib
 import sys
 from typing import List, Optional
 
-from .harness import HARNESSES, Options
-from .layout import scratch_dir
+from refmem_harness.sequence_layout import scratch_dir
+
+from .harness import MEMORY_HARNESSES, Options
 
 
 class OracleBroken(Exception):
@@ -21,15 +22,16 @@ class OracleBroken(Exception):
 def run(harness_name: str, target: str = "refmem", argv: Optional[List[str]] = None) -> None:
     import atheris  # type: ignore[import-untyped]
 
+    from refmem_harness.finding import dumps
+
     from .engine_atheris import instrumented_packages
-    from .finding import dumps
 
     # No cost oracle on a farm: its machines differ from run to run and a crash must reproduce on any
     # of them; libFuzzer's own -timeout and -rss_limit_mb are the farm's cost limits.
     options = Options(target=target, minimise_budget=0, engine="libfuzzer", cost=False)
     work = scratch_dir("refmem-fuzz-farm-")
     with atheris.instrument_imports(include=instrumented_packages(target)):
-        harness = HARNESSES[harness_name](options, pathlib.Path(work))
+        harness = MEMORY_HARNESSES[harness_name](options, pathlib.Path(work))
 
     def test_one_input(data: bytes) -> None:
         harness.seen.clear()  # the farm deduplicates; every broken oracle is reported

@@ -1,6 +1,6 @@
 """What one command cost a target: seconds, output characters and peak memory, as a finding records it.
 
-The measuring is the harness's one meter (conformance/usage.py, shared with the stress tier): CPU seconds of
+The measuring is the harness's one meter (refmem_harness/usage.py, shared with the stress tier): CPU seconds of
 the thread that ran an in-process call (`Target.last_call`) or of a `cmd:` target's adapter process (`/proc`),
 peak growth of the Python heap under tracemalloc in process and of the adapter's resident set. tracemalloc
 slows allocation-heavy code by up to fifteen times, so a call measured with it has no usable time figure
@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Dict, Optional, Tuple
 
-from .suite import usage
+from refmem_harness import usage
 
 CPU, WALL = usage.CPU, usage.WALL
 TRACEMALLOC, RSS = usage.TRACEMALLOC, usage.RSS

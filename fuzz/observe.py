@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .model import DIR, OPAQUE, Node, Tree, file_node
-from .suite import hosttree
+from refmem_harness import hosttree
+from refmem_harness.model import DIR, OPAQUE, Node, Tree, file_node
 
 HANDLER_PREFIX = ".refmem"
 

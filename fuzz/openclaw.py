@@ -1,8 +1,8 @@
 """Fuzzing OpenClaw's memory tools (and the reference's) with hostile paths on a hostile workspace: a plug-in.
 
-    python -m refmem_fuzz.openclaw --target openclaw --max-time 300      # OpenClaw's memory_get / memory_search
-    python -m refmem_fuzz.openclaw --target refmem --runs 20000          # the reference
-    python -m refmem_fuzz.openclaw replay fuzz/findings/openclaw/FILE.json --target openclaw
+    python -m refmem_fuzz.openclaw_cli --target openclaw --max-time 300      # OpenClaw's memory_get / memory_search
+    python -m refmem_fuzz.openclaw_cli --target refmem --runs 20000          # the reference
+    python -m refmem_fuzz.openclaw_cli replay fuzz/findings/openclaw/FILE.json --target openclaw
     refmem-fuzz run --harness openclaw --target openclaw                 # the same, through refmem-fuzz
     refmem-fuzz replay fuzz/findings/openclaw/FILE.json --target openclaw
 
@@ -24,33 +24,28 @@ with random `from` / `lines`; now and then a `memory_search` for the canary's wo
 
 Everything else is the memory tool's fuzzer: the session (a fresh workspace and reset per input), the engines
 (`engine_random`, seeded: a run is reproducible from its seed), the minimiser (calls, path names and optional
-parameters dropped while the oracle still breaks), the finding files (fuzz/finding.py: validated, bounded, host
-paths and the canary written `<CASE>`, `<WORK>`, `<CANARY>`; harness `openclaw`) and replay, which never starts
+parameters dropped while the oracle still breaks), the finding files (refmem_harness/finding.py: validated, bounded,
+host paths and the canary written `<CASE>`, `<WORK>`, `<CANARY>`; harness `openclaw`) and replay, which never starts
 the target a file names.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import pathlib
-import sys
-import time
 from typing import Any, Callable, Dict, List, Optional
 
-from . import engine_random, plugin, reach
-from . import finding as finding_files
-from .byte_reader import ByteReader
-from .finding import Finding, FindingError
-from .harness import Harness, Options
-from .layout import Layout, scratch_dir, symlinks
-from .minimise import Fields
-from .oracles import Violation, check_result
-from .replay import replay
-from .session import Report, run_sequence
-from .suite import hosttree, openclaw_runner
+from refmem_harness.byte_reader import ByteReader
+from refmem_harness.finding import Finding
+from refmem_harness.openclaw_target import TOOLS
+from refmem_harness.oracles import Violation, check_result
+from refmem_harness.sequence_layout import Layout, symlinks
 
-TOOLS = openclaw_runner.TOOLS
+from . import plugin, reach
+from .harness import Harness, Options
+from .minimise import Fields
+from .session import Report, finding_from_report, run_sequence
+
 TargetError = reach.TargetError
 
 LAYOUT: List[Dict[str, str]] = [
@@ -165,7 +160,7 @@ def check_step(index: int, command: Any, step: Any, layout: Layout, strict: bool
     return check_result(index, _label(command), step, layout, strict, also, sent)
 
 
-PLUGIN = plugin.Plugin(
+PLUGIN: plugin.Plugin = plugin.Plugin(
     harness="openclaw",
     tools=TOOLS,
     fixtures=LAYOUT,
@@ -251,79 +246,10 @@ class OpenClawHarness(Harness):
         if primary is None or primary.oracle in self.seen:
             return None
         final = self.minimised(report, primary.oracle, self.run, PLUGIN.fields)
-        found = finding_files.from_report(final, self.layout, self.options.target, self.name, False, primary.oracle)
+        found = finding_from_report(final, self.layout, self.options.target, self.name, False, primary.oracle)
         return self._record(found)
 
     def close(self) -> None:
         self.target.close()
         self.layout.remove()
 
-
-# --- the command line -----------------------------------------------------------------------------------
-
-
-def _fuzz(args: argparse.Namespace) -> int:
-    from .cli import shown
-
-    if args.runs is None and args.max_time is None:
-        args.runs = 500
-
-    def on_finding(found: Finding, path: Optional[pathlib.Path]) -> None:
-        print(f"finding: {shown(found.oracle, 'name')}: {shown(json.dumps(found.commands), 'command')}", flush=True)
-
-    deadline = time.monotonic() + args.max_time if args.max_time is not None else None
-    options = Options(target=args.target, step_timeout=args.timeout if args.timeout > 0 else None, seed=args.seed,
-                      engine="random",
-                      findings_dir=pathlib.Path(args.findings) if args.findings else None, on_finding=on_finding,
-                      cost=False, growth=False, deadline=deadline)
-    work = scratch_dir("refmem-openclaw-fuzz-")
-    try:
-        harness = OpenClawHarness(options, work)
-        try:
-            stats = engine_random.fuzz(harness, None, args.runs, args.seed, deadline=deadline)
-        finally:
-            harness.close()
-    finally:
-        hosttree.remove(str(work))
-    rate = harness.calls / stats.seconds if stats.seconds else 0.0
-    print(f"{harness.calls} calls ({stats.runs} inputs) in {stats.seconds:.0f} s ({rate:.0f}/s), "
-          f"{len(harness.findings)} findings")
-    print("outcomes: " + ", ".join(f"{name} {count}" for name, count in sorted(harness.outcomes.items())))
-    return 1 if harness.findings else 0
-
-
-def _replay(args: argparse.Namespace, files: List[str]) -> int:
-    """Each finding file on `--target` (never the file's own): its oracle broken again is reproduced."""
-    from .cli import shown
-
-    reproduced = 0
-    for name in files:
-        found = finding_files.load(pathlib.Path(name))
-        broken = sorted({violation.oracle for violation in replay(found, args.target, args.timeout).violations})
-        reproduced += found.oracle in broken
-        verdict = "reproduced" if found.oracle in broken else "not reproduced"
-        print(f"{shown(name, 'name')}: {verdict}: {shown(', '.join(broken) or 'no oracle broken', 'detail')}")
-    return 1 if reproduced else 0
-
-
-def main(argv: Optional[List[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m refmem_fuzz.openclaw", description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("replay", nargs="*", help='"replay FILE..." to run finding files again')
-    parser.add_argument("--target", default="refmem", help="refmem, openclaw, python:MODULE:CALLABLE or cmd:PROGRAM")
-    parser.add_argument("--runs", type=int, help="inputs to run (each one to eight calls; default 500)")
-    parser.add_argument("--max-time", type=float, help="seconds the run takes at most")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--timeout", type=float, default=10.0, help="seconds per call before it counts as a hang")
-    parser.add_argument("--findings", help="folder for finding files (default: print only)")
-    args = parser.parse_args(argv)
-    if args.replay and args.replay[0] != "replay":
-        parser.error("the only positional command is: replay FILE...")
-    try:
-        return _replay(args, args.replay[1:]) if args.replay else _fuzz(args)
-    except (TargetError, FindingError, OSError) as error:
-        print(f"openclaw fuzz: {error}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -11,11 +11,11 @@ lays out the same workspace and checks the same oracles again; the target a file
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import pathlib
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Mapping, Sequence, Tuple
 
-from .layout import Fixture, Layout
+from refmem_harness.sequence_layout import Fixture, Layout
+
 from .minimise import Fields
 from .session import CheckStep, Execute, Settings
 
@@ -28,7 +28,7 @@ class Plugin:
     """The tools its commands call: a target that does not run them all is refused (targets.open_target)."""
     fixtures: Sequence[Fixture]
     outside: Mapping[str, str]
-    """Files laid out beside the canary tree (fuzz/layout.py)."""
+    """Files laid out beside the canary tree (refmem_harness/sequence_layout.py)."""
     decode: Callable[[bytes], List[Any]]
     execute: Execute
     check_step: CheckStep
@@ -40,16 +40,3 @@ class Plugin:
 
     def settings(self, **options: Any) -> Settings:
         return Settings(execute=self.execute, check_step=self.check_step, **options)
-
-
-PLUGINS: Dict[str, str] = {"openclaw": "openclaw"}
-"""Harness name -> the module of this package that defines its PLUGIN (imported when a run or a file needs it)."""
-
-
-def find(harness: str) -> Optional[Plugin]:
-    """The plug-in whose finding files carry `harness`; None for the memory tool's own harnesses."""
-    module = PLUGINS.get(harness)
-    if module is None:
-        return None
-    plugin: Plugin = importlib.import_module(f"{__package__}.{module}").PLUGIN
-    return plugin

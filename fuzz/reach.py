@@ -11,7 +11,8 @@ import importlib.util
 import pathlib
 from typing import Optional, Sequence
 
-from .suite import openclaw_runner, targets
+from refmem_harness import targets
+from refmem_harness.openclaw_target import target_spec as openclaw_spec
 
 StepResult = targets.StepResult
 Target = targets.Target
@@ -33,7 +34,7 @@ def resolve_spec(spec: str) -> str:
             return f"python:{adapter}:make"
         return f"python:{__package__}.sdk_target:make"
     if spec == "openclaw":
-        return openclaw_runner.target_spec(spec)  # TargetError when it is not installed
+        return openclaw_spec(spec)  # TargetError when it is not installed
     return ALIASES.get(spec) or spec
 
 

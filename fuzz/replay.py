@@ -12,9 +12,10 @@ import pathlib
 import tempfile
 from typing import Optional
 
-from . import cost, plugin, reach
-from .finding import Finding
-from .layout import Layout, scratch_dir_base
+from refmem_harness.finding import Finding
+from refmem_harness.sequence_layout import Layout, scratch_dir_base
+
+from . import cost, harnesses, reach
 from .meter import Meter
 from .session import Report, Settings, run_sequence
 
@@ -26,7 +27,7 @@ def replay(finding: Finding, target: str = REFERENCE, step_timeout: Optional[flo
     cost finding is measured as it was found (time, or memory under tracemalloc; the same budget
     factor) against budgets calibrated on this machine. A plug-in's finding (fuzz/plugin.py) runs on
     the plug-in's layout with its oracles, and `target` must run the plug-in's tools."""
-    tools = plugin.find(finding.harness)
+    tools = harnesses.find(finding.harness)
     parse = None
     if finding.differential:
         from refmem.paths import parse_path
@@ -65,10 +66,11 @@ def _factor(finding: Finding) -> float:
 
 def finding_from_raw_input(data: bytes, target: str, harness: str, hostile: bool) -> Finding:
     """A raw fuzzer input (a libFuzzer crash file) as an unjudged finding: its decoded commands."""
-    from .decode import decode
+    from refmem_harness.decode import decode
+
     from .harness import REFERENCE_SPECS, path_from_bytes
 
-    tools = plugin.find(harness)
+    tools = harnesses.find(harness)
     if tools is not None:
         commands = tools.decode(data)
     elif harness == "paths":

@@ -41,8 +41,8 @@ import time
 from types import ModuleType
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
-from .byte_reader import ByteReader
-from .suite import hosttree
+from refmem_harness import hosttree
+from refmem_harness.byte_reader import ByteReader
 
 
 class Broken(AssertionError):

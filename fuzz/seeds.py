@@ -14,7 +14,7 @@ import functools
 import random
 from typing import Any, Callable, Dict, List, Tuple
 
-from .decode import decode
+from refmem_harness.decode import decode
 
 TRIES = 20_000
 SEED = 818

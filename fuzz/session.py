@@ -16,12 +16,17 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from . import cost, oracles
-from .layout import Layout
+from refmem_harness import finding as finding_files
+from refmem_harness import oracles
+from refmem_harness.finding import scrub
+from refmem_harness.model import Model, Outcome, Tree
+from refmem_harness.model import render_tree as model_render_tree
+from refmem_harness.oracles import Violation
+from refmem_harness.sequence_layout import Layout
+
+from . import cost
 from .meter import Meter
-from .model import Model, Outcome, Tree
 from .observe import read_model_tree
-from .oracles import Violation
 
 ORACLE_PRIORITY = ("escape", "leak", "hang", "crash", "exception", "cost", "parser", "diverge")
 
@@ -180,3 +185,40 @@ def _within_deadline(call: Callable[[], Any], settings: Settings) -> Any:
     if not returned:
         raise value
     return value
+
+
+def finding_from_report(
+    report: Report, layout: Layout, target: str, harness: str, differential: bool, oracle: Optional[str] = None
+) -> finding_files.Finding:
+    """The finding a report shows; `oracle` picks which violation is the finding (default: the primary)."""
+    primary = next((v for v in report.violations if v.oracle == oracle), None) or report.primary
+    assert primary is not None
+    observed = []
+    for command, step in zip(report.commands, report.steps):
+        entry: Dict[str, Any] = {
+            "input": command,
+            "output": scrub(step.output, layout),
+            "is_error": step.is_error,
+        }
+        for flag in ("crashed", "timed_out", "raised"):
+            if getattr(step, flag, False):
+                entry[flag] = True
+        observed.append(entry)
+    return finding_files.Finding(
+        target=target,
+        harness=harness,
+        oracle=primary.oracle,
+        detail=scrub(primary.detail, layout),
+        step=primary.step,
+        hostile_layout=layout.hostile,
+        differential=differential,
+        commands=list(report.commands),
+        observed=observed,
+        tree_after={key: scrub(value, layout) for key, value in model_render_tree(report.tree_after).items()}
+        if report.tree_after is not None
+        else None,
+        other_oracles=sorted({v.oracle for v in report.violations} - {primary.oracle}),
+        cost=next((dict(record) for record in report.costs if record["step"] == primary.step), None)
+        if primary.family == "cost"
+        else None,
+    )

@@ -21,13 +21,13 @@ import urllib.parse
 from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 from refmem import tool
+from refmem_harness import visible
+from refmem_harness.finding import Finding
+from refmem_harness.model import DIR, Tree
+from refmem_harness.sequence_layout import HOSTILE_FIXTURES, Fixture, Layout, scratch_dir_base
 
 from . import reach
-from .finding import Finding
-from .layout import HOSTILE_FIXTURES, Fixture, Layout, scratch_dir_base
-from .model import DIR, Tree
 from .session import Settings, run_sequence
-from .suite import visible
 
 CASE_SCHEMA_ID = "https://github.com/refmem/refmem/raw/main/conformance/schema/case.schema.json"
 """The case schema's `$id`, which a case file names first."""

@@ -38,7 +38,6 @@ LOCK_NAME = "lock"
 CHANGES_NAME = "changes"
 MOVES_NAME = "moves"
 ACCESS_DIR = "access"
-INDEX_NAME = "openclaw-index.sqlite"
 TENANTS_DIR = "tenants"
 RECORD_LIMIT = 8192  # a record holds one virtual path: anything larger is not one
 SINGLE_FLAGS = O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_BINARY
@@ -245,14 +244,3 @@ def names(folder: Dir) -> List[str]:
             return [entry.name for entry in entries]
     except OSError as error:
         raise problems.os_failure(error) from None
-
-
-# --- the OpenClaw index's file ---------------------------------------------------------------------
-
-
-def open_index(root: Walker, real: str) -> Tuple[int, str]:
-    """The OpenClaw search index file, made if missing: (descriptor, host path). NotRegular(kind) or
-    HardLinked when something else holds the name (never followed, never waited on)."""
-    with root.walk((BOOKKEEPING_DIR,), create=True) as folder:
-        fd = open_single(folder, INDEX_NAME, os.O_RDWR | os.O_CREAT)[0]
-    return fd, os.path.join(real, BOOKKEEPING_DIR, INDEX_NAME)

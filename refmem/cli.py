@@ -17,7 +17,7 @@ import os
 import sys
 from typing import Any, Callable, List, Optional, TextIO, Tuple, TypeVar, Union
 
-from . import __version__
+from . import __version__, terminal
 from .protocol import MAX_LINE_BYTES
 from .protocol import VERSION as PROTOCOL_VERSION
 from .stores.location import ENVIRONMENT as _STORE_VARIABLE
@@ -514,22 +514,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         finally:
             sys.stdout.flush()  # inside the try: a closed pipe is noticed here, not at exit
     except BrokenPipeError:
-        _stdout_to_devnull()
+        terminal.stream_to_devnull(sys.stdout)
         return STATUS_READER_GONE
-
-
-def _stdout_to_devnull() -> None:
-    """Point file descriptor 1 at /dev/null so that the interpreter's last flush finds somewhere to
-    write (the unsent text is dropped). Nothing to do when stdout is not a real file."""
-    try:
-        fileno = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):  # io.UnsupportedOperation is an OSError and a ValueError
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, fileno)
-    finally:
-        os.close(devnull)
 
 
 if __name__ == "__main__":  # pragma: no cover

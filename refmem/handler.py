@@ -140,7 +140,6 @@ class MemoryHandler:
         )
         # A store that keeps history is told which command its mutations belong to (storage.VersionedStore).
         self._acting: Optional[Callable[[str], ContextManager[None]]] = getattr(self.store, "acting", None)
-        self.root = self.store  # the earlier name, kept for applications that reach the filesystem store
         self._views = ViewCache(view_cache_bytes)  # 0: every view renders its page afresh
         # Parsing is pure and a model names the same few paths again and again: remember the answers
         # (refusals are not cached; they are rare and their messages cheap to rebuild).

@@ -36,9 +36,6 @@ class Detection(NamedTuple):
     end: int
 
 
-Finding = Detection  # the earlier name, kept for detectors written against it
-
-
 KIND_DESCRIPTIONS: Dict[str, str] = {
     "private_key": "a private key block",
     "aws_access_key_id": "an AWS access key ID",

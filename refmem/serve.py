@@ -72,9 +72,6 @@ class Session:
         self.log: Optional[Callable[[str], None]] = None  # `serve --log-commands`: where a command's line goes
 
 
-_Session = Session  # the earlier name
-
-
 def _version() -> str:
     """This copy's version, as `refmem --version` prints it: a vendored copy reports its own, not that
     of whatever refmem the interpreter has installed."""
@@ -375,9 +372,6 @@ def encode_reply(reply: Dict[str, Any]) -> str:
         return p.encode_message(
             p.error_reply(p.INTERNAL, "the reply could not be encoded as JSON", seq if p.valid_seq(seq) else None)
         )
-
-
-_encode = encode_reply  # the earlier name
 
 
 def read_lines(stream: IO[Any], limit: int = p.MAX_LINE_BYTES) -> Iterator[Optional[Union[str, bytes]]]:

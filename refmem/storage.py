@@ -261,7 +261,6 @@ class ErasableStore(Protocol):
 
 # --- tenants ------------------------------------------------------------------------------------
 
-TENANT_MAX_CHARS = 63
 _TENANT = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 # Names a filesystem store cannot use as a folder on some platform (Windows devices), refused everywhere
 # so that a tenant means the same on every store.

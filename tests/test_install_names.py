@@ -71,7 +71,7 @@ def _tools_work(python: pathlib.Path, project: pathlib.Path) -> None:
     assert "cases" in suite.stdout
     module = _run([str(python), "-m", "refmem_conformance", "--version"], project)
     assert module.returncode == 0 and module.stdout.startswith("refmem-conformance "), module.stderr
-    seeds = "from refmem_fuzz import tokens; print(len(tokens.payload_seeds()[0]))"
+    seeds = "from refmem_harness import tokens; print(len(tokens.payload_seeds()[0]))"
     payloads = _run([str(python), "-c", seeds], project)
     assert payloads.returncode == 0 and int(payloads.stdout) > 0, payloads.stderr  # the suite's payloads were found
     findings = project / "findings"
@@ -122,7 +122,8 @@ def test_a_wheel_installs_under_the_refmem_names(tmp_path: pathlib.Path) -> None
          "print(sorted({f.parts[0] for f in m.distribution('refmem').files if f.suffix == '.py'}))"],
         tmp_path,
     )
-    assert top_level.stdout.strip() == "['refmem', 'refmem_conformance', 'refmem_fuzz']", top_level.stderr
+    names = "['refmem', 'refmem_conformance', 'refmem_fuzz', 'refmem_harness']"
+    assert top_level.stdout.strip() == names, top_level.stderr
     plugin = _run(
         [str(python), "-c", "import importlib.metadata as m; "
          "print([e.value for e in m.entry_points(group='pytest11') if e.dist.name == 'refmem'])"],

@@ -44,7 +44,7 @@ def test_a_closed_root_refuses_every_command_and_writes_nowhere(
     monkeypatch.chdir(tmp_path / "cwd")
     handler = MemoryHandler(tmp_path / "root")
     assert not handler.execute({"command": "create", "path": "/memories/a.md", "file_text": "a\n"}).is_error
-    lent = handler.root.dir.top
+    lent = handler.store.dir.top
     handler.close()
     assert isinstance(lent, kernel.FdDir) and lent.fd == kernel.CLOSED_FD
     for command in (

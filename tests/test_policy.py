@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from refmem import policy
-from refmem.messages import render
 from refmem.handler import MemoryHandler
-from refmem.policy import DEFAULT_DETECTORS, ContentPolicy, Detection, Finding, describe, luhn_valid
+from refmem.messages import render
+from refmem.policy import DEFAULT_DETECTORS, ContentPolicy, Detection, describe, luhn_valid
 
 RNG = random.Random(20250818)
 ALNUM = string.ascii_letters + string.digits
@@ -588,9 +588,3 @@ def test_handler_refuses_and_redacts_with_the_policy(tmp_path) -> None:
     )
     assert not done.is_error
     assert (tmp_path / "a.md").read_text() == "token: [REDACTED:stripe_key]\n"
-
-
-def test_the_earlier_name_of_a_detection_is_kept_for_detectors_written_against_it() -> None:
-    assert Finding is Detection
-    written_earlier = ContentPolicy("reject", detectors=[lambda text: [Finding("x", 0, 1)]])
-    assert written_earlier.findings("ab") == [Detection("x", 0, 1)]

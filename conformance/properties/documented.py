@@ -1,6 +1,6 @@
 """What the documentation settles about one command on a known tree, read off the fuzzer's model.
 
-The model (fuzz/model.py) is the reference's reading of every command. Where the documentation states the
+The model (refmem_harness/model.py) is the reference's reading of every command. Where the documentation states the
 outcome, the reference's reading is the documentation's, so the model's outcome and tree are what any backend
 must produce: create never overwrites, a missing path is an error, a file or folder path that is not a file is
 an error for the editing commands, delete removes recursively, rename never overwrites and moves, str_replace
@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple
 
-from .fuzzer import model
+from refmem_harness import model
 
 ROOT = "/memories"
 PLAIN_NAME = re.compile(r"[a-z0-9_](?:[a-z0-9_.-]{0,30}[a-z0-9_])?")

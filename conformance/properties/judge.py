@@ -1,6 +1,6 @@
 """One command sequence against a target in the conformance layout, every step judged as it happens.
 
-Each sequence runs in a fresh case directory (conformance/layout.py: the root beside the canary tree), the
+Each sequence runs in a fresh case directory (refmem_harness/layout.py: the root beside the canary tree), the
 target reset onto its root. After every step the findings are those of the runner's own checks, each in its
 class (conformance/tiers.py):
 
@@ -26,7 +26,11 @@ import os
 import pathlib
 from typing import Any, Callable, Dict, FrozenSet, List, Optional, Sequence, Set, Tuple
 
-from .. import hosttree
+from refmem_harness import hosttree, model, oracles
+from refmem_harness.layout import CaseDir, canary_files, make_case_dir, memory_read, outside_read, remove
+from refmem_harness.signalling import ErrorPrefix
+from refmem_harness.targets import StepResult, Target, open_target
+
 from ..checks import (
     Finding,
     LeakGuard,
@@ -40,13 +44,9 @@ from ..checks import (
 )
 from ..dataloss import lost, readings, shared_inodes, touched, why_lost
 from ..hostwatch import PATH_ARGUMENTS, HostWatch, named_paths
-from ..layout import CaseDir, canary_files, make_case_dir, memory_read, outside_read, remove
 from ..runner import OUTPUT_BOUND_BASE, OUTPUT_BOUND_FACTOR
-from ..signalling import ErrorPrefix
-from ..targets import StepResult, Target, open_target
 from ..tiers import DOCUMENTED, MUST, REFERENCE, ROBUSTNESS, SAFETY, SIGNALLING, gates
 from . import documented
-from .fuzzer import model, oracles
 
 CLASSES: Tuple[str, ...] = (SAFETY, ROBUSTNESS, SIGNALLING, DOCUMENTED, REFERENCE)
 """The classes the property suite judges, most severe first."""

@@ -6,9 +6,10 @@ import dataclasses
 import pathlib
 from typing import Any, List, Optional, Tuple
 
+from refmem_harness import model
+from refmem_harness.targets import StepResult
+
 from ..checks import Finding
-from ..targets import StepResult
-from .fuzzer import model
 
 
 @dataclasses.dataclass

@@ -1,6 +1,6 @@
 """`refmem-conformance --replay FILE --target SPEC`: one finding's commands again, every property check of a profile.
 
-The file is read as the fuzzer reads a finding file (fuzz/finding.py: bounded, checked field by field), since
+The file is read as the fuzzer reads a finding file (refmem_harness/finding.py: bounded, checked field by field), since
 it may come from anyone; the target it names is shown, never started: the sequence runs on `--target`. The
 commands run in a fresh conformance layout and each step is judged by every class the profile judges
 (judge.py), the reference's outputs included under `standard`. No hypothesis here: nothing is drawn.
@@ -14,13 +14,14 @@ import secrets
 import tempfile
 from typing import List, Optional, TextIO, Tuple
 
+from refmem_harness import finding as finding_files
+from refmem_harness.layout import remove
+from refmem_harness.signalling import ErrorPrefix
+from refmem_harness.targets import StepResult
+from refmem_harness.visible import clip, log_safe, printable, redact
+
 from ..checks import Finding
-from ..layout import remove
 from ..reports import finding_lines
-from ..signalling import ErrorPrefix
-from ..targets import StepResult
-from ..visible import clip, log_safe, printable, redact
-from .fuzzer import finding as finding_files
 from .judge import SequenceRun, gating_classes, open_context
 
 SHOWN_CHARS = 300

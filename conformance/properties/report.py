@@ -1,6 +1,6 @@
 """A property failure as a finding file, and as text: the class, the shrunk sequence, the commands that replay it.
 
-The reproduction is the fuzzer's finding file (fuzz/finding.py, `conformance/schema/fuzz-finding.schema.json`),
+The reproduction is a finding file (refmem_harness/finding.py, `conformance/schema/fuzz-finding.schema.json`),
 so that what exists reads it: `refmem-conformance --replay FILE --target SPEC` replays it with every property
 check of a profile (replay.py), `refmem-fuzz to-case FILE` turns it into a case file (the reference's outcome
 for each step and its final tree pinned; the runner's own checks catch a leak, an escape or data loss whatever
@@ -19,13 +19,14 @@ import shlex
 import tempfile
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from refmem_harness import finding as finding_files
+from refmem_harness import model
+from refmem_harness.targets import StepResult
+from refmem_harness.visible import clip, log_safe, printable, redact, redact_secrets
+
 from ..checks import Finding
 from ..reports import finding_lines
-from ..targets import StepResult
 from ..tiers import ROBUSTNESS, SAFETY
-from ..visible import clip, log_safe, printable, redact, redact_secrets
-from .fuzzer import finding as finding_files
-from .fuzzer import model
 from .outcome import Failure, SearchResult
 
 ENGINE = "hypothesis"
@@ -43,7 +44,7 @@ def _label(command: Any) -> str:
 
 
 def oracle(finding: Finding, command: Any, result: Optional[StepResult]) -> str:
-    """The fuzzer's oracle name (fuzz/finding.py ORACLE_PATTERN) for a property finding."""
+    """The fuzzer's oracle name (refmem_harness/finding.py ORACLE_PATTERN) for a property finding."""
     label = _label(command)
     if finding.kind == "leak":
         if finding.cls == ROBUSTNESS or "traceback" in finding.message:
@@ -75,7 +76,7 @@ def _hide(text: Any, hidden: Sequence[Tuple[str, str]]) -> Any:
 
 
 def as_finding(failure: Failure, spec: str, seed: int, runs: int) -> Any:
-    """The failure as the fuzzer's Finding (fuzz/finding.py)."""
+    """The failure as the fuzzer's Finding (refmem_harness/finding.py)."""
     step = failure.finding.step
     command = failure.commands[step - 1] if 0 < step <= len(failure.commands) else None
     result = failure.results[step - 1] if 0 < step <= len(failure.results) else None

@@ -12,9 +12,10 @@ import secrets
 import tempfile
 from typing import Callable, List, Optional, Sequence
 
-from ..layout import remove
-from ..signalling import ErrorPrefix
-from ..targets import DEFAULT_STEP_TIMEOUT
+from refmem_harness.layout import remove
+from refmem_harness.signalling import ErrorPrefix
+from refmem_harness.targets import DEFAULT_STEP_TIMEOUT
+
 from . import DEFAULT_EXAMPLES, DEFAULT_SEED, STEPS, report
 from .judge import gating_classes, open_context
 from .outcome import SearchResult

@@ -24,7 +24,8 @@ from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_as_test
 
-from ..targets import TargetError
+from refmem_harness.targets import TargetError
+
 from . import DEFAULT_SEED, STEPS, vocabulary
 from .judge import Context, SequenceRun
 from .outcome import Failure, PropertyFailed, SearchResult

@@ -1,5 +1,5 @@
-"""The commands a sequence is made of: the fuzzer's vocabulary (fuzz/tokens.py, fuzz/decode.py, fuzz/model.py),
-decided by the fuzzer's byte reader (fuzz/byte_reader.py) and aimed at the tree the sequence has built so far.
+"""The commands a sequence is made of: the fuzzer's vocabulary (refmem_harness/: tokens.py, decode.py, model.py),
+decided by the fuzzer's byte reader (refmem_harness/byte_reader.py) and aimed at the tree the sequence has built so far.
 
 A step is one byte string that hypothesis draws (`STEP_BYTES` of them), read as small decisions: when the bytes
 are zeros every decision is its first choice, so hypothesis shrinks a step towards the simplest command by
@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from refmem_harness import byte_reader, decode, model, tokens
+
 from .documented import ROOT, plain_name
-from .fuzzer import byte_reader, decode, model, tokens
 
 Reader = byte_reader.ByteReader
 
@@ -47,7 +48,7 @@ ESCAPES: Tuple[str, ...] = tuple(
 """Ways out of the root under some reading of a path: the fuzzer's traversal prefixes, and its dot-dot names
 (plain, percent-encoded once or twice, overlong UTF-8, full-width, one-dot leaders) below the root."""
 TAILS: Tuple[str, ...] = ("", "outside", "memories_evil", "outside/secret.txt", "new.txt")
-"""What lies one level above the root in the case layout (conformance/layout.py), and a name that does not."""
+"""What lies one level above the root in the case layout (refmem_harness/layout.py), and a name that does not."""
 
 NEW, EXISTING, FILE = "new", "existing", "file"
 AIM = {"view": EXISTING, "create": NEW, "str_replace": FILE, "insert": FILE, "delete": EXISTING}

@@ -8,7 +8,7 @@ import inspect
 import pathlib
 from typing import Any
 
-from conformance.reference_sqlite_target import make as make_sqlite
+from refmem_harness.reference_sqlite_target import make as make_sqlite
 
 
 def unshared(root: pathlib.Path, **options: Any) -> Any:

@@ -16,7 +16,6 @@ import textwrap
 from typing import Dict, Tuple
 
 import pytest
-
 from conformance_support import run_cli
 
 REPO = pathlib.Path(__file__).resolve().parents[2]

@@ -16,10 +16,10 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 from conformance_support import HERE, case, run_cli, view, write_cases
-from refmem_conformance.targets import open_target
 
 from refmem import protocol
-from refmem_conformance import target_base
+from refmem_harness import target_base
+from refmem_harness.targets import open_target
 
 HOSTILE_ADAPTER = HERE / "hostile_adapter.py"
 LIMIT = protocol.MAX_LINE_BYTES
@@ -94,7 +94,7 @@ def test_validate_counts_a_reply_it_cannot_read_as_a_violation(tmp_path: pathlib
 
 MEASURE = """
 import json, pathlib, sys, tempfile
-from refmem_conformance.targets import open_target
+from refmem_harness.targets import open_target
 
 def status(key):
     with open("/proc/self/status") as lines:

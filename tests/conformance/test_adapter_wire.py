@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from refmem_conformance import adapter_wire as wire
 from refmem_conformance import protocol_relay
+from refmem_harness import adapter_wire as wire
 
 
 def _chunks(data: bytes, size: int) -> Any:

@@ -8,7 +8,6 @@ from typing import Any, Dict
 
 import pytest
 from conformance_support import BASIC, case, run_cli, view, write_cases
-
 from refmem_conformance.badges import BADGE_FILES, badges, documented_badge, safe_badge
 
 UNSAFE_CASE = "sec-fs-link-in-delete-path"  # the link's target is lost: data loss, a safety finding

@@ -17,8 +17,8 @@ import buggy_backends
 import plain_backends
 import pytest
 
-from refmem_conformance.hosttree import read as read_host_tree
-from refmem_conformance.layout import CaseDir, make_case_dir, outside_snapshot
+from refmem_harness.hosttree import read as read_host_tree
+from refmem_harness.layout import CaseDir, make_case_dir, outside_snapshot
 
 CANARY = "CANARY-buggy-5e1f"
 HANG_SECONDS = 3.0

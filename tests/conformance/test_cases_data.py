@@ -19,7 +19,6 @@ from typing import Any, Dict, Iterator, List, Tuple
 
 import pytest
 from cpu_clock_support import least_seconds
-
 from refmem_conformance.documentation import may_be_must
 
 REPO = pathlib.Path(__file__).resolve().parents[2]

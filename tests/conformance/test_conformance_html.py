@@ -8,7 +8,6 @@ from typing import Any, Dict, Tuple
 
 from conformance_support import run_cli
 from page_support import Page, read
-
 from refmem_conformance.figures import rows as figure_rows
 from refmem_conformance.htmlpage import OUTCOMES, figure_text
 

@@ -6,8 +6,9 @@ import hashlib
 
 from refmem_conformance.checks import reads_as_error
 from refmem_conformance.dataloss import lost, readings, shared_inodes, touched, why_lost
-from refmem_conformance.hosttree import DIR, FILE, LINK, Node
 from refmem_conformance.matchers import match_problem, size_fits
+
+from refmem_harness.hosttree import DIR, FILE, LINK, Node
 
 HEADER = "Here's the content of /memories/a.txt with line numbers:"
 

@@ -8,7 +8,8 @@ from typing import Any, Dict, List
 
 import pytest
 from conformance_support import adapter, case, exchange, run_cli, valid, view, write_cases
-from refmem_conformance.targets import open_target, option_converters
+
+from refmem_harness.targets import open_target, option_converters
 
 READ_ONLY = "Error: The memory directory is read-only; create is not allowed."
 

@@ -11,8 +11,8 @@ from typing import List
 import pytest
 from conformance_support import WORKDIR, case, run_cli, view, write_cases
 
-import refmem_conformance as conformance
 import refmem
+import refmem_conformance as conformance
 from refmem_conformance import excerpt
 
 LINES = 400

@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 from conformance_support import run_cli
 
 import refmem_conformance as conformance
-from refmem_conformance.visible import diff, visible
+from refmem_harness.visible import diff, visible
 
 
 def test_all_three_reports_are_written(basic_cases: pathlib.Path, tmp_path: pathlib.Path) -> None:

@@ -60,7 +60,7 @@ def test_the_schemas_refuse_what_the_readers_refuse(basic_cases: pathlib.Path, t
 
 
 def test_a_fuzz_finding_file_follows_its_schema() -> None:
-    from refmem_fuzz.finding import Finding
+    from refmem_harness.finding import Finding
 
     finding = Finding(
         target="refmem",

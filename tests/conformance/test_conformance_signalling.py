@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from refmem_conformance import signalling
-from refmem_conformance.signalling import Convention, convention
-from refmem_conformance.target_base import TargetError
-from refmem_conformance.targets import InProcessTarget
+from refmem_harness import signalling
+from refmem_harness.signalling import Convention, convention
+from refmem_harness.target_base import TargetError
+from refmem_harness.targets import InProcessTarget
 
 
 class ToolError(Exception):

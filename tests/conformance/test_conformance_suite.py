@@ -12,7 +12,6 @@ import tempfile
 
 import pytest
 from conformance_support import run_cli
-
 from refmem_conformance.cases import load_cases
 
 

@@ -6,9 +6,8 @@ import json
 import pathlib
 
 import pytest
-from conformance_support import BASIC, case, run_cli, view, write_cases
-
 import refmem_conformance.validate as validate_module
+from conformance_support import BASIC, case, run_cli, view, write_cases
 
 SCHEMA = pathlib.Path(validate_module.SCHEMA_PATH)
 

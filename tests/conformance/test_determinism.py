@@ -15,7 +15,6 @@ import tempfile
 from typing import Dict, Tuple
 
 import pytest
-
 from refmem_conformance.cli import main
 
 HOST_DIR = pathlib.Path(tempfile.gettempdir()) / "outside"

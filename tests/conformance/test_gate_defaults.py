@@ -11,7 +11,6 @@ import pathlib
 import sys
 
 import pytest
-
 from conformance_support import run_cli
 
 SELECTION = ("--skip", "big-*")  # the 100 MB fixtures add time and nothing to this verdict

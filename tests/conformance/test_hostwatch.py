@@ -7,7 +7,6 @@ import os
 import pathlib
 
 import pytest
-
 from refmem_conformance.hostwatch import HostWatch, named_paths
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="POSIX links and descriptors")

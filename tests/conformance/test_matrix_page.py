@@ -12,7 +12,6 @@ from typing import Any, Dict, List
 import pytest
 from conformance_support import BASIC, case, run_cli, view, write_cases
 from page_support import Page, read
-
 from refmem_conformance.families import STATES, case_state, families, family_of, matrix_family
 from refmem_conformance.htmlpage import CSP, profile_text
 from refmem_conformance.legend import CLASS_LEGEND, FIGURE_UNITS, OUTCOME_LEGEND, STATE_LEGEND

@@ -17,10 +17,11 @@ from typing import Any, Dict, List
 import pytest
 from refmem_conformance.openclaw import runner
 from refmem_conformance.results import PASS, CaseResult, RunResult
-from refmem_conformance.targets import InProcessTarget, TargetError, implementation_info, open_target
 from refmem_conformance.tiers import DOCUMENTED, HOST_LAYOUT, REFERENCE, SAFETY
 
 from refmem_conformance import runner as suite_runner
+from refmem_harness import openclaw_target
+from refmem_harness.targets import InProcessTarget, TargetError, implementation_info, open_target
 
 PLANTED = "python:openclaw_backends:"
 
@@ -217,8 +218,8 @@ def test_a_handler_is_closed_when_replaced_unless_a_call_on_it_was_abandoned(tmp
 
 
 def _openclaw_ready() -> bool:
-    node = runner.find_node()
-    if not (runner.ADAPTER_DIR / "node_modules" / "openclaw").is_dir() or (
+    node = openclaw_target.find_node()
+    if not (openclaw_target.ADAPTER_DIR / "node_modules" / "openclaw").is_dir() or (
         shutil.which(node) is None and not os.path.isfile(node)
     ):
         return False

@@ -14,7 +14,7 @@ from conformance.cases import Case, load_cases
 from conformance.checks import check_final_views
 from conformance.results import FAIL, PASS, SKIP
 from conformance.runner import run_suite
-from conformance.targets import StepResult
+from refmem_harness.targets import StepResult
 
 ON_DISK = "needs on-disk fixtures; the target keeps its own storage"
 CUT_BY_LIMITS = ["options-010", "options-011", "options-012", "options-013"]

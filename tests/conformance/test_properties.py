@@ -21,14 +21,14 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import pytest
 from conformance_support import HERE, WORKDIR
-
 from refmem_conformance.cli import main
 from refmem_conformance.properties import documented, vocabulary
-from refmem_conformance.properties.fuzzer import finding as finding_files
-from refmem_conformance.properties.fuzzer import model
 from refmem_conformance.properties.judge import gating_classes
 from refmem_conformance.properties.outcome import SearchResult
 from refmem_conformance.properties.run import run_class
+
+from refmem_harness import finding as finding_files
+from refmem_harness import model
 
 REPO = HERE.parents[1]
 SHRUNK = re.compile(r"^FAIL memory-properties::(\w+) \[(\w+)\] shrunk to (\d+) commands?", re.MULTILINE)

@@ -15,9 +15,9 @@ from typing import Callable, Iterator, Set, Tuple
 
 import pytest
 from conformance_support import scratch_folder
-from refmem_conformance.targets import Target, open_target
 
 from refmem_conformance import stress
+from refmem_harness.targets import Target, open_target
 
 HERE = pathlib.Path(__file__).parent
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pathlib
 
-from conformance import usage
-from conformance.target_base import CallTime
-from conformance.targets import open_target
+from refmem_harness import usage
+from refmem_harness.target_base import CallTime
+from refmem_harness.targets import open_target
 
 
 def test_an_in_process_target_times_each_call_on_a_new_clock(tmp_path: pathlib.Path) -> None:

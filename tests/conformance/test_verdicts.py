@@ -23,7 +23,6 @@ import re
 from typing import Any, Dict, List, Set, Tuple
 
 import pytest
-
 from refmem_conformance.cli import main
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the buggy backends are POSIX only")

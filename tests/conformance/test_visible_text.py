@@ -10,7 +10,7 @@ from typing import Callable
 from hypothesis import given
 from hypothesis import strategies as st
 
-from refmem_conformance import visible
+from refmem_harness import visible
 
 OLD_RUN_DIR = re.compile(r"(?:/[^/\s'\"`]+)*/refmem-conformance-[A-Za-z0-9_]+")
 """The regular expression redact used before its scan (it backtracks: quadratic on runs of /name): the

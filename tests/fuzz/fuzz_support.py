@@ -8,7 +8,8 @@ import subprocess
 import sys
 from typing import Optional
 
-from refmem_fuzz.harness import HARNESSES, Harness, Options
+from refmem_fuzz.harness import Harness, Options
+from refmem_fuzz.harnesses import HARNESSES
 
 VULNERABLE = "python:vulnerable_backend:make"
 VULNERABLE_PERCENT_ONLY = "python:vulnerable_backend:make_percent_only"

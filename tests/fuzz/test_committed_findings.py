@@ -11,7 +11,7 @@ import pytest
 from refmem_fuzz.reach import TargetError, resolve_spec
 from refmem_fuzz.replay import replay
 
-from refmem_fuzz import finding as finding_files
+from refmem_harness import finding as finding_files
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 FINDINGS = ROOT / "fuzz" / "findings"

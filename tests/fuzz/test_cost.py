@@ -19,15 +19,17 @@ from typing import Iterator, Optional
 
 import pytest
 from fuzz_support import PREFIX_REFERENCE, QUADRATIC, atheris_run
-from refmem_fuzz.decode import decode
-from refmem_fuzz.harness import HARNESSES, Harness, Options
-from refmem_fuzz.layout import scratch_dir
+from refmem_fuzz.harness import Harness, Options
+from refmem_fuzz.harnesses import HARNESSES
 from refmem_fuzz.meter import CPU, TRACEMALLOC, Cost, Meter
 from refmem_fuzz.reach import open as open_target
 from refmem_fuzz.replay import replay
 
-from refmem_fuzz import cost, engine_atheris, engine_random, grow, seeds
-from refmem_fuzz import finding as finding_files
+from refmem_fuzz import cost, engine_atheris, engine_random, seeds
+from refmem_harness import finding as finding_files
+from refmem_harness import grow
+from refmem_harness.decode import decode
+from refmem_harness.sequence_layout import scratch_dir
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 RUNS = 3000

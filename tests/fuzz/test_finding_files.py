@@ -10,10 +10,10 @@ import pathlib
 from typing import Any, Callable, Dict, List, Tuple
 
 import pytest
-from refmem_fuzz.finding import Finding, FindingError
 
-from refmem_fuzz import finding as finding_files
-from refmem_fuzz import grow
+from refmem_harness import finding as finding_files
+from refmem_harness import grow
+from refmem_harness.finding import Finding, FindingError
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SCHEMA = json.loads((ROOT / "conformance" / "schema" / "fuzz-finding.schema.json").read_text(encoding="utf-8"))

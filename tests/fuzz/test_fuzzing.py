@@ -11,7 +11,7 @@ from refmem_fuzz.cli import main
 from refmem_fuzz.to_case import to_case_file
 
 from refmem_fuzz import engine_atheris, engine_random
-from refmem_fuzz import finding as finding_files
+from refmem_harness import finding as finding_files
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SECURITY = ("escape", "leak")

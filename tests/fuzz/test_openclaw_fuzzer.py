@@ -10,14 +10,15 @@ import random
 from typing import Any, List, Optional, Set
 
 import pytest
-from refmem_fuzz.harness import HARNESSES, Options
-from refmem_fuzz.layout import Layout
-from refmem_fuzz.oracles import check_result
+from refmem_fuzz.harness import Options
+from refmem_fuzz.harnesses import HARNESSES
 from refmem_fuzz.reach import StepResult
 from refmem_fuzz.replay import replay
 
-from refmem_fuzz import cli, engine_random, minimise, openclaw, plugin
-from refmem_fuzz import finding as finding_files
+from refmem_fuzz import cli, engine_random, harnesses, minimise, openclaw, openclaw_cli
+from refmem_harness import finding as finding_files
+from refmem_harness.oracles import check_result
+from refmem_harness.sequence_layout import Layout
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 COMMITTED = sorted((ROOT / "fuzz" / "findings" / "openclaw").glob("*.json"))
@@ -104,25 +105,27 @@ def test_refmem_fuzz_runs_and_replays_the_plug_in(tmp_path: pathlib.Path, capsys
 
 def test_the_openclaw_command_line(tmp_path: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = tmp_path / "found"
-    assert openclaw.main(["--target", PLANTED, "--runs", "300", "--seed", "1", "--findings", str(folder)]) == 1
+    assert openclaw_cli.main(["--target", PLANTED, "--runs", "300", "--seed", "1", "--findings", str(folder)]) == 1
     out = capsys.readouterr().out
     assert "3 findings" in out and "outcomes: " in out
     files = [str(path) for path in sorted(folder.glob("*.json"))]
-    assert openclaw.main(["replay", *files, "--target", PLANTED]) == 1
+    assert openclaw_cli.main(["replay", *files, "--target", PLANTED]) == 1
     assert capsys.readouterr().out.count(": reproduced: ") == 3
-    assert openclaw.main(["replay", *files]) == 0
+    assert openclaw_cli.main(["replay", *files]) == 0
     not_a_finding = tmp_path / "x.json"
     not_a_finding.write_text("{}")
-    assert openclaw.main(["replay", str(not_a_finding)]) == 2
-    assert openclaw.main(["--target", "python:nowhere_at_all:make", "--runs", "1"]) == 2
+    assert openclaw_cli.main(["replay", str(not_a_finding)]) == 2
+    assert openclaw_cli.main(["--target", "python:nowhere_at_all:make", "--runs", "1"]) == 2
 
 
 # --- the shared pieces the plug-in needs ----------------------------------------------------------------
 
 
 def test_a_plug_in_is_found_by_its_harness_name_and_registered_as_a_harness() -> None:
-    assert plugin.find("openclaw") is openclaw.PLUGIN and plugin.find("sequence") is None
+    assert harnesses.find("openclaw") is openclaw.PLUGIN and harnesses.find("sequence") is None
     assert "openclaw" in HARNESSES and "openclaw" in finding_files.HARNESS_NAMES
+    # A finding file names its harness; the file format (harness/finding.py) lists every plug-in's name.
+    assert set(harnesses.PLUGINS) == set(finding_files.HARNESS_NAMES) - {"sequence", "paths"}
 
 
 def test_a_layout_takes_a_plug_in_s_fixtures_and_files_beside_the_canary_tree(tmp_path: pathlib.Path) -> None:

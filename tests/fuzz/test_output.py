@@ -12,7 +12,8 @@ from typing import Any, Dict
 
 import pytest
 from fuzz_support import HERE, REPO
-from refmem_fuzz.cli import SHOWN_CHARS, main, shown
+from refmem_fuzz.cli import main
+from refmem_fuzz.printed import SHOWN_CHARS, printable_cut
 
 FORGED = "\x1b]0;owned\x07\x1b[2J\r\nREPRODUCED: forged\u2028\x00"
 """A terminal title, a screen clear, a line of its own that looks like a verdict, a line separator, a NUL."""
@@ -40,10 +41,10 @@ def _check_printed(text: str) -> None:
 
 
 def test_shown_escapes_and_cuts() -> None:
-    drawn = shown(FORGED * 100, "output")
+    drawn = printable_cut(FORGED * 100, "output")
     assert drawn.isprintable() and "\\x1b" in drawn and drawn.endswith("characters]")
     assert len(drawn) <= SHOWN_CHARS["output"] + 30
-    assert shown("plain text", "name") == "plain text"
+    assert printable_cut("plain text", "name") == "plain text"
 
 
 def test_replay_prints_a_backends_output_and_a_files_names_escaped(tmp_path: pathlib.Path,

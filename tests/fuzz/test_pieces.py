@@ -6,14 +6,14 @@ import pathlib
 import random
 
 import pytest
+from refmem_fuzz.minimise import ddmin, minimise
 
 from refmem import tool
-from refmem_fuzz import decode as decode_module
-from refmem_fuzz.decode import decode
-from refmem_fuzz.grow import MAX_EXPANDED
-from refmem_fuzz.layout import HOSTILE_FIXTURES, Layout
-from refmem_fuzz.minimise import ddmin, minimise
-from refmem_fuzz.model import Model, Outcome, count_overlapping, n_lines
+from refmem_harness import decode as decode_module
+from refmem_harness.decode import decode
+from refmem_harness.grow import MAX_EXPANDED
+from refmem_harness.model import Model, Outcome, count_overlapping, n_lines
+from refmem_harness.sequence_layout import HOSTILE_FIXTURES, Layout
 
 
 def test_decoder_is_deterministic_and_bounded() -> None:
@@ -149,12 +149,23 @@ def test_vulnerable_backend_has_real_escapes(tmp_path: pathlib.Path) -> None:
 def test_libfuzzers_input_limit_stays_above_every_step_the_harness_may_measure() -> None:
     """libFuzzer's -timeout is a backstop: an input of the most steps, each cut at the step timeout and measured
     as often as a cost finding is confirmed, ends before it; without a step timeout the backstop is all there is."""
-    from refmem_fuzz import engine_atheris
     from refmem_fuzz.cost import CONFIRM_RUNS
-    from refmem_fuzz.decode import MAX_COMMANDS
+
+    from refmem_fuzz import engine_atheris
+    from refmem_harness.decode import MAX_COMMANDS
 
     for step in (0.5, 5.0, 60.0):
         longest = (MAX_COMMANDS + 1) * (1 + CONFIRM_RUNS) * step
         assert engine_atheris.input_timeout(step) > longest
     assert engine_atheris.input_timeout(60.0) > 60
     assert engine_atheris.input_timeout(None) == engine_atheris.BACKSTOP_SECONDS
+
+
+def test_the_dictionary_holds_the_suites_hostile_payloads() -> None:
+    """The payloads are the suite's data file, read from beside the harness (refmem_harness/suite_files.py): a
+    harness module that moves without it would fuzz with a smaller dictionary and say nothing."""
+    from refmem_harness import tokens
+
+    assert tokens.PAYLOADS_FILE.is_file()
+    paths, names = tokens.payload_seeds()
+    assert len(paths) > 10 and len(names) > 10

@@ -12,8 +12,8 @@ from typing import Any, Dict, Iterator
 
 import pytest
 
-from refmem_fuzz import robustness
 from refmem import policy, serve
+from refmem_fuzz import robustness
 
 START = b'{"cmd": "start", "version": 1}'
 

@@ -14,11 +14,11 @@ from typing import Any, Dict, List
 import pytest
 from fuzz_support import REPO
 from refmem_fuzz.cli import main
-from refmem_fuzz.finding import Finding
-from refmem_fuzz.layout import HOSTILE_FIXTURES
 from refmem_fuzz.to_case import CASE_ID, CASE_SCHEMA_ID, GROUP, to_case, to_case_file, used_fixtures
 
-from refmem_fuzz import finding as finding_files
+from refmem_harness import finding as finding_files
+from refmem_harness.finding import Finding
+from refmem_harness.sequence_layout import HOSTILE_FIXTURES
 
 COMMITTED = [path for path in sorted((REPO / "fuzz" / "findings").rglob("*.json"))
              if finding_files.load(path).harness in ("sequence", "paths")]

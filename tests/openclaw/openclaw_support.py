@@ -29,10 +29,10 @@ def paths_of(result: Dict[str, Any]) -> List[str]:
 
 def openclaw_ready() -> bool:
     """Is OpenClaw installed beside its adapter, with a Node it runs on (>= 24)?"""
-    from refmem_conformance.openclaw import runner
+    from refmem_harness import openclaw_target
 
-    node = runner.find_node()
-    if not (runner.ADAPTER_DIR / "node_modules" / "openclaw").is_dir():
+    node = openclaw_target.find_node()
+    if not (openclaw_target.ADAPTER_DIR / "node_modules" / "openclaw").is_dir():
         return False
     if shutil.which(node) is None and not os.path.isfile(node):
         return False

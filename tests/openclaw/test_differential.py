@@ -76,7 +76,8 @@ def test_scores_agree_with_recorded_openclaw(workspace: pathlib.Path) -> None:
 @pytest.mark.skipif(not openclaw_ready(), reason="OpenClaw is not installed (conformance/adapters/openclaw/install.sh)")
 def test_same_top_hits_as_live_openclaw(workspace: pathlib.Path) -> None:
     from refmem_conformance.openclaw.runner import TOOLS, target_spec
-    from refmem_conformance.targets import open_target
+
+    from refmem_harness.targets import open_target
 
     queries = generate().queries
     target = open_target(target_spec("openclaw"), workspace, 300, tools=TOOLS)

@@ -1,9 +1,9 @@
-"""What the harness's command lines share about their terminal: ending quietly when a reader leaves early.
+"""What every command line of the project shares about its terminal: ending quietly when a reader leaves early.
 
-`refmem-conformance ... | head` closes the pipe while the runner still writes; the write raises BrokenPipeError,
-and the interpreter's last flush would raise it again and print a traceback. Pointing the stream's descriptor at
-/dev/null lets the command end with its own exit status and nothing more said. (`refmem/cli.py` keeps its own
-copy: the handler's package imports nothing of the harness.)
+`refmem exec ... | head` or `refmem-conformance ... | head` closes the pipe while the command still writes; the
+write raises BrokenPipeError, and the interpreter's last flush would raise it again and print a traceback.
+Pointing the stream's descriptor at /dev/null lets the command end with its own exit status and nothing more said.
+Here, in the handler's package, so that refmem's own command line, the suite's and the fuzzer's share one copy.
 """
 
 from __future__ import annotations

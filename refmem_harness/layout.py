@@ -202,10 +202,6 @@ def memory_read(case: CaseDir, wanted: hosttree.Wanted = hosttree.want_all) -> R
     return hosttree.read(str(case.root), wanted, skip=_reserved)
 
 
-def memory_tree(case: CaseDir, wanted: hosttree.Wanted = hosttree.want_all) -> Tree:
-    return memory_read(case, wanted).tree
-
-
 def outside_read(case: CaseDir, wanted: hosttree.Wanted = hosttree.want_all) -> Read:
     """Everything in CASE/ except the root's contents (the root's own entry is kept, its mode left out: the
     root's mode is the handler's business)."""

@@ -11,14 +11,13 @@ from __future__ import annotations
 import functools
 import json
 import re
-from pathlib import Path
 from typing import Any, Iterator, List, Tuple
 
-from .layout import HOSTILE_FIXTURES
-from .suite import layout as suite_layout
+from .sequence_layout import HOSTILE_FIXTURES
+from .suite_files import suite_path
 
-PAYLOADS_FILE = Path(suite_layout.__file__).resolve().parent / "security" / "payloads.json"
-"""Beside the suite's own modules, under whichever name the suite is installed as."""
+PAYLOADS_FILE = suite_path("security", "payloads.json")
+"""The suite's, under whichever name the suite is installed as (suite_files.py)."""
 
 ROOT_PREFIXES: Tuple[str, ...] = (
     "/memories",

@@ -1,6 +1,6 @@
 """What every way of reaching an implementation shares: the step result, the target interface, its errors.
 
-Both the in-process targets (conformance/targets.py) and the adapter client (conformance/adapter_client.py)
+Both the in-process targets (refmem_harness/targets.py) and the adapter client (refmem_harness/adapter_client.py)
 build on this module, so neither imports the other's internals. Standard library only: the fuzzer uses it too.
 """
 
@@ -87,7 +87,7 @@ class Target:
     """The tools this target runs over one root (the protocol's `tools`): the memory tool unless it says more
     or other ones (OpenClaw's `memory_get` and `memory_search`)."""
     last_call: Optional[CallTime] = None
-    """The thread time of the last call, for a target that runs calls in this process (conformance/usage.py)."""
+    """The thread time of the last call, for a target that runs calls in this process (refmem_harness/usage.py)."""
 
     @property
     def pid(self) -> Optional[int]:
@@ -126,7 +126,7 @@ def implementation_info(name: str, language: str, version: str = "", homepage: s
 
 # --- text an implementation supplies -------------------------------------------------------------------
 # Names, messages, exception texts and stderr lines come from the implementation under test and end up on a
-# terminal, in a CI log and in a job summary. They are made printable (conformance/visible.py: no escape
+# terminal, in a CI log and in a job summary. They are made printable (refmem_harness/visible.py: no escape
 # sequence, no line break that could start a CI log command) and cut to a bound where they are taken in.
 
 

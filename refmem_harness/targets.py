@@ -145,7 +145,7 @@ class InProcessTarget(Target):
     With a timeout, each call runs on a worker thread; a call that overruns is abandoned (Python cannot
     kill a thread) and the next reset builds a new object. `timeout=None` calls directly on the caller's
     thread, which is what a fuzzer wants. `rules` says how plain results and exceptions are read
-    (conformance/signalling.py). An object that runs other tools says so with `tools` and `run_tool`
+    (refmem_harness/signalling.py). An object that runs other tools says so with `tools` and `run_tool`
     (`declared_tools`). An object with `close()` is closed when the next one replaces it and when the target
     closes, unless a call on it was abandoned (it may still be running).
     """
@@ -360,14 +360,14 @@ def _embedded_reference(
 def _reference_sqlite_target(
     spec: str, root: pathlib.Path, timeout: Optional[float], error_prefix: ErrorPrefix, tools: Tools
 ) -> Target:
-    """The memory handler over the SQLite store (conformance/reference_sqlite_target.py): its own storage."""
+    """The memory handler over the SQLite store (refmem_harness/reference_sqlite_target.py): its own storage."""
     return _embedded_reference(spec, "reference_sqlite_target", root, timeout, error_prefix)
 
 
 def _reference_postgres_target(
     spec: str, root: pathlib.Path, timeout: Optional[float], error_prefix: ErrorPrefix, tools: Tools
 ) -> Target:
-    """The memory handler over the PostgreSQL store (conformance/reference_postgres_target.py): its own storage, in
+    """The memory handler over the PostgreSQL store (refmem_harness/reference_postgres_target.py): its own storage, in
     the database the environment names."""
     return _embedded_reference(spec, "reference_postgres_target", root, timeout, error_prefix)
 
@@ -399,7 +399,7 @@ def open_target(
 
     The callable of a python target is called with the root directory (a `pathlib.Path`) and returns an
     object with `call(input)` or `execute(input)` (tried in that order), or a callable; sync or async. How its
-    results and exceptions are read is conformance/signalling.py: an SDK `ToolError` is an error result, a
+    results and exceptions are read is refmem_harness/signalling.py: an SDK `ToolError` is an error result, a
     result may carry `is_error` in any of the usual shapes, and plain strings follow the module's
     `SIGNALLING` declaration or `error_prefix`. Any other exception is an error result with its message as
     text, flagged `raised` (a robustness finding).

@@ -18,7 +18,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 from refmem import tool
 
-from .layout import Fixture
+from .sequence_layout import Fixture
 
 Parts = Tuple[str, ...]
 Node = Tuple[str, ...]  # ("dir",), ("file", text) or ("opaque",)

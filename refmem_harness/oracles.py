@@ -11,11 +11,8 @@ import dataclasses
 import re
 from typing import List, Optional
 
-from .layout import Layout
 from .model import Outcome, Tree, render_tree
-
-SECURITY_FAMILIES = ("escape", "leak", "hang", "crash", "exception")
-"""Families that are security or robustness failures on any backend; `diverge` is behaviour."""
+from .sequence_layout import Layout
 
 _EXCEPTION_NAMES = sorted(
     name

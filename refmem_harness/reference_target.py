@@ -93,7 +93,7 @@ def over_store(open_store: StoreOpener) -> Callable[..., StoreReference]:
 class OpenClawTools:
     """`refmem.openclaw`'s `memory_get` and `memory_search` on one root, answered by `refmem.openclaw.tools.reply`,
     the very function `refmem serve` answers an `execute` for them with (the in-process tool convention of
-    conformance/targets.py: `tools` and `run_tool`)."""
+    refmem_harness/targets.py: `tools` and `run_tool`)."""
 
     tools: Tuple[str, ...] = ("memory_get", "memory_search")
 

@@ -25,8 +25,8 @@ import tempfile
 from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
-from .suite import hosttree
-from .suite import layout as suite_layout
+from . import hosttree
+from . import layout as suite_layout
 
 apply_fixtures = suite_layout.apply_fixtures
 make_case_dir = suite_layout.make_case_dir

@@ -29,16 +29,14 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from refmem.protocol import MAX_LINE_BYTES
 
-from .layout import Layout
-from .model import render_tree
-from .plugin import PLUGINS
-from .session import Report
+from .sequence_layout import Layout
 
 FORMAT = "refmem-fuzz-finding/2"
 READABLE = ("refmem-fuzz-finding/1", FORMAT)
 """/2 added packed repeated parameters and the `cost` record; /1 files read the same."""
-HARNESS_NAMES = ("sequence", "paths", *PLUGINS)
-"""The memory tool's harnesses, then the plug-ins' (fuzz/plugin.py): the name says how a file is replayed."""
+HARNESS_NAMES = ("sequence", "paths", "openclaw")
+"""The memory tool's harnesses, then the plug-ins' (fuzz/plugin.py PLUGINS, which names no other): the name says how a
+file is replayed."""
 PACK_MIN_CHARS = 1024
 PACK_MAX_UNIT = 64
 KEPT_CHARS = 4096
@@ -147,43 +145,6 @@ class Finding:
         found = cls(**{key: _integral(value) for key, value in data.items() if key in fields})
         found.commands = unpack_commands(found.commands)
         return found
-
-
-def from_report(
-    report: Report, layout: Layout, target: str, harness: str, differential: bool, oracle: Optional[str] = None
-) -> Finding:
-    """The finding a report shows; `oracle` picks which violation is the finding (default: the primary)."""
-    primary = next((v for v in report.violations if v.oracle == oracle), None) or report.primary
-    assert primary is not None
-    observed = []
-    for command, step in zip(report.commands, report.steps):
-        entry: Dict[str, Any] = {
-            "input": command,
-            "output": scrub(step.output, layout),
-            "is_error": step.is_error,
-        }
-        for flag in ("crashed", "timed_out", "raised"):
-            if getattr(step, flag, False):
-                entry[flag] = True
-        observed.append(entry)
-    return Finding(
-        target=target,
-        harness=harness,
-        oracle=primary.oracle,
-        detail=scrub(primary.detail, layout),
-        step=primary.step,
-        hostile_layout=layout.hostile,
-        differential=differential,
-        commands=list(report.commands),
-        observed=observed,
-        tree_after={key: scrub(value, layout) for key, value in render_tree(report.tree_after).items()}
-        if report.tree_after is not None
-        else None,
-        other_oracles=sorted({v.oracle for v in report.violations} - {primary.oracle}),
-        cost=next((dict(record) for record in report.costs if record["step"] == primary.step), None)
-        if primary.family == "cost"
-        else None,
-    )
 
 
 def cut(text: Any) -> Any:

@@ -147,7 +147,7 @@ def describe(node: Optional[Node], limit: int = 120) -> str:
     if node is None:
         return "nothing"
     if node.kind == FILE:
-        from .visible import inline  # pure drawing; imported late so this module stays free of the suite
+        from .visible import inline
 
         if node.unreadable:
             return f"a file of {node.size} bytes that could not be read ({node.unreadable})"
