@@ -45,6 +45,10 @@ DECLARED: Dict[str, Set[str]] = {
         "refmem_harness.reference_sqlite_target",
         "refmem_harness.reference_postgres_target",
     },
+    # A feature's module that a vendored copy may leave out (D-VENDOR-SET), loaded when the feature is asked for:
+    # the portable walk, a named content policy, and store.Root's records over directory.Directory (a layer that
+    # imports the module asking for it: the one link back, taken at run time only, never at import).
+    "refmem._optional": set(),
     # Whether an optional package (jsonschema, hypothesis) is installed.
     "conformance.cli": set(),
     "conformance.validate": set(),
