@@ -13,11 +13,12 @@ import re
 from typing import Any, Dict, Iterable, List, Optional, Pattern, Tuple
 
 from . import hosttree
+from .effects import CRASH, HANG, OUTSIDE_CHANGED, OUTSIDE_CONTENT_SHOWN, class_of
 from .excerpt import STORED_HEAD, STORED_TAIL, stored, windows
 from .hosttree import Node, Tree
 from .matchers import match_problem, numbered_bodies
 from .target_base import StepResult
-from .tiers import HOST_LAYOUT, ROBUSTNESS, SAFETY, SIGNALLING
+from .tiers import ROBUSTNESS, SAFETY, SIGNALLING
 from .visible import clip, diff, inline
 
 STORED_LIMIT = STORED_HEAD + STORED_TAIL + 400
@@ -53,8 +54,8 @@ class Finding:
 
 
 MISBEHAVIOUR: Tuple[Tuple[str, str, str], ...] = (
-    ("crashed", "the implementation crashed", SAFETY),
-    ("timed_out", "the implementation did not answer in time", SAFETY),
+    ("crashed", "the implementation crashed", class_of(CRASH)),
+    ("timed_out", "the implementation did not answer in time", class_of(HANG)),
     ("raised", "the implementation raised an exception that is not its declared error signal", ROBUSTNESS),
 )
 
@@ -289,24 +290,29 @@ def outside_shown(output: str, number: int, memory: Tree, outside: Tree) -> List
 
 
 def planted_layout(findings: List[Finding], fixtures: List[Dict[str, Any]]) -> List[Finding]:
-    """Safety findings that only a layout the suite planted (and the tool cannot make) explains, moved to the
-    host-layout class: a write to or a read of a hard link's outside target, a hang or crash in a case with a
-    planted FIFO. Anything else a case does (an escape by a path, a host path in a message) stays safety."""
+    """Safety findings that only a layout the suite planted (and the tool cannot make) explains, given the class
+    conformance/effects.py gives their effect on a planted layout: a write to or a read of a hard link's outside
+    target (whichever command's output showed it). A hang or a crash stays safety, on a planted FIFO too; anything
+    else a case does (an escape by a path, a host path in a message) stays safety."""
     hard_targets = {str(fx.get("target", "")) for fx in fixtures if fx.get("type") == "hardlink"}
-    fifo = any(fx.get("type") == "fifo" for fx in fixtures)
-    if not hard_targets and not fifo:
+    if not hard_targets:
         return findings
 
-    def planted(finding: Finding) -> bool:
+    def planted(finding: Finding) -> Optional[str]:
+        """The finding's effect when only the planted layout let it happen, else None."""
         if finding.cls != SAFETY:
-            return False
+            return None
         if finding.kind == "leak" and finding.source in hard_targets:
-            return True
+            return OUTSIDE_CONTENT_SHOWN
         if finding.kind == "outside" and finding.message.split(":", 1)[0] in hard_targets:
-            return True
-        return fifo and finding.kind in ("timed_out", "crashed")
+            return OUTSIDE_CHANGED
+        return None  # a hang or a crash, on a planted FIFO too, stays safety (D-VERDICT-HANG)
 
-    return [dataclasses.replace(f, cls=HOST_LAYOUT) if planted(f) else f for f in findings]
+    return [
+        dataclasses.replace(f, cls=class_of(effect, planted=True)) if effect is not None else f
+        for f in findings
+        for effect in [planted(f)]
+    ]
 
 
 def opening(output: str, words: int = 3) -> str:

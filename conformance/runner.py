@@ -34,6 +34,8 @@ from .checks import (
     strings_in,
 )
 from .dataloss import lost, shared_inodes, touched, why_lost
+from .effects import CRASH as CRASH_EFFECT
+from .effects import class_of
 from .hosttree import Tree, wanted_like
 from .hostwatch import HostWatch, named_paths
 from .layout import (
@@ -49,11 +51,11 @@ from .layout import (
     remove,
     write_files,
 )
-from .results import FAIL, PASS, SKIP, CaseResult, Classify, RunResult, as_found
+from .results import CUT_SHORT, SKIP, CaseResult, Classify, RunResult, as_found, case_state, status_of
 from .signalling import ErrorPrefix
 from .target_base import shown
-from .targets import DEFAULT_STEP_TIMEOUT, TOOL_MEMORY, StepResult, Target, open_target
-from .tiers import DEFAULT_PROFILE, gates
+from .targets import DEFAULT_STEP_TIMEOUT, TOOL_MEMORY, StepResult, Target, TargetError, open_target
+from .tiers import DEFAULT_PROFILE
 
 FOLDER_FILE = "folder-fixture.md"
 """The file created, then deleted, to make a fixture's empty folder in a target's own storage."""
@@ -243,6 +245,17 @@ class CaseRun:
     def _run(self, base_before: Set[str]) -> None:
         # inside the watch: a reset must not write outside either
         self.target.reset(self.directory.root, self.case.options or None)
+        started = self.target.restarts  # a restart before this point is the previous case's
+        try:
+            self._case(base_before)
+        finally:
+            if self.target.restarts > started and not any(f.kind in CUT_SHORT for f in self.findings):
+                self.findings.append(
+                    Finding("restarted", "the target stopped between calls and was started again during the case",
+                            cls=class_of(CRASH_EFFECT))
+                )
+
+    def _case(self, base_before: Set[str]) -> None:
         if self.setup():
             on_disk = self.target.storage == "filesystem"
             read = memory_read(self.directory) if on_disk else None
@@ -252,7 +265,7 @@ class CaseRun:
             )
             self.steps()
             after = self._after(on_disk)
-            if not any(f.kind in ("crashed", "timed_out") for f in self.findings):
+            if not any(f.kind in CUT_SHORT for f in self.findings):
                 self.final(after)
             if on_disk:
                 self.data_loss(self.memory_before, after)
@@ -288,9 +301,8 @@ def skip_reason(case: Case, target: Target, run_class: Type[CaseRun] = CaseRun) 
 
 
 def verdict(findings: List[Finding], profile: str, case: Case) -> str:
-    """FAIL when a finding counts under the profile (safety, signalling and robustness always; a documented
-    finding of a `should` case only where the profile gates on the documentation's wording: tiers.gates)."""
-    return FAIL if any(gates(profile, finding.cls, case.tier, case.level) for finding in findings) else PASS
+    """PASS or FAIL: the case's state (results.case_state) as a status."""
+    return status_of(case_state(findings, profile, case))
 
 
 def run_case(
@@ -311,18 +323,20 @@ def run_case(
     if reason:
         return _classified(CaseResult(case, SKIP, reason=reason), classify)
     directory = make_case_dir(base / f"{index:05d}-{case.id}"[:120], canary)
+    run = run_class(target, case, directory, canary, base)
     try:
-        run = run_class(target, case, directory, canary, base)
         run.lay_out()
         findings = run.run()
     except FixtureUnavailable as exc:
         return _classified(CaseResult(case, SKIP, reason=str(exc)), classify)
+    except TargetError as exc:  # the target could not be reset or restarted for the case: it is not judged
+        said = f"the target could not be reset or started again, so the case did not run to its end: {exc}"
+        findings = run.findings + [Finding("error", shown(said, 400), cls=class_of(CRASH_EFFECT))]
     finally:
         if not keep:
             remove(directory.path)
-    result = CaseResult(
-        case, verdict(findings, profile, case), findings, seconds=time.monotonic() - started,
-        success_openings=run.success_openings,
+    result = CaseResult.judged(
+        case, findings, profile, seconds=time.monotonic() - started, success_openings=run.success_openings
     )
     return _classified(result, classify)
 
