@@ -13,7 +13,7 @@ import re
 from typing import Any, Dict, Iterable, List, Optional, Pattern, Tuple
 
 from . import hosttree
-from .effects import CRASH, HANG, OUTSIDE_CHANGED, OUTSIDE_CONTENT_SHOWN, class_of
+from .effects import CRASH, HANG, OUTSIDE_CHANGED, OUTSIDE_CONTENT_SHOWN, OUTSIDE_NAME_SHOWN, class_of
 from .excerpt import STORED_HEAD, STORED_TAIL, stored, windows
 from .hosttree import Node, Tree
 from .matchers import match_problem, numbered_bodies
@@ -199,6 +199,10 @@ def strings_in(value: Any) -> Iterable[str]:
             yield from strings_in(item)
 
 
+REACHED = "\x00reached"
+"""LeakGuard's source for the canary token: the canary-tree entry the step reached, if any (LeakGuard.check)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class LeakGuard:
     """What no output of a case may contain: the canary, the host path, error internals.
@@ -208,8 +212,9 @@ class LeakGuard:
     """
 
     secrets: Tuple[Tuple[str, str, str], ...]
-    """(what it is, its text, the canary-tree entry it identifies or ""), most specific first: the line of each
-    canary file, then the canary token itself (every canary name and text holds it), then the host path."""
+    """(what it is, its text, the canary-tree entry it identifies, "" or REACHED), most specific first: the line of
+    each canary file, then the canary token itself (every canary name and text holds it: REACHED, the entry the
+    step's path reached, when it reached one), then the host path."""
     case_text: str
 
     def _patterns(
@@ -224,11 +229,14 @@ class LeakGuard:
                     break
         return findings
 
-    def check(self, output: str, number: int, raised: bool = False) -> List[Finding]:
+    def check(self, output: str, number: int, raised: bool = False, reached: str = "") -> List[Finding]:
         """Safety leaks always; error internals only when the step did not raise (a raise is its own finding,
-        and its text is the exception's repr by design)."""
+        and its text is the exception's repr by design). `reached`: the canary-tree entry the step's path leads
+        to through a planted hard link: canary text the output holds without a whole canary line (an edit's
+        snippet of it, changed) is that entry's, as a view of it would be (D-VERDICT-PLANTED)."""
         findings = [
-            Finding("leak", f"the output holds {name}", number, actual=clip(output), source=source)
+            Finding("leak", f"the output holds {name}", number, actual=clip(output),
+                    source=reached if source == REACHED else source, cls=class_of(OUTSIDE_CONTENT_SHOWN))
             for name, secret, source in self.secrets
             if secret in output
         ][:1]
@@ -273,7 +281,8 @@ def outside_shown(output: str, number: int, memory: Tree, outside: Tree) -> List
             continue
         if rest:
             message = f"the output names what lies outside the root, through a link: {clip(shown, 200)}"
-            return [Finding("leak", message, number, actual=clip(output), source=landed or "")]
+            return [Finding("leak", message, number, actual=clip(output), source=landed or "",
+                            cls=class_of(OUTSIDE_NAME_SHOWN))]
         target = outside.get(landed) if landed is not None else None
         link = memory.get(relative)
         if target is not None and target.kind == hosttree.FILE and link is not None:
@@ -282,11 +291,25 @@ def outside_shown(output: str, number: int, memory: Tree, outside: Tree) -> List
                     f"the output gives the link {clip(shown, 200)} the size of the file outside the root it "
                     f"points to ({target.size} bytes)"
                 )
-                return [Finding("leak", message, number, actual=clip(output), source=landed or "")]
+                return [Finding("leak", message, number, actual=clip(output), source=landed or "",
+                                cls=class_of(OUTSIDE_NAME_SHOWN))]
     return []
 
 
 # --- layouts the suite planted --------------------------------------------------------------------
+
+
+def reached_through_link(input: Any, case: Any) -> str:
+    """The outside entry (relative to CASE/) that `input`'s path names through a hard link the case planted, or
+    "": what a command on that path shows of outside text came through the planted link."""
+    path = input.get("path") if isinstance(input, dict) else None
+    if not isinstance(path, str) or not path.startswith("/memories/"):
+        return ""
+    name = path[len("/memories/") :].strip("/")
+    for fixture in case.setup.get("fixtures", []):
+        if fixture.get("type") == "hardlink" and str(fixture.get("path", "")).strip("/") == name:
+            return str(fixture.get("target", ""))
+    return ""
 
 
 def planted_layout(findings: List[Finding], fixtures: List[Dict[str, Any]]) -> List[Finding]:
@@ -385,7 +408,9 @@ def final_wanted(final: Dict[str, Any]) -> hosttree.Wanted:
 def check_outside(before: Tree, after: Tree, label: str = "") -> List[Finding]:
     """The canary tree, the sibling and everything else outside the root: unchanged (hosttree.same)."""
     return [
-        Finding("outside", f"{path}: was {describe(was)[:120]}, now {describe(now)[:120]}")
+        Finding(
+            "outside", f"{path}: was {describe(was)[:120]}, now {describe(now)[:120]}", cls=class_of(OUTSIDE_CHANGED)
+        )
         for path, was, now in hosttree.changes(before, after, label)
     ]
 

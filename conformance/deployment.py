@@ -63,11 +63,11 @@ from refmem import protocol as P
 from . import hosttree
 from . import session_adapter as late_calls
 from .adapter_client import AdapterTarget, ProtocolViolation
+from .effects import deployment_class
 from .layout import CaseDir, make_case_dir
 from .screen import ScreenedRun
 from .signalling import ErrorPrefix
 from .target_base import DEFAULT_STEP_TIMEOUT, StepResult, TargetError
-from .tiers import DEPLOYMENT_CLASS
 
 CHECKS = ("lost-updates", "readers-during-writers", "tenants", "abandoned-calls", "abandoned-threads")
 
@@ -109,7 +109,7 @@ class DeploymentReport:
     figures: Dict[str, Dict[str, Any]] = dataclasses.field(default_factory=dict)
 
     def add(self, check: str, detail: str) -> None:
-        finding = {"class": DEPLOYMENT_CLASS, "check": check, "detail": detail}
+        finding = {"class": deployment_class(check), "check": check, "detail": detail}
         if finding not in self.findings:
             self.findings.append(finding)
 

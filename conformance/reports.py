@@ -319,7 +319,7 @@ def write_junit(run: RunResult, path: pathlib.Path) -> None:
         outcome = result.outcome or result.status
         if outcome in ("fail", "xpass"):
             cut = [finding for finding in result.findings if finding.kind in CUT_SHORT]
-            first = (cut or result.findings or [None])[0]
+            first = (cut or result.findings)[0] if result.findings else None
             message = f"[{first.cls}] {first.message}" if first else "unexpected pass"
             kind = {"type": result.shown()}
             failure = ET.SubElement(testcase, "failure", {"message": _xml_text(message[:500]), **kind})

@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set,
 
 from .cases import Case
 from .checks import (
+    REACHED,
     Finding,
     LeakGuard,
     check_final_tree,
@@ -30,13 +31,14 @@ from .checks import (
     output_bound,
     outside_shown,
     planted_layout,
+    reached_through_link,
     reads_as_error,
     strings_in,
 )
 from .dataloss import lost, shared_inodes, touched, why_lost
 from .effects import CRASH as CRASH_EFFECT
-from .effects import class_of
-from .hosttree import Tree, wanted_like
+from .effects import FILE_LOST, OUTSIDE_CHANGED, UNTOUCHED_BYTES_CHANGED, class_of
+from .hosttree import FILE, Tree, wanted_like
 from .hostwatch import HostWatch, named_paths
 from .layout import (
     CaseDir,
@@ -56,6 +58,7 @@ from .signalling import ErrorPrefix
 from .target_base import shown
 from .targets import DEFAULT_STEP_TIMEOUT, TOOL_MEMORY, StepResult, Target, TargetError, open_target
 from .tiers import DEFAULT_PROFILE
+from .untouched import edited_file, untouched_changed
 
 FOLDER_FILE = "folder-fixture.md"
 """The file created, then deleted, to make a fixture's empty folder in a target's own storage."""
@@ -87,7 +90,7 @@ class CaseRun:
         secrets: List[Tuple[str, str, str]] = [
             (f"the text of {item.path}", item.line, item.path) for item in canary_files(canary)
         ]
-        secrets.append(("a name or text from the canary tree (outside the root)", canary, ""))
+        secrets.append(("a name or text from the canary tree (outside the root)", canary, REACHED))
         secrets += [("the host path", path, "") for path in sorted({str(base), os.path.realpath(base)})]
         self.guard = LeakGuard(tuple(secrets), "\x00".join(strings_in(case.raw)))
         self.sent = 0
@@ -127,7 +130,7 @@ class CaseRun:
         result = self.target.execute(input, tool)
         shown = result.output if result.result is None else json.dumps(result.result, ensure_ascii=False)
         said = result.output if result.result is None else f"{result.output}\n{shown}"
-        self.findings.extend(self.guard.check(said, number, result.raised))
+        self.findings.extend(self.guard.check(said, number, result.raised, reached_through_link(input, self.case)))
         self.findings.extend(outside_shown(result.output, number, self.memory_before, self.outside_before))
         bound = limit if limit is not None else OUTPUT_BOUND_BASE + OUTPUT_BOUND_FACTOR * (self.size + self.sent)
         self.findings.extend(output_bound(result, bound, number))
@@ -190,11 +193,27 @@ class CaseRun:
                 said = shown(result.output if result is not None else "no result", 120)
                 raise FixtureUnavailable(f"the fixture {path} cannot be made through the target's commands: {said}")
 
+    def _file_bytes(self, relative: Optional[str]) -> Optional[bytes]:
+        """The bytes of one plain file of the root (one link, read whole: hosttree bounds it), or None."""
+        if relative is None or self.target.storage != "filesystem":
+            return None
+        node = memory_read(self.directory, lambda path, size: path == relative).tree.get(relative)
+        if node is None or node.kind != FILE or node.nlink != 1:
+            return None
+        return node.data
+
     def steps(self) -> None:
         for number, step in enumerate(self.case.steps, 1):
+            edited = edited_file(step["input"])
+            before = self._file_bytes(edited)
             result = self._execute(step["input"], number, step.get("max_output_chars"))
             if result is None:
                 return
+            after = self._file_bytes(edited) if before is not None and not result.is_error else None
+            said = untouched_changed(step["input"], before, after) if before is not None and after is not None else None
+            if said is not None:
+                self.findings.append(Finding("untouched", f"/memories/{edited}: {said}", number,
+                                             cls=class_of(UNTOUCHED_BYTES_CHANGED)))
             found = check_step(step, result, number, self.case.tier)
             self.findings.extend(found)
             succeeded = step.get("is_error") is False and not result.is_error
@@ -225,7 +244,7 @@ class CaseRun:
                 f"{path}: {why_lost(path, inputs, before)}, but it was {describe(was)[:120]}, "
                 f"now {describe(now)[:120]}"
             )
-            self.findings.append(Finding("data_loss", message))
+            self.findings.append(Finding("data_loss", message, cls=class_of(FILE_LOST)))
 
     def run(self) -> List[Finding]:
         outside = outside_read(self.directory)
@@ -237,7 +256,8 @@ class CaseRun:
         finally:
             # last, and always: what the case did to host paths it names is reported and undone
             for path, change in host.settle():
-                self.findings.append(Finding("outside", f"host path {path}: {change} (put back)"))
+                self.findings.append(Finding("outside", f"host path {path}: {change} (put back)",
+                                             cls=class_of(OUTSIDE_CHANGED)))
         if self.planted_is_host_layout:
             self.findings = planted_layout(self.findings, self.case.setup.get("fixtures", []))
         return self.findings
@@ -274,7 +294,10 @@ class CaseRun:
             self.findings.append(Finding("unbounded", "more entries appeared around the root than can be read"))
         self.findings.extend(check_outside(self.outside_before, outside_after.tree))
         new = sorted(set(os.listdir(self.base)) - base_before)
-        self.findings.extend(Finding("outside", f"{name}: appeared next to the case directory") for name in new)
+        self.findings.extend(
+            Finding("outside", f"{name}: appeared next to the case directory", cls=class_of(OUTSIDE_CHANGED))
+            for name in new
+        )
 
     def _after(self, on_disk: bool) -> Tree:
         """The root's tree after the steps, its bytes read only where a check needs them: a file that was there

@@ -59,6 +59,7 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 from . import hosttree, usage
+from .effects import OUTSIDE_CHANGED, UNBOUNDED_COST, class_of
 from .layout import CaseDir, make_case_dir, outside_snapshot
 from .layout import remove as remove_case_dir
 from .screen import ScreenedRun
@@ -187,12 +188,12 @@ class _Run(ScreenedRun):
 
     def screen(self, command: Dict[str, Any], result: StepResult) -> None:
         name = str(command.get("command"))
-        for problem in self.problems(name, result):
-            self.report.add(SAFETY, self.check, problem)
+        for effect, problem in self.effects(name, result):
+            self.report.add(class_of(effect), self.check, problem)
         output = result.output
         if len(output) > OUTPUT_BOUND:
             self.report.add(
-                COST,
+                class_of(UNBOUNDED_COST),
                 "output-size",
                 f"{self.check}: a {name} result of {len(output):,} characters (bound {OUTPUT_BOUND:,})",
             )
@@ -257,7 +258,7 @@ def _judge_peak(run: _Run, what: str, measured: Optional[Tuple[StepResult, int, 
     if result.is_error and not result.misbehaved:
         run.report.notes.append(f"{run.check}: the target refused the command (its peak was still measured)")
     if peak > bound:
-        run.report.add(COST, run.check, f"{what} peaked at {_mb(peak)} ({how}; bound {_mb(bound)})")
+        run.report.add(class_of(UNBOUNDED_COST), run.check, f"{what} peaked at {_mb(peak)} ({how}; bound {_mb(bound)})")
 
 
 def _big_file(path: pathlib.Path, size: int) -> int:
@@ -435,7 +436,7 @@ def _growth(run: _Run, plan: Plan) -> None:
     elif median > GROWTH_RATIO:
         shown = ", ".join(f"{ratio:.1f}" for ratio in ratios)
         run.report.add(
-            COST,
+            class_of(UNBOUNDED_COST),
             run.check,
             series.what.format(low=f"{sizes[0]:,}", high=f"{sizes[-1]:,}") + f": time ratio per doubling {shown} "
             f"(median {median:.1f}, over {GROWTH_RATIO:g}; linear is 2)",
@@ -657,7 +658,7 @@ def _run_check(
         changed = _changed(before, outside_snapshot(case))
         if changed:
             shown = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
-            report.add(SAFETY, check, f"the tree outside the root changed: {shown}")
+            report.add(class_of(OUTSIDE_CHANGED), check, f"the tree outside the root changed: {shown}")
     finally:
         remove_case_dir(case.path)
 
