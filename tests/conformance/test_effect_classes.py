@@ -181,7 +181,8 @@ def test_where_an_insert_lands_and_a_final_newline_are_left_to_the_other_checks(
     from conformance.untouched import untouched_changed
 
     insert = {"command": "insert", "path": "/memories/s.txt", "insert_line": 1, "insert_text": "X"}
-    assert untouched_changed(insert, "a\u2028b\nc".encode(), "a\u2028X\nb\nc".encode()) is None  # another reading of line 1
+    # another reading of line 1 (U+2028 as a line end): the insertion lands elsewhere, every old byte is kept
+    assert untouched_changed(insert, "a\u2028b\nc".encode(), "a\u2028X\nb\nc".encode()) is None
     assert untouched_changed(insert, b"a\nc", b"a\nX\nc\n") is None  # a final newline given to the file
     assert untouched_changed(insert, b"a\nc\n", b"a\nX\n") is not None  # a line lost
 
