@@ -17,9 +17,10 @@ from refmem_harness.hosttree import Node, Tree
 from refmem_harness.target_base import StepResult
 from refmem_harness.visible import clip, diff, inline
 
+from .effects import CRASH, HANG, OUTSIDE_CHANGED, OUTSIDE_CONTENT_SHOWN, OUTSIDE_NAME_SHOWN, class_of
 from .excerpt import STORED_HEAD, STORED_TAIL, stored, windows
 from .matchers import match_problem, numbered_bodies
-from .tiers import HOST_LAYOUT, ROBUSTNESS, SAFETY, SIGNALLING
+from .tiers import ROBUSTNESS, SAFETY, SIGNALLING
 
 STORED_LIMIT = STORED_HEAD + STORED_TAIL + 400
 EXCERPT_CHARS = STORED_HEAD
@@ -54,8 +55,8 @@ class Finding:
 
 
 MISBEHAVIOUR: Tuple[Tuple[str, str, str], ...] = (
-    ("crashed", "the implementation crashed", SAFETY),
-    ("timed_out", "the implementation did not answer in time", SAFETY),
+    ("crashed", "the implementation crashed", class_of(CRASH)),
+    ("timed_out", "the implementation did not answer in time", class_of(HANG)),
     ("raised", "the implementation raised an exception that is not its declared error signal", ROBUSTNESS),
 )
 
@@ -199,6 +200,10 @@ def strings_in(value: Any) -> Iterable[str]:
             yield from strings_in(item)
 
 
+REACHED = "\x00reached"
+"""LeakGuard's source for the canary token: the canary-tree entry the step reached, if any (LeakGuard.check)."""
+
+
 @dataclasses.dataclass(frozen=True)
 class LeakGuard:
     """What no output of a case may contain: the canary, the host path, error internals.
@@ -208,8 +213,9 @@ class LeakGuard:
     """
 
     secrets: Tuple[Tuple[str, str, str], ...]
-    """(what it is, its text, the canary-tree entry it identifies or ""), most specific first: the line of each
-    canary file, then the canary token itself (every canary name and text holds it), then the host path."""
+    """(what it is, its text, the canary-tree entry it identifies, "" or REACHED), most specific first: the line of
+    each canary file, then the canary token itself (every canary name and text holds it: REACHED, the entry the
+    step's path reached, when it reached one), then the host path."""
     case_text: str
 
     def _patterns(
@@ -224,11 +230,14 @@ class LeakGuard:
                     break
         return findings
 
-    def check(self, output: str, number: int, raised: bool = False) -> List[Finding]:
+    def check(self, output: str, number: int, raised: bool = False, reached: str = "") -> List[Finding]:
         """Safety leaks always; error internals only when the step did not raise (a raise is its own finding,
-        and its text is the exception's repr by design)."""
+        and its text is the exception's repr by design). `reached`: the canary-tree entry the step's path leads
+        to through a planted hard link: canary text the output holds without a whole canary line (an edit's
+        snippet of it, changed) is that entry's, as a view of it would be (D-VERDICT-PLANTED)."""
         findings = [
-            Finding("leak", f"the output holds {name}", number, actual=clip(output), source=source)
+            Finding("leak", f"the output holds {name}", number, actual=clip(output),
+                    source=reached if source == REACHED else source, cls=class_of(OUTSIDE_CONTENT_SHOWN))
             for name, secret, source in self.secrets
             if secret in output
         ][:1]
@@ -274,7 +283,8 @@ def outside_shown(output: str, number: int, memory: Tree, outside: Tree) -> List
             continue
         if rest:
             message = f"the output names what lies outside the root, through a link: {clip(shown, 200)}"
-            return [Finding("leak", message, number, actual=clip(output), source=landed or "")]
+            return [Finding("leak", message, number, actual=clip(output), source=landed or "",
+                            cls=class_of(OUTSIDE_NAME_SHOWN))]
         target = outside.get(landed) if landed is not None else None
         link = memory.get(relative)
         if target is not None and target.kind == hosttree.FILE and link is not None:
@@ -283,32 +293,51 @@ def outside_shown(output: str, number: int, memory: Tree, outside: Tree) -> List
                     f"the output gives the link {clip(shown, 200)} the size of the file outside the root it "
                     f"points to ({target.size} bytes)"
                 )
-                return [Finding("leak", message, number, actual=clip(output), source=landed or "")]
+                return [Finding("leak", message, number, actual=clip(output), source=landed or "",
+                                cls=class_of(OUTSIDE_NAME_SHOWN))]
     return []
 
 
 # --- layouts the suite planted --------------------------------------------------------------------
 
 
+def reached_through_link(input: Any, case: Any) -> str:
+    """The outside entry (relative to CASE/) that `input`'s path names through a hard link the case planted, or
+    "": what a command on that path shows of outside text came through the planted link."""
+    path = input.get("path") if isinstance(input, dict) else None
+    if not isinstance(path, str) or not path.startswith("/memories/"):
+        return ""
+    name = path[len("/memories/") :].strip("/")
+    for fixture in case.setup.get("fixtures", []):
+        if fixture.get("type") == "hardlink" and str(fixture.get("path", "")).strip("/") == name:
+            return str(fixture.get("target", ""))
+    return ""
+
+
 def planted_layout(findings: List[Finding], fixtures: List[Dict[str, Any]]) -> List[Finding]:
-    """Safety findings that only a layout the suite planted (and the tool cannot make) explains, moved to the
-    host-layout class: a write to or a read of a hard link's outside target, a hang or crash in a case with a
-    planted FIFO. Anything else a case does (an escape by a path, a host path in a message) stays safety."""
+    """Safety findings that only a layout the suite planted (and the tool cannot make) explains, given the class
+    conformance/effects.py gives their effect on a planted layout: a write to or a read of a hard link's outside
+    target (whichever command's output showed it). A hang or a crash stays safety, on a planted FIFO too; anything
+    else a case does (an escape by a path, a host path in a message) stays safety."""
     hard_targets = {str(fx.get("target", "")) for fx in fixtures if fx.get("type") == "hardlink"}
-    fifo = any(fx.get("type") == "fifo" for fx in fixtures)
-    if not hard_targets and not fifo:
+    if not hard_targets:
         return findings
 
-    def planted(finding: Finding) -> bool:
+    def planted(finding: Finding) -> Optional[str]:
+        """The finding's effect when only the planted layout let it happen, else None."""
         if finding.cls != SAFETY:
-            return False
+            return None
         if finding.kind == "leak" and finding.source in hard_targets:
-            return True
+            return OUTSIDE_CONTENT_SHOWN
         if finding.kind == "outside" and finding.message.split(":", 1)[0] in hard_targets:
-            return True
-        return fifo and finding.kind in ("timed_out", "crashed")
+            return OUTSIDE_CHANGED
+        return None  # a hang or a crash, on a planted FIFO too, stays safety (D-VERDICT-HANG)
 
-    return [dataclasses.replace(f, cls=HOST_LAYOUT) if planted(f) else f for f in findings]
+    return [
+        dataclasses.replace(f, cls=class_of(effect, planted=True)) if effect is not None else f
+        for f in findings
+        for effect in [planted(f)]
+    ]
 
 
 def opening(output: str, words: int = 3) -> str:
@@ -381,7 +410,9 @@ def final_wanted(final: Dict[str, Any]) -> hosttree.Wanted:
 def check_outside(before: Tree, after: Tree, label: str = "") -> List[Finding]:
     """The canary tree, the sibling and everything else outside the root: unchanged (hosttree.same)."""
     return [
-        Finding("outside", f"{path}: was {describe(was)[:120]}, now {describe(now)[:120]}")
+        Finding(
+            "outside", f"{path}: was {describe(was)[:120]}, now {describe(now)[:120]}", cls=class_of(OUTSIDE_CHANGED)
+        )
         for path, was, now in hosttree.changes(before, after, label)
     ]
 

@@ -494,9 +494,7 @@ def _properties(args: argparse.Namespace, out: TextIO) -> int:
     def show(result: Any) -> None:
         out.write(report.class_line(result) + "\n")
         if result.failure is not None:
-            shown_target = redact_secrets(args.target)
-            text = report.failure_text(result, shown_target, args.profile, args.seed, result.finding_file,
-                                       args.full_diff)
+            text = report.failures_text(result, redact_secrets(args.target), args.profile, args.seed, args.full_diff)
             out.write(text + "\n")
         out.flush()
 

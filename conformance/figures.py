@@ -28,7 +28,7 @@ import dataclasses
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .documentation import suggested
-from .results import PASS, SKIP, CaseResult, RunResult
+from .results import CUT_SHORT, PASS, SKIP, CaseResult, RunResult, case_state
 from .tiers import (
     COST,
     DOCUMENTED,
@@ -47,20 +47,20 @@ from .tiers import (
 
 
 def _cut_short(result: CaseResult) -> bool:
-    return any(finding.kind in ("crashed", "timed_out") for finding in result.findings)
+    """The case ended in a state that cut it short (timeout, crash, restart, error: results.CUT_SHORT)."""
+    return result.state in CUT_SHORT.values()
 
 
 def tier_passed(result: CaseResult) -> bool:
-    """The case's own expectations hold (judged in its tier's class)."""
+    """The case's own expectations hold (judged in its tier's class) and nothing cut it short."""
     return not result.failed_in(result.case.tier) and not _cut_short(result)
 
 
 def gate_failed(result: CaseResult, profile: str) -> bool:
-    """The case has a finding that counts under `profile` (or was cut short while it gates)."""
-    case = result.case
-    if any(gates(profile, finding.cls, case.tier, case.level) for finding in result.findings):
-        return True
-    return gating_case(profile, case.tier, case.level) and _cut_short(result)
+    """The case fails under `profile`: its state (results.case_state, the one decision), never decided here."""
+    if result.state == SKIP:
+        return False
+    return case_state(result.findings, profile, result.case) != PASS
 
 
 def _has_signal_check(result: CaseResult) -> bool:

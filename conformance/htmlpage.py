@@ -20,6 +20,7 @@ from .figures import ROWS, Row
 from .figures import rows as figure_rows
 from .legend import FIGURE_UNITS
 from .reports import finding_lines
+from .results import shown_state
 from .tiers import (
     COST,
     DOCUMENTED,
@@ -144,7 +145,8 @@ def _finding(entry: Dict[str, Any]) -> Finding:
 def case_text(case: Dict[str, Any]) -> str:
     """A failing case as the text report shows it: bounded, safety first, visible whitespace."""
     findings = [_finding(entry) for entry in case.get("findings", [])]
-    lines = [f"{case.get('outcome', '').upper()} {case['id']} [{case.get('level')}, {case.get('tier')}]"]
+    word = shown_state(str(case.get("state", "")), str(case.get("outcome", ""))).upper()
+    lines = [f"{word} {case['id']} [{case.get('level')}, {case.get('tier')}]"]
     if case.get("documentation"):
         lines.append(f"    documentation: {printable(str(case['documentation']))}")
     lines += finding_lines(findings, full=False)

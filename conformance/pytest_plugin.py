@@ -522,7 +522,7 @@ class PropertyItem(pytest.Item):
         from refmem_harness.targets import TargetError
 
         from .properties import DEFAULT_EXAMPLES, DEFAULT_SEED
-        from .properties.report import failure_text
+        from .properties.report import failures_text
         from .properties.run import run_class
         from .properties.search import SearchError
 
@@ -545,7 +545,7 @@ class PropertyItem(pytest.Item):
             raise CaseFailed(f"{PROPERTIES_ROOT}::{self.cls}: {exc}") from None
         if result.failure is not None:
             full = settings["memory_full_diff"]
-            raise CaseFailed(failure_text(result, session.spec, session.profile, seed, result.finding_file, full))
+            raise CaseFailed(failures_text(result, session.spec, session.profile, seed, full))
 
     def repr_failure(self, excinfo: Any, style: Any = None) -> str:
         if isinstance(excinfo.value, CaseFailed):

@@ -23,7 +23,7 @@ from .families import family_titles, matrix_family
 from .figures import figures, run_verdict, text_lines, tier_passed
 from .figures import rows as figure_rows
 from .legend import FIGURE_UNITS
-from .results import SKIP, CaseResult, RunResult
+from .results import CUT_SHORT, SKIP, STATES, CaseResult, RunResult
 from .tiers import CLASSES, DOCUMENTED, SAFETY, SIGNALLING, TIERS, describe_profile
 
 
@@ -32,6 +32,21 @@ def counts(run: RunResult) -> Dict[str, int]:
     for result in run.results:
         tally[result.outcome or result.status] += 1
     return tally
+
+
+def states(run: RunResult) -> Dict[str, int]:
+    """How many cases ended in each state (results.STATES): timeouts, crashes, restarts and errors are failures."""
+    tally = {name: 0 for name in STATES}
+    for result in run.results:
+        tally[result.state] += 1
+    return tally
+
+
+def _cut_short_text(run: RunResult) -> str:
+    """"; of the failures: 1 timeout, ..." for the summary line, or "" when no case was cut short."""
+    tally = states(run)
+    shown = [f"{tally[state]} {state}" for state in CUT_SHORT.values() if tally[state]]
+    return f" ({', '.join(shown)} among the failures)" if shown else ""
 
 
 def _implementation(run: RunResult) -> str:
@@ -71,7 +86,7 @@ def _finding_body(finding: Finding, full: bool) -> List[str]:
 def describe_failure(result: CaseResult, full: bool = False) -> str:
     """The case, its class and sentence, and each finding with a bounded excerpt (`full`: everything)."""
     case = result.case
-    lines = [f"{(result.outcome or result.status).upper()} {case.id} [{_label(result)}] {printable(case.description)}"]
+    lines = [f"{result.shown().upper()} {case.id} [{_label(result)}] {printable(case.description)}"]
     if case.cite and result.failed_in(DOCUMENTED):
         lines.append(f"    documentation: {printable(quote(case.cite))}")
     lines += [f"    reported in the field: {url}" for url in case.sources if source_label(url)]
@@ -110,6 +125,7 @@ def summary(run: RunResult, stale: List[Dict[str, str]], strict: bool, violation
     lines.append(
         "  "
         + ", ".join(f"{count} {name}" for name, count in tally.items())
+        + _cut_short_text(run)
         + f" (profile {run.profile}); {run.restarts} restarts; {run.seconds:.1f}s"
     )
     for item in run.stress or []:
@@ -205,6 +221,7 @@ def _case_dict(result: CaseResult) -> Dict[str, Any]:
         "features": case.features,
         "description": case.description,
         "status": result.status,
+        "state": result.state,
         "outcome": result.outcome or result.status,
         "seconds": round(result.seconds, 4),
     }
@@ -235,6 +252,7 @@ def as_json(run: RunResult) -> Dict[str, Any]:
         "signalling": run.signalling,
         "figures": figures(run).as_dict(),
         "counts": counts(run),
+        "states": states(run),
         "restarts": run.restarts,
         "seconds": round(run.seconds, 3),
         "stale_expectations": run.stale,
@@ -305,9 +323,11 @@ def write_junit(run: RunResult, path: pathlib.Path) -> None:
         _properties(testcase, result)
         outcome = result.outcome or result.status
         if outcome in ("fail", "xpass"):
-            first = result.findings[0] if result.findings else None
+            cut = [finding for finding in result.findings if finding.kind in CUT_SHORT]
+            first = (cut or result.findings)[0] if result.findings else None
             message = f"[{first.cls}] {first.message}" if first else "unexpected pass"
-            failure = ET.SubElement(testcase, "failure", {"message": _xml_text(message[:500])})
+            kind = {"type": result.shown()}
+            failure = ET.SubElement(testcase, "failure", {"message": _xml_text(message[:500]), **kind})
             failure.text = _xml_text(describe_failure(result))
         elif outcome in ("skip", "xfail"):
             reason = result.reason or (result.expectation or {}).get("reason", "expected failure")

@@ -15,7 +15,7 @@ import tempfile
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Set, Tuple, Type
 
-from refmem_harness.hosttree import Tree, wanted_like
+from refmem_harness.hosttree import FILE, Tree, wanted_like
 from refmem_harness.layout import (
     CaseDir,
     FixtureUnavailable,
@@ -31,10 +31,11 @@ from refmem_harness.layout import (
 )
 from refmem_harness.signalling import ErrorPrefix
 from refmem_harness.target_base import shown
-from refmem_harness.targets import DEFAULT_STEP_TIMEOUT, TOOL_MEMORY, StepResult, Target, open_target
+from refmem_harness.targets import DEFAULT_STEP_TIMEOUT, TOOL_MEMORY, StepResult, Target, TargetError, open_target
 
 from .cases import Case
 from .checks import (
+    REACHED,
     Finding,
     LeakGuard,
     check_final_tree,
@@ -48,13 +49,17 @@ from .checks import (
     output_bound,
     outside_shown,
     planted_layout,
+    reached_through_link,
     reads_as_error,
     strings_in,
 )
 from .dataloss import lost, shared_inodes, touched, why_lost
+from .effects import CRASH as CRASH_EFFECT
+from .effects import FILE_LOST, OUTSIDE_CHANGED, UNTOUCHED_BYTES_CHANGED, class_of
 from .hostwatch import HostWatch, named_paths
-from .results import FAIL, PASS, SKIP, CaseResult, Classify, RunResult, as_found
-from .tiers import DEFAULT_PROFILE, gates
+from .results import CUT_SHORT, SKIP, CaseResult, Classify, RunResult, as_found, case_state, status_of
+from .tiers import DEFAULT_PROFILE
+from .untouched import edited_file, untouched_changed
 
 FOLDER_FILE = "folder-fixture.md"
 """The file created, then deleted, to make a fixture's empty folder in a target's own storage."""
@@ -86,7 +91,7 @@ class CaseRun:
         secrets: List[Tuple[str, str, str]] = [
             (f"the text of {item.path}", item.line, item.path) for item in canary_files(canary)
         ]
-        secrets.append(("a name or text from the canary tree (outside the root)", canary, ""))
+        secrets.append(("a name or text from the canary tree (outside the root)", canary, REACHED))
         secrets += [("the host path", path, "") for path in sorted({str(base), os.path.realpath(base)})]
         self.guard = LeakGuard(tuple(secrets), "\x00".join(strings_in(case.raw)))
         self.sent = 0
@@ -126,7 +131,7 @@ class CaseRun:
         result = self.target.execute(input, tool)
         shown = result.output if result.result is None else json.dumps(result.result, ensure_ascii=False)
         said = result.output if result.result is None else f"{result.output}\n{shown}"
-        self.findings.extend(self.guard.check(said, number, result.raised))
+        self.findings.extend(self.guard.check(said, number, result.raised, reached_through_link(input, self.case)))
         self.findings.extend(outside_shown(result.output, number, self.memory_before, self.outside_before))
         bound = limit if limit is not None else OUTPUT_BOUND_BASE + OUTPUT_BOUND_FACTOR * (self.size + self.sent)
         self.findings.extend(output_bound(result, bound, number))
@@ -189,11 +194,27 @@ class CaseRun:
                 said = shown(result.output if result is not None else "no result", 120)
                 raise FixtureUnavailable(f"the fixture {path} cannot be made through the target's commands: {said}")
 
+    def _file_bytes(self, relative: Optional[str]) -> Optional[bytes]:
+        """The bytes of one plain file of the root (one link, read whole: hosttree bounds it), or None."""
+        if relative is None or self.target.storage != "filesystem":
+            return None
+        node = memory_read(self.directory, lambda path, size: path == relative).tree.get(relative)
+        if node is None or node.kind != FILE or node.nlink != 1:
+            return None
+        return node.data
+
     def steps(self) -> None:
         for number, step in enumerate(self.case.steps, 1):
+            edited = edited_file(step["input"])
+            before = self._file_bytes(edited)
             result = self._execute(step["input"], number, step.get("max_output_chars"))
             if result is None:
                 return
+            after = self._file_bytes(edited) if before is not None and not result.is_error else None
+            said = untouched_changed(step["input"], before, after) if before is not None and after is not None else None
+            if said is not None:
+                self.findings.append(Finding("untouched", f"/memories/{edited}: {said}", number,
+                                             cls=class_of(UNTOUCHED_BYTES_CHANGED)))
             found = check_step(step, result, number, self.case.tier)
             self.findings.extend(found)
             succeeded = step.get("is_error") is False and not result.is_error
@@ -224,7 +245,7 @@ class CaseRun:
                 f"{path}: {why_lost(path, inputs, before)}, but it was {describe(was)[:120]}, "
                 f"now {describe(now)[:120]}"
             )
-            self.findings.append(Finding("data_loss", message))
+            self.findings.append(Finding("data_loss", message, cls=class_of(FILE_LOST)))
 
     def run(self) -> List[Finding]:
         outside = outside_read(self.directory)
@@ -236,7 +257,8 @@ class CaseRun:
         finally:
             # last, and always: what the case did to host paths it names is reported and undone
             for path, change in host.settle():
-                self.findings.append(Finding("outside", f"host path {path}: {change} (put back)"))
+                self.findings.append(Finding("outside", f"host path {path}: {change} (put back)",
+                                             cls=class_of(OUTSIDE_CHANGED)))
         if self.planted_is_host_layout:
             self.findings = planted_layout(self.findings, self.case.setup.get("fixtures", []))
         return self.findings
@@ -244,6 +266,17 @@ class CaseRun:
     def _run(self, base_before: Set[str]) -> None:
         # inside the watch: a reset must not write outside either
         self.target.reset(self.directory.root, self.case.options or None)
+        started = self.target.restarts  # a restart before this point is the previous case's
+        try:
+            self._case(base_before)
+        finally:
+            if self.target.restarts > started and not any(f.kind in CUT_SHORT for f in self.findings):
+                self.findings.append(
+                    Finding("restarted", "the target stopped between calls and was started again during the case",
+                            cls=class_of(CRASH_EFFECT))
+                )
+
+    def _case(self, base_before: Set[str]) -> None:
         if self.setup():
             on_disk = self.target.storage == "filesystem"
             read = memory_read(self.directory) if on_disk else None
@@ -253,7 +286,7 @@ class CaseRun:
             )
             self.steps()
             after = self._after(on_disk)
-            if not any(f.kind in ("crashed", "timed_out") for f in self.findings):
+            if not any(f.kind in CUT_SHORT for f in self.findings):
                 self.final(after)
             if on_disk:
                 self.data_loss(self.memory_before, after)
@@ -264,7 +297,10 @@ class CaseRun:
             self.findings.append(Finding("unbounded", "around the root " + outside_after.budget_note()))
         self.findings.extend(check_outside(self.outside_before, outside_after.tree))
         new = sorted(set(os.listdir(self.base)) - base_before)
-        self.findings.extend(Finding("outside", f"{name}: appeared next to the case directory") for name in new)
+        self.findings.extend(
+            Finding("outside", f"{name}: appeared next to the case directory", cls=class_of(OUTSIDE_CHANGED))
+            for name in new
+        )
 
     def _after(self, on_disk: bool) -> Tree:
         """The root's tree after the steps, its bytes read only where a check needs them: a file that was there
@@ -293,9 +329,8 @@ def skip_reason(case: Case, target: Target, run_class: Type[CaseRun] = CaseRun) 
 
 
 def verdict(findings: List[Finding], profile: str, case: Case) -> str:
-    """FAIL when a finding counts under the profile (safety, signalling and robustness always; a documented
-    finding of a `should` case only where the profile gates on the documentation's wording: tiers.gates)."""
-    return FAIL if any(gates(profile, finding.cls, case.tier, case.level) for finding in findings) else PASS
+    """PASS or FAIL: the case's state (results.case_state) as a status."""
+    return status_of(case_state(findings, profile, case))
 
 
 def run_case(
@@ -316,18 +351,20 @@ def run_case(
     if reason:
         return _classified(CaseResult(case, SKIP, reason=reason), classify)
     directory = make_case_dir(base / f"{index:05d}-{case.id}"[:120], canary)
+    run = run_class(target, case, directory, canary, base)
     try:
-        run = run_class(target, case, directory, canary, base)
         run.lay_out()
         findings = run.run()
     except FixtureUnavailable as exc:
         return _classified(CaseResult(case, SKIP, reason=str(exc)), classify)
+    except TargetError as exc:  # the target could not be reset or restarted for the case: it is not judged
+        said = f"the target could not be reset or started again, so the case did not run to its end: {exc}"
+        findings = run.findings + [Finding("error", shown(said, 400), cls=class_of(CRASH_EFFECT))]
     finally:
         if not keep:
             remove(directory.path)
-    result = CaseResult(
-        case, verdict(findings, profile, case), findings, seconds=time.monotonic() - started,
-        success_openings=run.success_openings,
+    result = CaseResult.judged(
+        case, findings, profile, seconds=time.monotonic() - started, success_openings=run.success_openings
     )
     return _classified(result, classify)
 

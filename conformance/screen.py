@@ -5,10 +5,12 @@ a host path, a traceback. One check's run holds its case directory and canary; e
 from __future__ import annotations
 
 import os
-from typing import List
+from typing import List, Tuple
 
 from refmem_harness.layout import CaseDir
 from refmem_harness.target_base import StepResult
+
+from .effects import CRASH, HANG, OUTSIDE_CONTENT_SHOWN, OUTSIDE_NAME_SHOWN
 
 
 class ScreenedRun:
@@ -27,18 +29,22 @@ class ScreenedRun:
     def problems(self, name: str, result: StepResult, cut: bool = False) -> List[str]:
         """What the result of command `name` shows that no result may (a hang not counted when the check `cut` the
         step's time short itself)."""
-        found: List[str] = []
+        return [problem for _effect, problem in self.effects(name, result, cut)]
+
+    def effects(self, name: str, result: StepResult, cut: bool = False) -> List[Tuple[str, str]]:
+        """`problems`, each with its effect (conformance/effects.py), which gives its class."""
+        found: List[Tuple[str, str]] = []
         if result.timed_out and not cut:
-            found.append(f"{name} did not answer within the step timeout (a hang)")
+            found.append((HANG, f"{name} did not answer within the step timeout (a hang)"))
             self.failed = True
         elif result.crashed:
-            found.append(self.crash.format(name=name, detail=result.detail[:200]))
+            found.append((CRASH, self.crash.format(name=name, detail=result.detail[:200])))
             self.failed = True
         output = result.output
         if self.canary in output:
-            found.append(f"a {name} result holds the canary text from outside the root")
+            found.append((OUTSIDE_CONTENT_SHOWN, f"a {name} result holds the canary text from outside the root"))
         if any(path in output for path in self.host_paths):
-            found.append(f"a {name} result holds a host path")
+            found.append((OUTSIDE_NAME_SHOWN, f"a {name} result holds a host path"))
         if "Traceback (most recent call last)" in output:
-            found.append(f"a {name} result holds a traceback")
+            found.append((OUTSIDE_NAME_SHOWN, f"a {name} result holds a traceback"))
         return found

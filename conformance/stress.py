@@ -63,6 +63,7 @@ from refmem_harness.layout import CaseDir, make_case_dir, outside_snapshot
 from refmem_harness.layout import remove as remove_case_dir
 from refmem_harness.targets import InProcessTarget, StepResult, Target
 
+from .effects import OUTSIDE_CHANGED, UNBOUNDED_COST, class_of
 from .screen import ScreenedRun
 
 SAFETY, COST = "safety", "cost"
@@ -188,12 +189,12 @@ class _Run(ScreenedRun):
 
     def screen(self, command: Dict[str, Any], result: StepResult) -> None:
         name = str(command.get("command"))
-        for problem in self.problems(name, result):
-            self.report.add(SAFETY, self.check, problem)
+        for effect, problem in self.effects(name, result):
+            self.report.add(class_of(effect), self.check, problem)
         output = result.output
         if len(output) > OUTPUT_BOUND:
             self.report.add(
-                COST,
+                class_of(UNBOUNDED_COST),
                 "output-size",
                 f"{self.check}: a {name} result of {len(output):,} characters (bound {OUTPUT_BOUND:,})",
             )
@@ -258,7 +259,7 @@ def _judge_peak(run: _Run, what: str, measured: Optional[Tuple[StepResult, int, 
     if result.is_error and not result.misbehaved:
         run.report.notes.append(f"{run.check}: the target refused the command (its peak was still measured)")
     if peak > bound:
-        run.report.add(COST, run.check, f"{what} peaked at {_mb(peak)} ({how}; bound {_mb(bound)})")
+        run.report.add(class_of(UNBOUNDED_COST), run.check, f"{what} peaked at {_mb(peak)} ({how}; bound {_mb(bound)})")
 
 
 def _big_file(path: pathlib.Path, size: int) -> int:
@@ -436,7 +437,7 @@ def _growth(run: _Run, plan: Plan) -> None:
     elif median > GROWTH_RATIO:
         shown = ", ".join(f"{ratio:.1f}" for ratio in ratios)
         run.report.add(
-            COST,
+            class_of(UNBOUNDED_COST),
             run.check,
             series.what.format(low=f"{sizes[0]:,}", high=f"{sizes[-1]:,}") + f": time ratio per doubling {shown} "
             f"(median {median:.1f}, over {GROWTH_RATIO:g}; linear is 2)",
@@ -658,7 +659,7 @@ def _run_check(
         changed = _changed(before, outside_snapshot(case))
         if changed:
             shown = ", ".join(changed[:5]) + (" ..." if len(changed) > 5 else "")
-            report.add(SAFETY, check, f"the tree outside the root changed: {shown}")
+            report.add(class_of(OUTSIDE_CHANGED), check, f"the tree outside the root changed: {shown}")
     finally:
         remove_case_dir(case.path)
 

@@ -9,8 +9,10 @@ Every finding therefore belongs to exactly one class, and the classes are never 
                hang; a crash of the adapter; an output over its bound. Always counted, whatever the case.
   host-layout  what went wrong only because of a layout the suite planted on the host before the case and that
                the tool cannot make (a hard link, a FIFO, a file mode): a write through a planted hard link, a
-               read of its outside text, a hang on a planted FIFO. Reported beside safety, never inside it,
-               and counted by the profiles that hold an implementation to the reference's filesystem decisions.
+               read of its outside text (by any command). A hang or a crash is safety even on a planted FIFO
+               (D-VERDICT-HANG). Which effect gets which class: conformance/effects.py. Reported beside safety,
+               never inside it, and counted by the profiles that hold an implementation to the reference's
+               filesystem decisions.
   documented   behaviour or a string the documentation states (a `doc` case, which cites the sentence).
   reference    a decision of docs/spec-notes.md (a `reference` case, which names the D-* ID), byte-exact.
   hardening    a refusal that is safe but not required on this platform (a `hardening` case).

@@ -212,6 +212,8 @@ def _insert(command: Dict[str, Any], tree: model.Tree) -> Optional[str]:
         return None
     if line < 0 or line > text.count("\n") + 1:  # beyond the file in every reading of a final newline
         return "an insert_line outside [0, the file's lines] is an error"
+    if inserted.endswith("\n\n"):  # a blank last line: whether it is kept is D-INSERT-SEMANTICS (insert-009)
+        return None
     if text.endswith("\n") and inserted.endswith("\n") and line <= text.count("\n"):
         return "insert puts insert_text after line insert_line"
     return None

@@ -43,9 +43,11 @@ from ..checks import (
     strings_in,
 )
 from ..dataloss import lost, readings, shared_inodes, touched, why_lost
+from ..effects import FILE_LOST, OUTSIDE_CHANGED, UNTOUCHED_BYTES_CHANGED, class_of
 from ..hostwatch import PATH_ARGUMENTS, HostWatch, named_paths
 from ..runner import OUTPUT_BOUND_BASE, OUTPUT_BOUND_FACTOR
 from ..tiers import DOCUMENTED, MUST, REFERENCE, ROBUSTNESS, SAFETY, SIGNALLING, gates
+from ..untouched import edited_file, untouched_changed
 from . import documented
 
 CLASSES: Tuple[str, ...] = (SAFETY, ROBUSTNESS, SIGNALLING, DOCUMENTED, REFERENCE)
@@ -202,6 +204,7 @@ class SequenceRun:
             if read.unread:
                 found.append(Finding("unbounded", read.budget_note(), number))
             found += self._data_loss(command, number, read.tree)
+            found += self._untouched(command, result, number, read.tree)
             after = model_tree(read.tree, self.ours)
             self.memory, self.size = read.tree, read.total_bytes + self.outside_bytes
         found += self._documented(command, result, number, after)
@@ -221,14 +224,17 @@ class SequenceRun:
         found += outside_shown(result.output, number, self.memory, self.outside)
         found += output_bound(result, OUTPUT_BOUND_BASE + OUTPUT_BOUND_FACTOR * (self.size + self.sent), number)
         found += misbehaviour(result, number)
-        found += [Finding("outside", f"host path {path}: {change} (put back)", number) for path, change in put_back]
+        moved = class_of(OUTSIDE_CHANGED)  # nothing a sequence meets was planted: the model made every layout
+        found += [Finding("outside", f"host path {path}: {change} (put back)", number, cls=moved)
+                  for path, change in put_back]
         outside = outside_read(self.case, hosttree.wanted_like(self.outside))
         if outside.truncated:
             found.append(Finding("unbounded", "more entries appeared around the root than can be read", number))
         found += [dataclasses.replace(finding, step=number) for finding in check_outside(self.outside, outside.tree)]
         self.outside = outside.tree
         around = set(os.listdir(self.context.base)) - self.around
-        found += [Finding("outside", f"{name}: appeared next to the case directory", number) for name in sorted(around)]
+        found += [Finding("outside", f"{name}: appeared next to the case directory", number, cls=moved)
+                  for name in sorted(around)]
         self.around |= around
         return found
 
@@ -240,10 +246,26 @@ class SequenceRun:
                 f"{path}: {why_lost(path, [command], self.memory)}, but it was {describe(was)[:120]}, "
                 f"now {describe(now)[:120]}",
                 number,
+                cls=class_of(FILE_LOST),
             )
             for path, was, now in lost(self.memory, after, names)
             if self.ours(path)
         ]
+
+    def _untouched(self, command: Any, result: StepResult, number: int, after: hosttree.Tree) -> List[Finding]:
+        """An edit that changed bytes of its file outside the span it names (conformance/untouched.py)."""
+        edited = edited_file(command)
+        was, now = self.memory.get(edited or ""), after.get(edited or "")
+        if edited is None or result.is_error or was is None or now is None:
+            return []
+        if was.kind != hosttree.FILE or now.kind != hosttree.FILE or was.nlink != 1 or now.nlink != 1:
+            return []
+        if was.data is None or now.data is None:
+            return []
+        said = untouched_changed(command, was.data, now.data)
+        if said is None:
+            return []
+        return [Finding("untouched", f"/memories/{edited}: {said}", number, cls=class_of(UNTOUCHED_BYTES_CHANGED))]
 
     def ours(self, path: str) -> bool:
         """Whether `path` (root-relative) is the sequence's: at or under a path a command named, or on the way."""
@@ -269,6 +291,8 @@ class SequenceRun:
         ]
         if after is not None:
             problem = oracles.check_tree(self.model.tree, after)
+            if problem is not None and outcome is model.Outcome.ERROR and _only_new_folders(self.model.tree, after):
+                problem = None  # folders a failed command left: D-CREATE-PARENTS, the reference's (rename-033)
             if problem is not None:
                 message = f"{said}, but the tree afterwards is not that: {problem.detail}"
                 found.append(Finding("final", message, number, cls=DOCUMENTED))
@@ -306,6 +330,15 @@ class SequenceRun:
                 message = f"the tree afterwards differs from the reference's: {problem.detail}"
                 found.append(Finding("final", message, number, cls=REFERENCE))
         return found
+
+
+def _only_new_folders(expected: model.Tree, after: model.Tree) -> bool:
+    """`after` is `expected` with folders added and nothing else: what the documentation leaves open after a
+    command that failed (whether it removes the parent folders it made is a decision, D-CREATE-PARENTS)."""
+    new = [key for key in after if key not in expected]
+    return bool(new) and all(after[key] == model.DIR for key in new) and all(
+        after.get(key) == node for key, node in expected.items()
+    )
 
 
 def gating_classes(profile: str) -> Tuple[str, ...]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-from typing import Any, List, Optional, Tuple
+from typing import Any, FrozenSet, List, Optional, Tuple
 
 from refmem_harness import model
 from refmem_harness.targets import StepResult
@@ -50,5 +50,22 @@ class SearchResult:
     """Sequences run in all (generated, then shrinking)."""
     seconds: float
     failure: Optional[Failure] = None
+    """The first distinct failure (`failures[0]`), or None."""
     finding_file: Optional[pathlib.Path] = None
     """Where the failure was written as a finding file (its reproduction)."""
+    failures: List[Failure] = dataclasses.field(default_factory=list)
+    """Every distinct failure the budget reached, each shrunk on its own (D-VERDICT-EVERY-FAILURE), first found
+    first: a second bug is never hidden behind the first."""
+    finding_files: List[pathlib.Path] = dataclasses.field(default_factory=list)
+    """Their finding files, in the same order."""
+
+
+def signature(finding: Finding, command: Any, result: Optional[StepResult], oracle: Any) -> Tuple[str, str]:
+    """What makes two failures of one class the same: the finding's kind and the fuzzer's oracle name (`oracle`:
+    report.oracle), a leak's without the command that showed it (the same leak through view or create is one)."""
+    name = str(oracle(finding, command, result))
+    return finding.kind, (name.rsplit(":", 1)[0] if finding.kind == "leak" else name)
+
+
+Known = FrozenSet[Tuple[str, str]]
+"""Signatures a search passes over: the failures found already."""

@@ -121,12 +121,24 @@ def replay_line(path: pathlib.Path, spec: str, profile: str) -> str:
     return f"refmem-conformance --replay {shlex.quote(str(path))} --target {shlex.quote(spec)} --profile {profile}"
 
 
+def failures_text(result: SearchResult, spec: str, profile: str, seed: int, full: bool = False) -> str:
+    """Every distinct failure of the class (`failure_text` each), the first first."""
+    paths: List[Optional[pathlib.Path]] = list(result.finding_files)
+    paths += [None] * (len(result.failures) - len(paths))
+    return "\n".join(
+        failure_text(result, spec, profile, seed, path, full, failure)
+        for failure, path in zip(result.failures, paths)
+    )
+
+
 def failure_text(
-    result: SearchResult, spec: str, profile: str, seed: int, path: Optional[pathlib.Path], full: bool = False
+    result: SearchResult, spec: str, profile: str, seed: int, path: Optional[pathlib.Path], full: bool = False,
+    failure: Optional[Failure] = None,
 ) -> str:
-    """The failure for a terminal or a CI log: its class and findings, the shrunk sequence step by step (each
-    command as JSON, each output's head), and the commands that replay it and turn it into a case."""
-    failure = result.failure
+    """A failure (`result.failure` unless given) for a terminal or a CI log: its class and findings, the shrunk
+    sequence step by step (each command as JSON, each output's head), and the commands that replay it and turn it
+    into a case."""
+    failure = failure if failure is not None else result.failure
     assert failure is not None
     count = len(failure.commands)
     lines = [
@@ -161,6 +173,7 @@ def verdict(results: Sequence[SearchResult], profile: str) -> Tuple[int, str]:
 
 
 def class_line(result: SearchResult) -> str:
-    state = "FAIL" if result.failure is not None else "pass"
+    count = len(result.failures)
+    state = f"FAIL ({count} distinct failure{'s' * (count != 1)})" if result.failure is not None else "pass"
     return f"  {result.cls}: {state} ({result.examples} examples, {result.runs} sequences, {result.seconds:.1f}s)"
 

@@ -46,8 +46,10 @@ def run_class(
             context.close()
     finally:
         remove(base)
-    if result.failure is not None:
-        result.finding_file = report.save(result.failure, spec, seed, result.runs, findings)
+    for failure in result.failures:
+        result.finding_files.append(report.save(failure, spec, seed, result.runs, findings))
+        findings = result.finding_files[0].parent  # every finding file of the run in one folder
+    result.finding_file = result.finding_files[0] if result.finding_files else None
     return result
 
 

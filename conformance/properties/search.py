@@ -17,7 +17,7 @@ import contextlib
 import dataclasses
 import tempfile
 import time
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, List, Optional, Tuple
 
 from hypothesis import HealthCheck, Phase, Verbosity, configuration, seed, settings
 from hypothesis import strategies as st
@@ -26,9 +26,11 @@ from hypothesis.stateful import RuleBasedStateMachine, rule, run_state_machine_a
 
 from refmem_harness.targets import TargetError
 
+from ..checks import Finding
 from . import DEFAULT_SEED, STEPS, vocabulary
 from .judge import Context, SequenceRun
-from .outcome import Failure, PropertyFailed, SearchResult
+from .outcome import Failure, Known, PropertyFailed, SearchResult, signature
+from .report import oracle
 
 
 class SearchError(Exception):
@@ -36,11 +38,20 @@ class SearchError(Exception):
     behaviour for the same sequence while it was drawing."""
 
 
+MAX_FAILURES = 8
+"""Distinct failures one class's search reports at most (each costs a search and a shrink)."""
+
+
 @dataclasses.dataclass
 class _Search:
     context: Context
     cls: str
+    known: Known = frozenset()
+    """Signatures (outcome.signature) of the failures found already: passed over, so the next one shows."""
     broken: Optional[TargetError] = None
+    generated: int = 0
+    """Sequences started before the first failure (the budget they spent; shrinking spends none)."""
+    failed: bool = False
 
 
 class SequenceMachine(RuleBasedStateMachine):
@@ -50,6 +61,8 @@ class SequenceMachine(RuleBasedStateMachine):
         super().__init__()
         self.search = search
         self.run: Optional[SequenceRun] = None
+        if not search.failed:
+            search.generated += 1
         if search.broken is None:
             try:
                 self.run = SequenceRun(search.context)
@@ -63,13 +76,25 @@ class SequenceMachine(RuleBasedStateMachine):
             return
         step = data.draw(st.binary(min_size=vocabulary.STEP_BYTES, max_size=vocabulary.STEP_BYTES))
         command = vocabulary.command(vocabulary.Reader(step), run.model.tree)
-        found = [finding for finding in run.step(command) if finding.cls == self.search.cls]
+        found = [
+            finding
+            for finding in run.step(command)
+            if finding.cls == self.search.cls and self._signature(run, finding) not in self.search.known
+        ]
         if found:
+            self.search.failed = True
             failure = Failure(
                 self.search.cls, found[0], found[1:], list(run.commands), list(run.results), run.tree_after,
                 run.hidden,
             )
             raise PropertyFailed(failure)
+
+    @staticmethod
+    def _signature(run: SequenceRun, finding: Finding) -> Tuple[str, str]:
+        index = finding.step - 1
+        command = run.commands[index] if 0 <= index < len(run.commands) else None
+        result = run.results[index] if 0 <= index < len(run.results) else None
+        return signature(finding, command, result, oracle)
 
     def teardown(self) -> None:
         if self.run is not None:
@@ -96,9 +121,35 @@ def hypothesis_settings(examples: int, steps: int = STEPS) -> settings:
 def search(
     context: Context, cls: str, examples: int, seed_value: int = DEFAULT_SEED, steps: int = STEPS
 ) -> SearchResult:
-    """Search `examples` sequences for one that breaks `cls`; raises SearchError when the search cannot tell."""
+    """Search `examples` sequences for every distinct failure of `cls` they reach: a failure found, shrunk and
+    kept, the search goes on past it (its signature passed over, the next seed) with the sequences left, until
+    one finds nothing new or MAX_FAILURES are kept. Raises SearchError when the search cannot tell."""
     started, runs = time.monotonic(), context.runs
-    state = _Search(context, cls)
+    failures: List[Failure] = []
+    known: Known = frozenset()
+    left, attempt = examples, 0
+    while left > 0 and len(failures) < MAX_FAILURES:
+        state = _Search(context, cls, known)
+        failure = _search_once(state, left, seed_value + attempt, steps)
+        if failure is None:
+            break
+        failures.append(failure)
+        known = known | {
+            signature(found, failure.commands[found.step - 1] if 0 < found.step <= len(failure.commands) else None,
+                      failure.results[found.step - 1] if 0 < found.step <= len(failure.results) else None, oracle)
+            for found in (failure.finding, *failure.others)
+        }
+        left -= max(state.generated, 1)
+        attempt += 1
+    return SearchResult(
+        cls, examples, context.runs - runs, time.monotonic() - started, failures[0] if failures else None,
+        failures=failures,
+    )
+
+
+def _search_once(state: _Search, examples: int, seed_value: int, steps: int) -> Optional[Failure]:
+    """One hypothesis search over `examples` sequences, the failures `state.known` passed over: the first new
+    failure, shrunk, or None."""
 
     def machine() -> SequenceMachine:
         return SequenceMachine(state)
@@ -123,7 +174,7 @@ def search(
         failure = dataclasses.replace(found, flaky=True)
     if state.broken is not None:
         raise SearchError(f"the target cannot be reset: {state.broken}")
-    return SearchResult(cls, examples, context.runs - runs, time.monotonic() - started, failure)
+    return failure
 
 
 _HOME = "__hypothesis_home_directory"

@@ -97,8 +97,10 @@ def test_a_planted_bug_is_caught_in_its_class_and_shrunk(
     result = _pytest(tmp_path / "project", "--memory-target", target, "--memory-examples", BUDGET,
                      "--memory-findings", str(findings), *nodes)
     assert result.returncode == 1, result.stdout[-4000:] + result.stderr[-2000:]
-    ((item, shown, commands),) = _failures(result.stdout)
+    failures = _failures(result.stdout)  # every distinct failure the budget reached, the planted one first
+    item, shown, commands = failures[0]
     assert (item, shown) == (cls, cls) and 1 <= commands <= 3, result.stdout[-4000:]
+    assert all((other, in_class) == (cls, cls) for other, in_class, _ in failures), result.stdout[-4000:]
     assert f"[{cls}] {kind}" in result.stdout, result.stdout[-4000:]
     for name in passing:  # a documented bug is not a safety one: nothing outside or unnamed is touched
         assert f"PASSED memory-properties::{name}" in result.stdout
