@@ -25,10 +25,10 @@ from conformance.effects import (
     UNTOUCHED_BYTES_CHANGED,
     class_of,
 )
-from conformance.layout import canary_files, make_case_dir, remove
+from refmem_harness.layout import canary_files, make_case_dir, remove
 from conformance.properties.judge import SequenceRun, open_context
 from conformance.stress import StressReport, _Run
-from conformance.target_base import StepResult
+from refmem_harness.target_base import StepResult
 from conformance.tiers import CLASSES, HOST_LAYOUT, SAFETY
 
 CANARY = "canary-" + "ab" * 8
@@ -150,7 +150,7 @@ def test_untouched_bytes_get_one_class_on_the_case_and_the_property_path(tmp_pat
 def test_an_outside_change_is_safety_unless_only_a_planted_link_let_it_happen() -> None:
     """check_outside serves the cases and the property suite alike; only the cases plant layouts."""
     from conformance.checks import check_outside
-    from conformance.hosttree import FILE, Node
+    from refmem_harness.hosttree import FILE, Node
 
     changed = check_outside({"outside/secret.txt": Node(FILE, size=1)}, {"outside/secret.txt": Node(FILE, size=2)})
     assert [f.cls for f in changed] == [class_of(OUTSIDE_CHANGED)]
