@@ -49,7 +49,8 @@ async def _stdio_session(root: Path) -> Dict[str, Any]:
             await session.initialize()
             tools = (await session.list_tools()).tools
             seen["tools"] = {tool.name: tool.input_schema for tool in tools}
-            made = await session.call_tool("memory", {"command": "create", "path": "/memories/a.md", "file_text": "x\n"})
+            create = {"command": "create", "path": "/memories/a.md", "file_text": "x\n"}
+            made = await session.call_tool("memory", create)
             seen["create"] = (_text(made), made.is_error)
             bad = await session.call_tool("memory", {"command": "view", "path": "/etc/passwd"})
             seen["escape"] = (_text(bad), bad.is_error)
@@ -82,7 +83,7 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def _serve_http(args: List[str]) -> "subprocess.Popen[bytes]":
+def _serve_http(args: List[str]) -> subprocess.Popen[bytes]:
     port = int(args[args.index("--port") + 1])
     process = subprocess.Popen([*SERVER, "--http", *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
@@ -201,3 +202,12 @@ def test_the_suite_passes_refmem_through_mcp_on_sqlite(root: Path) -> None:
     report = _suite(target, root, "--run", "create-00[1-2]", "--run", "str_replace-001")
     assert report["storage"] == "own"
     assert _passed(report) == 3
+
+
+@pytest.mark.slow
+def test_the_fuzzer_runs_through_mcp(root: Path) -> None:
+    target = f"mcp:stdio:{sys.executable} -m refmem mcp --root {{root}}"
+    command = [sys.executable, "-m", "fuzz", "run", "--target", target, "--runs", "3", "--max-time", "240", "--no-cost"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=root)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert " 0 new finding(s)" in done.stdout + done.stderr
