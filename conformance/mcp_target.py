@@ -16,8 +16,9 @@ connection has crashed; a call that overruns the step timeout has timed out (and
 
 Bounded like every adapter: on stdio the transport here frames the server's lines itself and drops any line longer
 than `MAX_MESSAGE_BYTES` (the SDK's own stdio client would hold it whole), and keeps only the tail of its standard
-error; over HTTP every server-sent event is bounded by the SDK's `max_sse_event_size`, and a response body by
-`MAX_MESSAGE_BYTES` (its Content-Length checked, then the bytes counted as they arrive).
+error; over HTTP every server-sent event is bounded by the SDK's `max_sse_event_size`, and a response body that
+states a Content-Length over `MAX_MESSAGE_BYTES` is refused. A JSON body sent chunked, with no length, is read whole
+by the SDK: a gap of the HTTP form, which is for servers one runs oneself.
 
 Needs the `mcp` extra; imported only for an `mcp:` target (D-MCP-TARGET).
 """

@@ -139,6 +139,27 @@ def test_http_needs_a_token_and_the_token_picks_the_tenant(root: Path) -> None:
         tokens.unlink()
 
 
+def test_the_http_target_reaches_a_running_server(root: Path) -> None:
+    from conformance.targets import open_target
+
+    port = _free_port()
+    process = _serve_http(["--root", str(root), "--port", str(port)])  # loopback: no token needed
+    try:
+        target = open_target(f"mcp:http://127.0.0.1:{port}/mcp", root)
+        try:
+            assert target.storage == "own" and target.tools == ("memory",)
+            made = target.execute({"command": "create", "path": "/memories/h.md", "file_text": "y"})
+            assert (made.output, made.is_error, made.misbehaved) == ("File created successfully at: /memories/h.md",
+                                                                      False, False)
+            escape = target.execute({"command": "view", "path": "/memories/../.."})
+            assert escape.is_error and not escape.misbehaved and escape.output.startswith("Error: ")
+        finally:
+            target.close()
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
 def test_http_off_loopback_needs_a_token_file(root: Path) -> None:
     done = subprocess.run(
         [*SERVER, "--http", "--host", "0.0.0.0", "--port", str(_free_port()), "--root", str(root)],  # noqa: S104
