@@ -395,7 +395,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(
         dest="action",
         required=True,
-        metavar="{exec,serve,prune,db,history,restore,log,memory-get,memory-search,memory-index}",
+        metavar="{exec,serve,prune,db,history,restore,log,memory-get,memory-search,memory-index,mcp}",
     )
 
     run = subcommand(commands, "exec", "run one tool input given as JSON", _EXEC_DESCRIPTION, _exec)
@@ -497,6 +497,9 @@ def build_parser() -> argparse.ArgumentParser:
     register_history(commands)
 
     register_openclaw(commands)
+    from .mcp_cli import register as register_mcp  # mcp (the server lives in refmem_mcp/, with the `mcp` extra)
+
+    register_mcp(commands)
     return parser
 
 

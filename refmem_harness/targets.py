@@ -378,12 +378,22 @@ def _command_target(
     return AdapterTarget(spec, spec[len("cmd:") :], root, timeout or DEFAULT_STEP_TIMEOUT)
 
 
+def _mcp_target(
+    spec: str, root: pathlib.Path, timeout: Optional[float], error_prefix: ErrorPrefix, tools: Tools
+) -> Target:
+    """An MCP server through the `mcp` SDK's client (conformance/mcp_target.py, imported only here)."""
+    from .mcp_target import open_mcp
+
+    return open_mcp(spec, root, timeout)
+
+
 _KINDS: Dict[str, Callable[[str, pathlib.Path, Optional[float], ErrorPrefix, Tools], Target]] = {
     "refmem": _reference_target,
     "refmem+sqlite": _reference_sqlite_target,
     "refmem+postgres": _reference_postgres_target,
     "python:": _python_target,
     "cmd:": _command_target,
+    "mcp:": _mcp_target,
 }
 
 
@@ -422,6 +432,6 @@ def open_target(
                 raise TargetError(f"{spec}: does not run {', '.join(missing)}; it runs {runs}")
             return target
     raise TargetError(
-        f"unknown target {spec!r}: use refmem, refmem+sqlite, refmem+postgres, python:MODULE:CALLABLE "
-        "or cmd:COMMAND LINE"
+        f"unknown target {spec!r}: use refmem, refmem+sqlite, refmem+postgres, python:MODULE:CALLABLE, "
+        "cmd:COMMAND LINE or mcp:stdio:COMMAND LINE / mcp:http://HOST:PORT/PATH"
     )

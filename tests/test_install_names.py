@@ -122,8 +122,11 @@ def test_a_wheel_installs_under_the_refmem_names(tmp_path: pathlib.Path) -> None
          "print(sorted({f.parts[0] for f in m.distribution('refmem').files if f.suffix == '.py'}))"],
         tmp_path,
     )
-    names = "['refmem', 'refmem_conformance', 'refmem_fuzz', 'refmem_harness']"
+    names = "['refmem', 'refmem_conformance', 'refmem_fuzz', 'refmem_harness', 'refmem_mcp']"
     assert top_level.stdout.strip() == names, top_level.stderr
+    no_extra = _run([str(python), "-m", "refmem", "mcp", "--root", str(tmp_path)], tmp_path)  # no SDK installed here
+    assert no_extra.returncode == 2 and "pip install 'refmem[mcp]'" in no_extra.stderr, no_extra.stderr[-2000:]
+    assert "Traceback" not in no_extra.stderr
     plugin = _run(
         [str(python), "-c", "import importlib.metadata as m; "
          "print([e.value for e in m.entry_points(group='pytest11') if e.dist.name == 'refmem'])"],
