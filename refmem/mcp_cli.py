@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from typing import Any, Optional
 
@@ -29,8 +30,10 @@ def _fail(reason: str) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     try:
-        import refmem_mcp.server as server
-        from refmem_mcp.memories import Memories, Settings
+        # An optional package (the `mcp` extra), so found by name: refmem itself imports none of the others.
+        server = importlib.import_module("refmem_mcp.server")
+        memories_module = importlib.import_module("refmem_mcp.memories")
+        Memories, Settings = memories_module.Memories, memories_module.Settings
     except ImportError as exc:
         if (exc.name or "").split(".")[0] in ("mcp", "mcp_types", "anyio", "uvicorn", "starlette", "pydantic"):
             return _fail(EXTRA_MISSING)

@@ -381,7 +381,7 @@ def _command_target(
 def _mcp_target(
     spec: str, root: pathlib.Path, timeout: Optional[float], error_prefix: ErrorPrefix, tools: Tools
 ) -> Target:
-    """An MCP server through the `mcp` SDK's client (conformance/mcp_target.py, imported only here)."""
+    """An MCP server through the `mcp` SDK's client (refmem_harness/mcp_target.py, imported only here)."""
     from .mcp_target import open_mcp
 
     return open_mcp(spec, root, timeout)

@@ -14,7 +14,7 @@ from typing import Iterator, List, Set, Tuple
 
 REPO = Path(__file__).resolve().parents[1]
 MAP = REPO / "docs" / "architecture.md"
-PACKAGES = ("refmem", "refmem_harness", "conformance", "fuzz", "bench")
+PACKAGES = ("refmem", "refmem_harness", "refmem_mcp", "conformance", "fuzz", "bench")
 """The folders whose every module the map names."""
 
 ENTRY = re.compile(r"^( *)([\w.-]+(?:\.py|/))(?:\s|$)")

@@ -1,5 +1,5 @@
 """`refmem mcp` held by the mcp SDK's own client, over stdio and streamable HTTP, and the suite through
-`--target mcp:...` (conformance/mcp_target.py). Each server is a real process; the cases run are few, since every
+`--target mcp:...` (refmem_harness/mcp_target.py). Each server is a real process; the cases run are few, since every
 reset starts a server afresh."""
 
 from __future__ import annotations
