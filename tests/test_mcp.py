@@ -140,7 +140,7 @@ def test_http_needs_a_token_and_the_token_picks_the_tenant(root: Path) -> None:
 
 
 def test_the_http_target_reaches_a_running_server(root: Path) -> None:
-    from conformance.targets import open_target
+    from refmem_harness.targets import open_target
 
     port = _free_port()
     process = _serve_http(["--root", str(root), "--port", str(port)])  # loopback: no token needed
