@@ -12,6 +12,7 @@ import asyncio
 import os
 import random
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable, Dict, List, Tuple
 
@@ -428,10 +429,13 @@ def test_ten_thousand_cancelled_calls_leak_no_thread_and_no_connection(kind: str
     threads, descriptors = threading.active_count(), _open_descriptors()
     sessions = _server_sessions() if kind == "postgresql" else 0
 
+    kept: List[AsyncRefmemMemoryTool] = []  # alive to the end: a worker a closed tool kept would still be running
+
     async def one_tool(number: int) -> Tuple[int, int]:
         where = tmp_path / f"t{number % 4}"
         where.mkdir(exist_ok=True)
         tool = _tool(kind, where)
+        kept.append(tool)
         inputs: List[Dict[str, Any]] = [
             {"command": "view", "path": "/memories"} if call % 2 else
             {"command": "create", "path": f"/memories/c{number}-{call}.md", "file_text": "x\n"}
@@ -454,9 +458,10 @@ def test_ten_thousand_cancelled_calls_leak_no_thread_and_no_connection(kind: str
 
     counted = asyncio.run(run())
     assert sum(cancelled for cancelled, _recorded in counted) == tools_made * calls_each == 10_000
-    assert all(recorded == calls_each for _cancelled, recorded in counted)
+    assert all(recorded == calls_each for _cancelled, recorded in counted) and len(kept) == tools_made
+    deadline = time.monotonic() + 60  # a worker ends once its last command has: waited for, never timed
     for thread in _memory_threads():
-        thread.join(timeout=60)
+        thread.join(timeout=max(0.0, deadline - time.monotonic()))
     assert threading.active_count() == threads
     assert _open_descriptors() == descriptors
     if kind == "postgresql":
