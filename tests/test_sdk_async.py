@@ -9,6 +9,7 @@ calls that leave no thread, descriptor or server session behind; the conformance
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import random
 import threading
@@ -426,6 +427,7 @@ def test_ten_thousand_cancelled_calls_leak_no_thread_and_no_connection(kind: str
     warm.close()
     for thread in _memory_threads():
         thread.join(timeout=60)
+    gc.collect()  # what earlier tests left for the collector (their stores' files) goes before the counts
     threads, descriptors = threading.active_count(), _open_descriptors()
     sessions = _server_sessions() if kind == "postgresql" else 0
 
@@ -462,10 +464,12 @@ def test_ten_thousand_cancelled_calls_leak_no_thread_and_no_connection(kind: str
     deadline = time.monotonic() + 60  # a worker ends once its last command has: waited for, never timed
     for thread in _memory_threads():
         thread.join(timeout=max(0.0, deadline - time.monotonic()))
-    assert threading.active_count() == threads
-    assert _open_descriptors() == descriptors
+    gc.collect()
+    # no more than before (fewer when a thread or file of an earlier test's ends meanwhile): nothing left open
+    assert threading.active_count() <= threads
+    assert _open_descriptors() <= descriptors
     if kind == "postgresql":
-        assert _server_sessions() == sessions
+        assert _server_sessions() <= sessions
 
 
 def _conformance(target: str, where: Path, capsys: pytest.CaptureFixture[str]) -> str:
