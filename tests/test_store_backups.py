@@ -17,7 +17,7 @@ from typing import Any, Callable, Dict, List, MutableMapping, Tuple
 
 import pytest
 
-from conformance.reference_target import over_store
+from refmem_harness.reference_target import over_store
 from refmem import MemoryHandler
 from refmem.paths import VirtualPath
 
