@@ -261,11 +261,17 @@ def test_spec_notes_have_decisions() -> None:
     assert len(_decision_ids()) >= 40
 
 
-NOT_TOOL_BEHAVIOUR = ("D-SERVE-", "D-EXEC-", "D-STORE-", "D-SDK-", "D-DEPLOY-")
-"""Decisions about the reference's programs (`refmem serve`, `refmem exec`), its storage interface (stores,
-tenants, the change journal), its SDK tools (how they run the handler) and the deployment tier (how it judges
-several sessions) rather than the memory tool: no tool input reaches them, so no conformance case can pin them;
-their own tests do."""
+NOT_TOOL_BEHAVIOUR = (
+    "D-SERVE-", "D-EXEC-", "D-STORE-", "D-SDK-", "D-DEPLOY-", "D-VERDICT-", "D-HARNESS-", "D-MCP-", "D-OPLOG",
+    "D-PUBLIC-NAMES", "D-VENDOR-SET", "D-VIEW-LIST-RULES",
+)
+"""Decisions about the reference's programs (`refmem serve`, `refmem exec`, `refmem mcp`, its command log), its
+storage interface (stores, tenants, the change journal, where the listing rule is decided), its SDK tools (how they
+run the handler), how it is packaged (public names, the vendored set) and the harness (how a verdict, the deployment
+tier and the MCP target judge a backend) rather than the memory tool's behaviour: no tool input reaches them, so no
+conformance case can pin them; their own tests do (tests/conformance/test_case_states.py, test_effect_classes.py,
+tests/test_mcp.py, tests/test_oplog.py, tests/test_public_names.py, tests/test_vendoring.py,
+tests/test_storage_contract.py). The listing itself is pinned by the view-dir and hidden cases."""
 OTHER_TOOL_PREFIX = "D-OPENCLAW-"
 """OpenClaw's workspace-memory tools have their own cases (conformance/openclaw/cases) and their own checks."""
 
