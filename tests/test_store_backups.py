@@ -19,6 +19,7 @@ import pytest
 
 from refmem_harness.reference_target import over_store
 from refmem import MemoryHandler
+from refmem._listing import list_tree
 from refmem.paths import VirtualPath
 
 TENANTS = [None, "alice", "bob"]
@@ -57,7 +58,7 @@ def _snapshot(open_store: Callable[[Any], Any], touched: Dict[Any, List[str]]) -
         store = open_store(tenant)
         handler = MemoryHandler(store)
         try:
-            listed, truncated = store.list_tree(VirtualPath(()), 10, 10_000, lambda name: True)
+            listed, truncated = list_tree(store, VirtualPath(()), 10, 10_000, lambda name: True)
             files = ["/memories/" + "/".join(entry.parts) for entry in listed if entry.kind == "FILE"]
             views = {path: handler.execute({"command": "view", "path": path}) for path in ["/memories"] + files}
             history = {path: store.history(VirtualPath(tuple(path.split("/")[2:]))) for path in touched[tenant]}
