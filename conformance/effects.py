@@ -71,24 +71,6 @@ KIND_EFFECTS: Dict[str, str] = {
 """A case's or a property's finding kind -> its effect, where the kind alone says it (a leak of a name or a host
 path is OUTSIDE_NAME_SHOWN: the check that finds it says so)."""
 
-DEPLOYMENT_EFFECTS: Dict[str, str] = {
-    "lost-updates": FILE_LOST,
-    "readers-during-writers": FILE_LOST,
-    "tenants": OUTSIDE_CONTENT_SHOWN,
-    "abandoned-calls": FILE_LOST,
-    "abandoned-threads": FILE_LOST,
-}
-"""The deployment tier's check -> the effect its findings show (conformance/deployment.py): a lost or duplicated
-update, a torn read or a half-applied call is a file lost; one tenant's text in another's output is outside content.
-A hang it sees is a hang (HANG), which is safety as the check's own effect is."""
-
-
-def deployment_class(check: str) -> str:
-    """The class of a finding of the deployment tier's `check`: it plants nothing, its sessions made every layout it
-    meets. A check not in DEPLOYMENT_EFFECTS loses or mixes data (FILE_LOST)."""
-    return class_of(DEPLOYMENT_EFFECTS.get(check, FILE_LOST))
-
-
 def class_of(effect: str, planted: bool = False) -> str:
     """The class of `effect`; `planted`: only a layout the suite planted on the host (one the six commands cannot
     make) let it happen. An unknown effect is a programming error of the harness, not a verdict."""

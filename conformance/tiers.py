@@ -60,8 +60,6 @@ UNSAFE: FrozenSet[str] = frozenset({SAFETY})
 """The classes that make a run unsafe: no expectation, baseline or profile can forgive them."""
 
 STRESS_TIER, DEPLOYMENT_TIER = "stress", "deployment"
-DEPLOYMENT_CLASS = SAFETY
-"""The class of every deployment finding: lost data or a leak."""
 
 MUST, SHOULD = "must", "should"
 

@@ -43,7 +43,6 @@ def test_the_table_gives_every_effect_a_class_of_the_vocabulary() -> None:
     assert class_of(OUTSIDE_CONTENT_SHOWN, planted=True) == HOST_LAYOUT
     assert class_of(UNTOUCHED_BYTES_CHANGED) == SAFETY
     assert set(effects.KIND_EFFECTS.values()) <= set(effects.EFFECTS)
-    assert set(effects.DEPLOYMENT_EFFECTS.values()) <= set(effects.EFFECTS)
 
 
 # --- the case path ---------------------------------------------------------------------------------------------
