@@ -30,7 +30,7 @@ from refmem_harness.layout import (
     write_files,
 )
 from refmem_harness.signalling import ErrorPrefix
-from refmem_harness.target_base import shown
+from refmem_harness.target_base import clipped
 from refmem_harness.targets import DEFAULT_STEP_TIMEOUT, TOOL_MEMORY, StepResult, Target, TargetError, open_target
 
 from .cases import Case
@@ -191,7 +191,7 @@ class CaseRun:
             if result is not None and not result.is_error and transient:
                 result = self._execute({"command": "delete", "path": f"/memories/{path}"}, 0)
             if result is None or result.is_error:
-                said = shown(result.output if result is not None else "no result", 120)
+                said = clipped(result.output if result is not None else "no result", 120)
                 raise FixtureUnavailable(f"the fixture {path} cannot be made through the target's commands: {said}")
 
     def _file_bytes(self, relative: Optional[str]) -> Optional[bytes]:
@@ -359,7 +359,7 @@ def run_case(
         return _classified(CaseResult(case, SKIP, reason=str(exc)), classify)
     except TargetError as exc:  # the target could not be reset or restarted for the case: it is not judged
         said = f"the target could not be reset or started again, so the case did not run to its end: {exc}"
-        findings = run.findings + [Finding("error", shown(said, 400), cls=class_of(CRASH_EFFECT))]
+        findings = run.findings + [Finding("error", clipped(said, 400), cls=class_of(CRASH_EFFECT))]
     finally:
         if not keep:
             remove(directory.path)
@@ -380,7 +380,7 @@ DeploymentRunner = Callable[[str, pathlib.Path], Dict[str, Any]]
 """The deployment tier as the runner calls it: (the target's spec, a work folder) -> its report as a dict. It
 opens the target's sessions itself, from the spec: any target the runner can open."""
 Skipped = Callable[[Case], Optional[str]]
-"""A case the expectations file skips: the reason shown, or None to run it."""
+"""A case the expectations file skips: the reason clipped, or None to run it."""
 
 
 def run_suite(

@@ -1,6 +1,6 @@
 """Text from a finding file or a backend as the fuzzer's command lines print it: escaped, then cut by its kind.
 
-The harness's `target_base.shown` cuts to a length its caller gives; here the length is the kind's (a name, a
+The harness's `target_base.clipped` cuts to a length its caller gives; here the length is the kind's (a name, a
 command, an output, a detail, an error), so that every line `refmem-fuzz` prints of the same kind is cut alike.
 """
 

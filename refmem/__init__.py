@@ -3,7 +3,7 @@
 Standard library only. `MemoryHandler(root).execute(tool_input)` runs one command against a real
 directory that stands for `/memories`, and always returns a `Result`.
 
-The names below are the package's public interface (D-PUBLIC-NAMES, guarded by tests/test_public_names.py):
+The names below are the package's public interface (D-PUBLIC-NAMES, guarded by tests/project/test_public_names.py):
 the handler and its bounds and results, the paths it accepts, and what a store implements (`storage`).
 Modules whose names start with `_` are internal: import them only from inside refmem. docs/vendoring.md
 lists the files a vendored copy needs.
@@ -15,7 +15,7 @@ from .handler import MemoryHandler
 from .limits import DEFAULT_LIMITS, Limits
 from .messages import Result
 from .paths import PathError, VirtualPath, parse_path
-from .storage import (
+from .store_protocol import (
     AccessRecords,
     ChangeJournal,
     Edit,

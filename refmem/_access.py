@@ -23,7 +23,7 @@ explicitly with ``utime``. Why this layout:
   record whose content does not hash to its name (a torn write after a power loss on a filesystem
   that reorders data and metadata) is recognised and ignored, never misattributed.
 * A rename records nothing of its own here: the use of the new path and the times of the records it
-  carries are lines appended to the moves log (`moves.py`), since a record file made per rename cost as
+  carries are lines appended to the moves log (`_access_log.py`), since a record file made per rename cost as
   much as the rename. A path's last recorded use is the later of its record and its latest line there.
 * Records are not fsynced: losing the last few seconds of access times in a power failure makes a
   file look older by those seconds, which expiry measured in days does not notice. A process crash
@@ -55,8 +55,8 @@ import threading
 import time
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, Union
 
+from . import _access_log as moves
 from . import _kernel as kernel
-from . import _moves as moves
 from . import problems
 from ._bookkeeping import (
     ACCESS_DIR,
@@ -141,7 +141,7 @@ def _parse_record(name: str, raw: bytes, mtime: float) -> Optional[Record]:
 class AccessTracker:
     """Last-access records for one memory root. Hold one per handler; thread-safe; fork: reopen.
 
-    ``root`` is what walks the memory root (the store's ``Root`` or its ``kernel.RootDir``; its owner
+    ``root`` is what walks the memory root (the store's ``TrackedDirectory`` or its ``kernel.RootDir``; its owner
     closes it), or the host directory that stands for ``/memories``, opened (never created) on first
     use and closed with the tracker.
     Every recording method swallows ``OSError`` and ``FsProblem`` and returns False: bookkeeping
@@ -293,7 +293,7 @@ class AccessTracker:
     ) -> bool:
         """Carry records along a rename (call under the root's write lock). The renamed path itself
         counts as used at `now`; things below a renamed folder keep their times. All of it is one
-        append to the moves log (`moves.py`), written before the old records are removed, so a crash in
+        append to the moves log (`_access_log.py`), written before the old records are removed, so a crash in
         between leaves a stale record, never a lost one."""
         self._seen.clear()
         with self._lock:

@@ -7,7 +7,7 @@ refused by the path rules and left out of listings):
     lock                   the write lock (`flock`), empty
     changes                the change journal (`changes.py`)
     access/<sha256>        one access record per path (`access.py`)
-    access/moves           the uses renames recorded, one line each (`moves.py`)
+    access/moves           the uses renames recorded, one line each (`_access_log.py`)
     openclaw-index.sqlite  the OpenClaw search index (`refmem.openclaw`)
     tenants/<name>/        a tenant's own memory root (D-STORE-TENANT-FS), with its own `.refmem/`
 
@@ -49,7 +49,7 @@ _SQUATTED = (
 
 
 class Walker(Protocol):
-    """What reaches a folder below the root: `kernel.RootDir` and `store.Root` both do."""
+    """What reaches a folder below the root: `kernel.RootDir` and `tracked.TrackedDirectory` both do."""
 
     def walk(self, parts: Tuple[str, ...], create: bool = False) -> Dir: ...
 

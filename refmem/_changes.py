@@ -55,7 +55,7 @@ from ._handles import Identity, identity
 from ._kernel import Dir
 from .paths import ROOT
 from .problems import OsFailure
-from .storage import Changes
+from .store_protocol import Changes
 
 FORMAT = "refmem-changes 1"
 MAX_BYTES = 256 * 1024  # the file starts over past this: about 4,000 mutations of short paths

@@ -15,12 +15,12 @@ from typing import Callable, ContextManager, List, Tuple
 
 from .paths import VirtualPath
 from .problems import DIR, Missing, OsFailure
-from .storage import Listed, Store
+from .store_protocol import Listed, Store
 
 SKIPPED_NAME = "node_modules"  # never shown nor entered, like hidden names
 
 
-def shown(name: str, addressable: Callable[[str], bool]) -> bool:
+def is_listed(name: str, addressable: Callable[[str], bool]) -> bool:
     """Whether a listing shows (and enters) a name found in a folder."""
     return not name.startswith(".") and name != SKIPPED_NAME and addressable(name)
 
@@ -40,7 +40,7 @@ def list_tree(
     truncated = False
 
     def keep(name: str) -> bool:
-        return shown(name, addressable)
+        return is_listed(name, addressable)
 
     def visit(folder: VirtualPath, prefix: Tuple[str, ...], level: int) -> None:
         nonlocal truncated

@@ -14,7 +14,7 @@ from . import _text as text
 from .limits import Limits
 from .messages import Result, render
 from .problems import DIR
-from .storage import Listed
+from .store_protocol import Listed
 
 DIR_SIZE = "4.0K"  # D-VIEW-DIR-SIZE
 ViewRange = Optional[Sequence[int]]

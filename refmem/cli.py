@@ -56,7 +56,7 @@ def _exec(args: argparse.Namespace) -> int:
     """Exit 0 or 1 as the result says; 2, with one line on stderr and no traceback, when the command
     could not be run at all (the input is not JSON or nests too deeply, the root is unusable)."""
     from .handler import MemoryHandler
-    from .storage import TenantError
+    from .store_protocol import TenantError
 
     raw: Union[str, bytes] = args.input
     if raw == STDIN_INPUT:
@@ -108,7 +108,7 @@ def _store_from_environment() -> Optional[str]:
 def _exec_on_store(location: str, args: argparse.Namespace, tool_input: object) -> int:
     """`exec` over a database store: the location is never printed (it may be a secret), only why it failed."""
     from .handler import MemoryHandler
-    from .storage import TenantError
+    from .store_protocol import TenantError
     from .stores import StoreError
     from .stores.location import open_location
 
@@ -222,7 +222,7 @@ def _on_store(location: str, tenant: Optional[str], doing: str, work: Callable[[
     """`work(store)` on the store at `location` for `tenant`, closed after: (0, what it gave), or (2, None) once
     why it could not is printed, naming no location."""
     from .problems import FsProblem
-    from .storage import TenantError
+    from .store_protocol import TenantError
     from .stores import StoreError
     from .stores.location import open_location
 

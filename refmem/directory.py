@@ -1,11 +1,11 @@
 """The filesystem store: the memory directory's operations, each a few lines over the kernel's walk.
 
-`Directory` implements `storage.Store` over a real directory: every method is a walk to a parent folder,
+`Directory` implements `store_protocol.Store` over a real directory: every method is a walk to a parent folder,
 then one kernel primitive. It adds no confinement of its own: every disk access below goes through
 `kernel.RootDir.walk` and the kernel's primitives, so an audit of `kernel.py` covers it. Its own file
 (the write lock) lives in `.refmem/` (`bookkeeping.py`).
 
-It keeps no change journal and no access records: those are `store.Root`'s, a layer over it that only
+It keeps no change journal and no access records: those are `tracked.TrackedDirectory`'s, a layer over it that only
 deployments which read them need (OpenClaw's index, `refmem prune`); a vendored copy leaves it out
 (D-VENDOR-SET). `Directory` says what it changes, at the moment it changes it, through three hooks
 (`note_changes`, `_removed`, `_moved`) that do nothing here.
@@ -29,7 +29,7 @@ from ._optional import optional_module
 from .messages import TENANT_NESTED
 from .paths import VirtualPath
 from .problems import DIR, FILE, FsProblem, Missing, OsFailure, TooBig
-from .storage import Entry, Listed, Store, TenantError, tenant_name
+from .store_protocol import Entry, Listed, Store, TenantError, tenant_name
 
 __all__ = [
     "BOOKKEEPING_DIR", "LOCK_NAME", "Directory", "Edit", "Entry", "Listed", "OpenFile", "TooBig", "open_directory",
@@ -46,7 +46,7 @@ def protected(info: os.stat_result) -> bool:
 
 
 class OpenFile:
-    """A regular file open for reading (`storage.ReadFile`); `info` is its fstat after opening."""
+    """A regular file open for reading (`store_protocol.ReadFile`); `info` is its fstat after opening."""
 
     __slots__ = ("fd", "info")
 
@@ -124,7 +124,7 @@ class Edit:
 
 
 class Directory:
-    """A memory directory on disk (`storage.Store`): every method is a walk to a parent folder, then one
+    """A memory directory on disk (`store_protocol.Store`): every method is a walk to a parent folder, then one
     primitive. `tenant` names a tenant whose memories live in their own folder (D-STORE-TENANT-FS)."""
 
     def __init__(
@@ -323,7 +323,7 @@ class Directory:
 
     def note_changes(self, paths: Tuple[str, ...]) -> None:
         """The virtual paths `paths` (and what lies below them) are about to change: called under the write
-        lock, after every check, before the change. Nothing is kept here (`store.Root` journals them)."""
+        lock, after every check, before the change. Nothing is kept here (`tracked.TrackedDirectory` journals them)."""
 
     def _removed(self, canonical: str, is_dir: bool) -> None:
         """`canonical` (a folder with everything below it when `is_dir`) was just deleted."""
@@ -457,7 +457,7 @@ def _open_tenant(parent: kernel.RootDir, tenant: str) -> kernel.RootDir:
 
 
 def _as_store(root: Directory) -> Store:
-    """Nothing at run time: mypy checks here that `Directory` implements `storage.Store`."""
+    """Nothing at run time: mypy checks here that `Directory` implements `store_protocol.Store`."""
     return root
 
 
@@ -470,12 +470,13 @@ def open_directory(
 ) -> Store:
     """The filesystem store a handler serves for a directory path: the one place that chooses it.
 
-    Where `store.py` is part of this copy (always in the package), a `store.Root`: the directory with its change
+    Where `tracked.py` is part of this copy (always in the package), a `tracked.TrackedDirectory`: the directory
+    with its change
     journal and, unless `track_access` is False, its access records. In a vendored copy without it, the bare
     `Directory`; asking for access records there (`track_access=True`) is `optional.MissingModule`, naming it.
     """
-    layer = optional_module("store", "keeping access records (track_access)", required=track_access is True)
+    layer = optional_module("tracked", "keeping access records (track_access)", required=track_access is True)
     if layer is None:
         return Directory(path, portable, tenant=tenant)
-    made: Store = layer.Root(path, portable, tenant=tenant, track_access=track_access is not False)
+    made: Store = layer.TrackedDirectory(path, portable, tenant=tenant, track_access=track_access is not False)
     return made

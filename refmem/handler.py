@@ -1,4 +1,4 @@
-"""MemoryHandler: check the model's input, then run one thin command over a store (`storage.Store`).
+"""MemoryHandler: check the model's input, then run one thin command over a store (`store_protocol.Store`).
 
 The order of checks is fixed and documented (D-INPUT-ORDER): input shape, parameters, mode, path
 syntax, allow-list, then the store. Commands are rows of one table (`COMMANDS`); each command
@@ -39,7 +39,7 @@ from .messages import (
 )
 from .paths import PathError, VirtualPath, is_addressable, parse_path
 from .problems import DIR, FsProblem, Missing, TooBig
-from .storage import ReadFile, Store, TenantStore
+from .store_protocol import ReadFile, Store, TenantStore
 
 SMALL_FILE_BYTES = 1024 * 1024  # views of files up to this size read them whole; larger ones stream
 PARSE_CACHE_SIZE = 4096  # parsed paths remembered per handler (each at most max_path_bytes)
@@ -111,9 +111,9 @@ class MemoryHandler:
         view_cache_bytes: int = VIEW_CACHE_BYTES,
     ) -> None:
         """Serve `root` as `/memories`: a directory (made if missing: the filesystem store `open_directory` gives)
-        or a `storage.Store` object, used as it is (the caller keeps it and closes it).
+        or a `store_protocol.Store` object, used as it is (the caller keeps it and closes it).
 
-        `tenant` names whose memories these are (`storage.tenant_name`; D-STORE-TENANT): the filesystem store
+        `tenant` names whose memories these are (`store_protocol.tenant_name`; D-STORE-TENANT): the filesystem store
         keeps them in a folder of their own, another store gives its own `for_tenant(tenant)`.
         `limits` bounds every command (a `Limits`, or a mapping of its fields, the others keeping their
         defaults); `read_only` refuses every mutating command; `allow` is a list of glob patterns a file
@@ -122,7 +122,7 @@ class MemoryHandler:
         plain-data forms are what the conformance suite passes a `python:` factory, so a vendored copy's
         `MemoryHandler` is a target as it is; `portable_walk` forces the filesystem store's path-checking
         walk (see SECURITY.md); `track_access` keeps last-access records for `refmem prune` where the store
-        keeps them (`storage.AccessRecords`; None, the default: wherever it can, False: never, True: a directory
+        keeps them (`store_protocol.AccessRecords`; None, the default: wherever it can, False: never, True: a directory
         gets them or `optional.MissingModule`, D-VENDOR-SET);
         `view_cache_bytes` bounds remembered views.
         """
@@ -134,11 +134,11 @@ class MemoryHandler:
         self.track_access = track_access is not False and not read_only
         wanted = (None if track_access is None else bool(track_access)) if self.track_access else False
         self.store, self._owns_store = _open_store(root, tenant, portable_walk, wanted)
-        # A store that keeps access records is told of each view (storage.AccessRecords, D-EXPIRY).
+        # A store that keeps access records is told of each view (store_protocol.AccessRecords, D-EXPIRY).
         self._record_use: Optional[Callable[[VirtualPath, ReadFile], None]] = (
             getattr(self.store, "record_use", None) if self.track_access else None
         )
-        # A store that keeps history is told which command its mutations belong to (storage.VersionedStore).
+        # A store that keeps history is told which command its mutations belong to (store_protocol.VersionedStore).
         self._acting: Optional[Callable[[str], ContextManager[None]]] = getattr(self.store, "acting", None)
         self._views = ViewCache(view_cache_bytes)  # 0: every view renders its page afresh
         # Parsing is pure and a model names the same few paths again and again: remember the answers
@@ -547,7 +547,7 @@ def _open_store(
     if isinstance(root, (str, os.PathLike)):
         return open_directory(root, tenant=tenant, portable=portable_walk, track_access=track_access), True
     if not isinstance(root, Store):
-        raise TypeError("MemoryHandler serves a directory path or a refmem.storage.Store")
+        raise TypeError("MemoryHandler serves a directory path or a refmem.store_protocol.Store")
     if tenant is None:
         return root, False
     if not isinstance(root, TenantStore):

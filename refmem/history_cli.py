@@ -40,7 +40,7 @@ def _fail(reason: str) -> int:
 
 def _open(args: argparse.Namespace) -> Tuple[Optional[Any], Optional[VirtualPath], int]:
     """(store, path, 0), or (None, None, exit status) once the reason is printed."""
-    from .storage import TenantError
+    from .store_protocol import TenantError
     from .stores import StoreError
     from .stores.location import ENVIRONMENT, from_environment, open_location
 

@@ -46,7 +46,7 @@ def _run(args: argparse.Namespace) -> int:
     if location is None and args.root is None:
         return _fail(f"give --root DIRECTORY or --store LOCATION (or set {_STORE_VARIABLE})")
     if args.tenant is not None:
-        from .storage import TenantError, tenant_name
+        from .store_protocol import TenantError, tenant_name
 
         try:
             tenant_name(args.tenant)

@@ -214,7 +214,8 @@ def rule_too_deep(max_depth: int) -> str:
 # How `param_type` names the type a parameter must have.
 KIND_STRING, KIND_INTEGER, KIND_RANGE = "a string", "an integer", "a list of two integers"
 
-# Tenant names (refmem.storage.tenant_name), refused when a store is made: told to the application, not the model.
+# Tenant names (refmem.store_protocol.tenant_name), refused when a store is made: told to the application,
+# not the model.
 TENANT_TYPE = "a tenant name must be a string"
 TENANT_FORM = (
     "a tenant name is 1 to 63 characters of lower-case ASCII letters, digits, '-' and '_', "

@@ -1,6 +1,6 @@
 """What a store reports: the kind of thing at a name, and problems, each with a `code`.
 
-The kernel, the filesystem store and any other store (`storage.Store`) raise these; the handler
+The kernel, the filesystem store and any other store (`store_protocol.Store`) raise these; the handler
 turns each into a message through the code (`messages.py` holds every phrase). Kept apart from the
 kernel so that the kernel file holds only what confinement depends on. Pure: nothing here touches
 the filesystem.

@@ -23,10 +23,10 @@ from ._bookkeeping import names, remove_record
 from ._kernel import Dir
 from .paths import RESERVED_PREFIX
 from .problems import FsProblem, OsFailure
-from .store import Root
+from .tracked import TrackedDirectory
 
 STALE_TEMP_AGE = 3600.0
-RootLike = Union[Root, str, "os.PathLike[str]"]
+RootLike = Union[TrackedDirectory, str, "os.PathLike[str]"]
 
 
 # --- pruning ----------------------------------------------------------------------------------
@@ -66,7 +66,7 @@ def prune(
         raise ValueError("older_than must be a positive number of seconds")
     current = time.time() if now is None else float(now)
     cutoff = current - float(older_than)
-    disk = root if isinstance(root, Root) else Root(root, create=False)
+    disk = root if isinstance(root, TrackedDirectory) else TrackedDirectory(root, create=False)
     try:
         guard = disk.locked() if lock and not dry_run else contextlib.nullcontext()
         with guard, AccessTracker(disk) as tracker:
@@ -79,7 +79,7 @@ def prune(
 class _Pruner:
     """One prune's judgement: which files are old, which folders it emptied, what it counted."""
 
-    def __init__(self, root: Root, cutoff: float, now: float, dry_run: bool) -> None:
+    def __init__(self, root: TrackedDirectory, cutoff: float, now: float, dry_run: bool) -> None:
         self.root = root
         self.cutoff = cutoff
         self.now = now

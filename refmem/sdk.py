@@ -18,7 +18,7 @@ from typing import Any, Callable, Deque, NamedTuple, Optional, TypeVar, Union
 
 from .handler import MemoryHandler
 from .messages import Result
-from .storage import Store
+from .store_protocol import Store
 
 INSTALL_HINT = 'refmem.sdk needs the Anthropic Python SDK (anthropic>=0.69): pip install "refmem[anthropic]"'
 
@@ -44,7 +44,7 @@ def _as_input(command: Any) -> Any:
 
 class RefmemMemoryTool(BetaAbstractMemoryTool):
     """A `BetaAbstractMemoryTool` backed by the reference handler over `root`: a directory, or any
-    `refmem.storage.Store` (the handler's options, `tenant` included, pass through)."""
+    `refmem.store_protocol.Store` (the handler's options, `tenant` included, pass through)."""
 
     def __init__(self, root: Union[str, os.PathLike[str], Store], **handler_options: Any) -> None:
         super().__init__()
@@ -101,7 +101,7 @@ class _Call:
 
 class AsyncRefmemMemoryTool(BetaAsyncAbstractMemoryTool):
     """A `BetaAsyncAbstractMemoryTool` backed by the reference handler over `root` (a directory, or any
-    `refmem.storage.Store`; the handler's options, `tenant` included, pass through), or by a `MemoryHandler`
+    `refmem.store_protocol.Store`; the handler's options, `tenant` included, pass through), or by a `MemoryHandler`
     already made.
 
     The handler's work is blocking file or database work, so every command runs on a worker thread of the

@@ -174,7 +174,7 @@ def _reset(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
     kwargs = _handler_options(request.get(p.OPTIONS))
     tenant = request.get(p.TENANT)
     if tenant is not None:
-        from refmem.storage import TenantError, tenant_name
+        from refmem.store_protocol import TenantError, tenant_name
 
         try:
             tenant_name(tenant)

@@ -2,7 +2,7 @@
 host tree, visible output, the meter, the command model, decoding, oracles and tokens.
 
 It imports only `refmem` and the standard library; `conformance` (installed as `refmem_conformance`) and `fuzz`
-(`refmem_fuzz`) import it, and it imports neither (tests/test_imports.py holds the direction). Installed under
+(`refmem_fuzz`) import it, and it imports neither (tests/project/test_imports.py holds the direction). Installed under
 this name, like the two others, so that no user project's own `harness` package can hide it.
 
 - `targets`, `target_base`, `signalling`, `adapter_client`, `adapter_wire`  one way to reach an implementation

@@ -28,9 +28,9 @@ from .target_base import (
     StepResult,
     Target,
     TargetError,
+    clipped,
+    clipped_lines,
     described,
-    shown,
-    shown_lines,
 )
 
 START_TIMEOUT = P.START_TIMEOUT_SECONDS
@@ -55,7 +55,7 @@ class ProtocolViolation(Exception):
 
 def quoted(line: wire.Line) -> str:
     """The start of an adapter's line, as a report may show it."""
-    return shown(wire.excerpt(line), wire.EXCERPT_BYTES)
+    return clipped(wire.excerpt(line), wire.EXCERPT_BYTES)
 
 
 class _Child:
@@ -142,7 +142,7 @@ class _Child:
 
     def tail(self) -> str:
         """The end of the adapter's standard error, printable, at most DETAIL_CHARS characters."""
-        return shown_lines("\n".join(self.stderr.lines()), DETAIL_CHARS, keep_end=True)
+        return clipped_lines("\n".join(self.stderr.lines()), DETAIL_CHARS, keep_end=True)
 
     def kill(self) -> None:
         self._closed.set()
@@ -177,11 +177,11 @@ def _check_ready(reply: Dict[str, Any]) -> None:
     if reply.get(P.READY) is not True:
         error = reply.get(P.ERROR)
         message = error.get(P.ERROR_MESSAGE, "") if isinstance(error, dict) else error
-        raise ProtocolViolation(f"the adapter is not ready: {shown(message or P.json_type(reply), MESSAGE_CHARS)}")
+        raise ProtocolViolation(f"the adapter is not ready: {clipped(message or P.json_type(reply), MESSAGE_CHARS)}")
     version = reply.get(P.VERSION_FIELD)
     if version != P.VERSION:
         raise ProtocolViolation(
-            f"the adapter speaks protocol version {shown(version, MESSAGE_CHARS)}; this runner speaks {P.VERSION}"
+            f"the adapter speaks protocol version {clipped(version, MESSAGE_CHARS)}; this runner speaks {P.VERSION}"
         )
     info = reply.get(P.IMPLEMENTATION)
     if not isinstance(info, dict) or not isinstance(info.get("name"), str):
@@ -198,7 +198,7 @@ def _check_ready(reply: Dict[str, Any]) -> None:
 
 def _check_reply(reply: Dict[str, Any], seq: int) -> None:
     if not P.valid_seq(reply.get(P.SEQ)) or reply[P.SEQ] != seq:  # true is not 1
-        got = shown(reply[P.SEQ], MESSAGE_CHARS) if P.SEQ in reply else "none"
+        got = clipped(reply[P.SEQ], MESSAGE_CHARS) if P.SEQ in reply else "none"
         raise ProtocolViolation(f"expected a reply to seq {seq}, got seq {got}")
 
 
@@ -271,7 +271,7 @@ class AdapterTarget(Target):
         self.tools = tuple(dict.fromkeys(reply.get(P.TOOLS, [P.TOOL_MEMORY])))
         self.shares = reply.get(P.SHARE) is True
         reason = reply.get(P.SHARE_REASON)
-        self.share_reason = shown(reason, MESSAGE_CHARS) if isinstance(reason, str) else ""
+        self.share_reason = clipped(reason, MESSAGE_CHARS) if isinstance(reason, str) else ""
         self.tenants = reply.get(P.TENANTS) is True
         self.reads = reply.get(P.READS) is True
         self.restarts += 1
@@ -379,7 +379,7 @@ def _error_text(reply: Dict[str, Any]) -> str:
     error = reply.get(P.ERROR)
     if isinstance(error, dict):
         error = error.get(P.ERROR_MESSAGE) or error.get(P.ERROR_CODE) or ""
-    return shown(error if error is not None else f"no error, but {P.json_type(reply.get(P.OK))} ok", MESSAGE_CHARS)
+    return clipped(error if error is not None else f"no error, but {P.json_type(reply.get(P.OK))} ok", MESSAGE_CHARS)
 
 
 def step_from_reply(reply: Dict[str, Any]) -> StepResult:
@@ -395,5 +395,5 @@ def step_from_reply(reply: Dict[str, Any]) -> StepResult:
         )
     raised, result = reply.get(P.RAISED), reply.get(P.RESULT)
     if raised is not None:
-        return StepResult(output, is_error, raised=True, detail=shown_lines(raised, DETAIL_CHARS), result=result)
+        return StepResult(output, is_error, raised=True, detail=clipped_lines(raised, DETAIL_CHARS), result=result)
     return StepResult(output, is_error, result=result)

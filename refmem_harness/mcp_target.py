@@ -5,7 +5,7 @@
                                 server's working directory is the root either way
     mcp:http://127.0.0.1:8765/mcp    a running server, over streamable HTTP (its own storage; a reset opens a new
                                 session, the memories stay); REFMEM_MCP_TOKEN, when set, is sent as the bearer
-                                token (never named in the spec, never shown)
+                                token (never named in the spec, never clipped)
 
 The memory tool is the listed tool named `memory`, else the one whose input schema has a `command` property naming
 the six commands; OpenClaw's tools are `memory_get` and `memory_search` by name. A `tools/call` result is read as
@@ -42,10 +42,10 @@ from .target_base import (
     StepResult,
     Target,
     TargetError,
+    clipped,
+    clipped_lines,
     described,
     implementation_info,
-    shown,
-    shown_lines,
 )
 
 try:
@@ -103,7 +103,7 @@ def step_from_result(result: Any) -> StepResult:
     is_error = getattr(result, "is_error", False) is True
     structured = getattr(result, "structured_content", None)
     if other:
-        detail = f"the result holds content that is not text: {shown(', '.join(other), MESSAGE_CHARS)}"
+        detail = f"the result holds content that is not text: {clipped(', '.join(other), MESSAGE_CHARS)}"
         return StepResult(output, is_error, raised=True, detail=detail, result=structured)
     return StepResult(output, is_error, result=structured)
 
@@ -115,7 +115,7 @@ def _parse(line: bytes) -> Any:
     try:
         return SessionMessage(types.jsonrpc_message_adapter.validate_json(line, by_name=False))
     except ValueError as exc:
-        return ValueError(f"not an MCP message: {shown(str(exc), MESSAGE_CHARS)}")
+        return ValueError(f"not an MCP message: {clipped(str(exc), MESSAGE_CHARS)}")
 
 
 class _Tail:
@@ -128,7 +128,7 @@ class _Tail:
         self.data = (self.data + chunk)[-DETAIL_CHARS:]
 
     def text(self) -> str:
-        return shown_lines(self.data.decode("utf-8", "replace"), DETAIL_CHARS, keep_end=True)
+        return clipped_lines(self.data.decode("utf-8", "replace"), DETAIL_CHARS, keep_end=True)
 
 
 @contextlib.asynccontextmanager
@@ -287,7 +287,7 @@ class McpTarget(Target):
         try:
             session, (initialized, tools), process = context.__enter__()
         except Exception as exc:  # noqa: BLE001 - any failure to start is the target's usage error
-            detail = shown(str(exc) or type(exc).__name__, MESSAGE_CHARS)
+            detail = clipped(str(exc) or type(exc).__name__, MESSAGE_CHARS)
             raise TargetError(f"{self.spec}: the MCP server did not start: {detail}\n{self._stderr.text()}") from None
         self._session_context, self._session, self._process = context, session, process
         names: Dict[str, str] = {}
@@ -328,7 +328,7 @@ class McpTarget(Target):
     def execute(self, input: Any, tool: str = P.TOOL_MEMORY) -> StepResult:
         name = self._names.get(tool)
         if name is None:
-            return StepResult("", True, crashed=True, detail=f"{self.spec} does not run the tool {shown(tool, 80)}")
+            return StepResult("", True, crashed=True, detail=f"{self.spec} does not run the tool {clipped(tool, 80)}")
         if self._session is None:
             return StepResult("", True, crashed=True, detail="the MCP server is not running (it failed earlier)")
         if not isinstance(input, dict):  # MCP carries tool arguments as an object only: an error, no finding
@@ -349,7 +349,7 @@ class McpTarget(Target):
         gone = (process is not None and process.returncode is not None) or isinstance(
             exc, (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, ConnectionError)
         )
-        what = f"{type(exc).__name__}: {shown(str(exc), MESSAGE_CHARS)}"
+        what = f"{type(exc).__name__}: {clipped(str(exc), MESSAGE_CHARS)}"
         if gone:
             self._drop()
             return StepResult("", True, crashed=True, detail=f"{what}\n{self._stderr.text()}".strip())

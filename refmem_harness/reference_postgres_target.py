@@ -44,7 +44,7 @@ def dsn() -> Optional[str]:
 
 
 def _open(root: pathlib.Path, options: MutableMapping[str, Any]) -> Tuple[Any, bool]:
-    from refmem.storage import tenant_name
+    from refmem.store_protocol import tenant_name
     from refmem.stores.postgres import PostgresStore
 
     location = dsn()

@@ -138,7 +138,7 @@ def _cut(text: str, limit: int, keep_end: bool) -> str:
     return text[:limit] + f"... [{len(text) - limit} more characters]"
 
 
-def shown(value: Any, limit: int) -> str:
+def clipped(value: Any, limit: int) -> str:
     """`value` (any JSON value; its text when it is a string) as one printable line of about `limit` characters."""
     text = value if isinstance(value, str) else str(value)
     drawn = printable(text[:limit])
@@ -147,7 +147,7 @@ def shown(value: Any, limit: int) -> str:
     return drawn[:limit] + f"... [{len(text)} characters in all]"
 
 
-def shown_lines(value: Any, limit: int, keep_end: bool = False) -> str:
+def clipped_lines(value: Any, limit: int, keep_end: bool = False) -> str:
     """`value` as printable lines (its line breaks kept, every line printable on its own), about `limit`
     characters in all: the first ones, or the last ones with `keep_end` (the end of a log says most)."""
     text = value if isinstance(value, str) else str(value)
@@ -158,4 +158,4 @@ def shown_lines(value: Any, limit: int, keep_end: bool = False) -> str:
 def described(info: Mapping[str, Any]) -> Dict[str, str]:
     """An implementation's description (`implementation` in the start reply, or a python target's dict): its
     four fields as printable one-line texts, missing ones empty."""
-    return {key: shown(info.get(key, ""), NAME_CHARS) for key in protocol.IMPLEMENTATION_FIELDS}
+    return {key: clipped(info.get(key, ""), NAME_CHARS) for key in protocol.IMPLEMENTATION_FIELDS}

@@ -47,9 +47,9 @@ from .target_base import (
     StepResult,
     Target,
     TargetError,
+    clipped,
     described,
     implementation_info,
-    shown,
 )
 
 __all__ = [
@@ -114,8 +114,8 @@ def call_tool(run_tool: ToolCall, tool: str, input: Any) -> StepResult:
             raise ProtocolViolation(f"a tool's reply must be an object, got {P.json_type(reply)}")
         return step_from_reply(wire.decode(P.encode_message(reply).encode("ascii")))
     except (ProtocolViolation, wire.Unreadable, TypeError, ValueError, RecursionError) as exc:
-        detail = f"the tool's reply is not one the protocol can carry: {shown(exc, MESSAGE_CHARS)}"
-        return StepResult(f"unsupported reply to {shown(tool, NAME_CHARS)}", True, raised=True, detail=detail)
+        detail = f"the tool's reply is not one the protocol can carry: {clipped(exc, MESSAGE_CHARS)}"
+        return StepResult(f"unsupported reply to {clipped(tool, NAME_CHARS)}", True, raised=True, detail=detail)
 
 
 class _Worker:
@@ -184,7 +184,7 @@ class InProcessTarget(Target):
         """Handlers built on one root by several processes share what they store: always for a target that
         stores in the root; a target with its own storage says so with `shared = True` (the deployment tier)."""
         if self.storage not in STORAGE_KINDS:
-            storage = shown(self.storage, MESSAGE_CHARS)
+            storage = clipped(self.storage, MESSAGE_CHARS)
             raise TargetError(f"{spec}: storage must be one of {STORAGE_KINDS}, not {storage}")
 
     def reset(self, root: pathlib.Path, options: Options = None) -> None:
@@ -196,7 +196,7 @@ class InProcessTarget(Target):
             kwargs = {name: self._converters[name](value) for name, value in (options or {}).items()}
             self._handler = signalling.settle(self._factory(root, **kwargs))
         except Exception as exc:  # noqa: BLE001
-            raise TargetError(f"{self.spec}: building the handler failed: {shown(repr(exc), MESSAGE_CHARS)}") from exc
+            raise TargetError(f"{self.spec}: building the handler failed: {clipped(repr(exc), MESSAGE_CHARS)}") from exc
         try:
             self.tools, self._run_tool = declared_tools(self._handler)
             self._call = _method(self._handler) if TOOL_MEMORY in self.tools else None
@@ -206,7 +206,7 @@ class InProcessTarget(Target):
     def execute(self, input: Any, tool: str = TOOL_MEMORY) -> StepResult:
         job = self._job(input, tool)
         if job is None:
-            detail = f"{self.spec} does not run the tool {shown(tool, NAME_CHARS)}"
+            detail = f"{self.spec} does not run the tool {clipped(tool, NAME_CHARS)}"
             return StepResult("", True, crashed=True, detail=detail)
         job = self._clocked(job)
         if self._timeout is None:
@@ -428,7 +428,7 @@ def open_target(
             missing = [tool for tool in wanted if tool not in target.tools]
             if missing:
                 target.close()
-                runs = shown(", ".join(target.tools), MESSAGE_CHARS)
+                runs = clipped(", ".join(target.tools), MESSAGE_CHARS)
                 raise TargetError(f"{spec}: does not run {', '.join(missing)}; it runs {runs}")
             return target
     raise TargetError(

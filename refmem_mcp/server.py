@@ -55,7 +55,7 @@ def read_tokens(path: str) -> Dict[str, Optional[str]]:
     """The token file: one `TOKEN TENANT` per line (TENANT `-` for the default tenant), `#` comments and blank lines
     ignored. Refused when another user may read or write it, when a token is short or repeated, or when a tenant
     name is not one refmem takes (D-MCP-HTTP)."""
-    from refmem.storage import TenantError, tenant_name
+    from refmem.store_protocol import TenantError, tenant_name
 
     try:
         descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))

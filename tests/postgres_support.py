@@ -142,7 +142,7 @@ class Cluster:
 
 TOKENS_EACH = 8
 SHARED = [f"/memories/shared/f{i}.md" for i in range(4)]
-"""The many-writers tests' shared files (tests/test_postgres_store.py, test_postgres_pool.py)."""
+"""The many-writers tests' shared files (tests/stores/test_postgres_store.py, test_postgres_pool.py)."""
 
 
 def add_tokens(handler: Any, number: int) -> None:

@@ -27,9 +27,9 @@ from refmem import problems
 from refmem.directory import Directory
 from refmem.paths import VirtualPath
 from refmem.problems import DIR, FILE
-from refmem.storage import Changes, Entry, Store, TenantError, tenant_name
-from refmem.store import Root
+from refmem.store_protocol import Changes, Entry, Store, TenantError, tenant_name
 from refmem.stores.sqlite import SqliteStore
+from refmem.tracked import TrackedDirectory
 
 Parts = Tuple[str, ...]
 JOURNAL_KEPT = 64  # lines a DictStore keeps: older generations get None (rescan), as a trimmed journal does
@@ -102,7 +102,7 @@ class DictEdit:
 
 
 class DictStore:
-    """Memories in a dict (see the module docstring): every method of `storage.Store`, nothing more."""
+    """Memories in a dict (see the module docstring): every method of `store_protocol.Store`, nothing more."""
 
     def __init__(self, where: str, tenant: Optional[str] = None) -> None:
         self.where = where
@@ -272,9 +272,9 @@ class StoreKind(NamedTuple):
 
 
 KINDS = [
-    StoreKind("filesystem", lambda where: Root(where), True),
+    StoreKind("filesystem", lambda where: TrackedDirectory(where), True),
     StoreKind("filesystem-bare", lambda where: Directory(where), True),  # no journal, no access records
-    StoreKind("filesystem-portable", lambda where: Root(where, portable=True), True),
+    StoreKind("filesystem-portable", lambda where: TrackedDirectory(where, portable=True), True),
     StoreKind("dict", lambda where: DictStore(str(where)), False),
     StoreKind("sqlite", lambda where: SqliteStore(where), True),
     # A schema of its own per location in the session's throwaway cluster; skips saying why where there is none.

@@ -17,7 +17,7 @@ again only what they name (D-OPENCLAW-INDEX-FRESH):
   included, and most editors' saves) changes its folder's time, so only that folder is listed again.
   A folder changed within `RACY_NS` of being looked at is listed again at the next search as well
   (file systems keep times at a clock tick's precision: two changes in one tick look like one).
-* The store's change journal, once `refmem.store.Root` offers `changes_since(generation)`, is one
+* The store's change journal, once `refmem.tracked.TrackedDirectory` offers `changes_since(generation)`, is one
   more source with no other change: `journal(root)` wraps it (the seam, below).
 * `StoreJournal`: the journal of a store that is not a directory (a database, D-OPENCLAW-STORES), where
   every change goes through refmem: there it is the only source (`fresh.JournalFreshness`).
@@ -33,8 +33,8 @@ import time
 from typing import Callable, Dict, List, Optional, Set, Tuple, Union
 
 from ..problems import FsProblem
-from ..storage import ChangeJournal, Store
-from ..store import Root
+from ..store_protocol import ChangeJournal, Store
+from ..tracked import TrackedDirectory
 from .storedisk import guarded
 
 Paths = Optional[Set[str]]
@@ -68,7 +68,7 @@ _LOGS: Dict[Tuple[int, int], _Log] = {}
 _LOGS_LOCK = threading.Lock()
 
 
-def workspace_key(root: Root) -> Tuple[int, int]:
+def workspace_key(root: TrackedDirectory) -> Tuple[int, int]:
     """The workspace's identity in this process: its folder's device and inode."""
     info = os.stat(root.real)
     return info.st_dev, info.st_ino
@@ -167,7 +167,7 @@ class StoreJournal(Source):
         self.store = store
 
     def changes_since(self, token: int) -> Tuple[int, Paths]:
-        if not isinstance(self.store, ChangeJournal):  # a store without one (storage.ChangeJournal): rescan
+        if not isinstance(self.store, ChangeJournal):  # a store without one (store_protocol.ChangeJournal): rescan
             return token, None
         try:
             with guarded():
@@ -177,10 +177,10 @@ class StoreJournal(Source):
         return generation, None if changed is None else {relative(path) for path in changed}
 
 
-def journal(root: Root) -> Optional[Source]:
+def journal(root: TrackedDirectory) -> Optional[Source]:
     """The store's change journal as a source, when the store keeps one.
 
-    THE SEAM: when `refmem.store.Root` gains `changes_since(generation) -> (generation, paths or
+    THE SEAM: when `refmem.tracked.TrackedDirectory` gains `changes_since(generation) -> (generation, paths or
     None)`, this returns it as a source and every handler uses it, with no other change."""
     changes_since = getattr(root, "changes_since", None)
     return Journal(changes_since) if callable(changes_since) else None

@@ -1,7 +1,8 @@
-"""The one place the OpenClaw tools touch the disk: a thin adapter over `refmem.store.Root`.
+"""The one place the OpenClaw tools touch the disk: a thin adapter over `refmem.tracked.TrackedDirectory`.
 
-Every read, scan, write and the index file go through the store's walk (`Root.walk`,
-`Root.open_regular`, `Root.open_edit`, `Root.write_new`, `Root.delete`, `Root.locked`) and the
+Every read, scan, write and the index file go through the store's walk (`TrackedDirectory.walk`,
+`TrackedDirectory.open_regular`, `TrackedDirectory.open_edit`, `TrackedDirectory.write_new`,
+`TrackedDirectory.delete`, `TrackedDirectory.locked`) and the
 kernel's `descend`, so the confinement audit of `kernel.py` covers them and pointing the tools at
 another store means changing this class alone. Nothing here follows a link, opens a FIFO or a
 device, or reads a file with more than one name.
@@ -22,8 +23,8 @@ from .. import problems
 from ..limits import DEFAULT_LIMITS, Limits
 from ..paths import VirtualPath
 from ..problems import FsProblem, Missing, OsFailure
-from ..storage import ReadFile
-from ..store import BOOKKEEPING_DIR, OpenFile, Root
+from ..store_protocol import ReadFile
+from ..tracked import BOOKKEEPING_DIR, OpenFile, TrackedDirectory
 from . import paths
 
 INDEX_NAME = "openclaw-index.sqlite"
@@ -164,7 +165,7 @@ class Disk:
     """The workspace on disk (the memory tool's `/memories`), as the OpenClaw tools use it."""
 
     def __init__(
-        self, root: Root, limits: Limits = DEFAULT_LIMITS, allowed: Optional[Callable[[str], bool]] = None
+        self, root: TrackedDirectory, limits: Limits = DEFAULT_LIMITS, allowed: Optional[Callable[[str], bool]] = None
     ) -> None:
         self.root = root
         self.limits = limits

@@ -18,8 +18,8 @@ import threading
 import time
 from typing import Callable, Dict, List, Optional, Set, Tuple
 
-from ..storage import Store
-from ..store import Root
+from ..store_protocol import Store
+from ..tracked import TrackedDirectory
 from . import changes, paths, watch
 from .disk import Files, FolderState
 from .index import Index, Refreshed
@@ -44,7 +44,7 @@ class Freshness:
     """What one handler knows of the workspace since its last search: the tokens its sources handed
     out and the state of every folder it looked at (with when it looked)."""
 
-    def __init__(self, root: Root, limits: OpenClawLimits, journal: bool = True) -> None:
+    def __init__(self, root: TrackedDirectory, limits: OpenClawLimits, journal: bool = True) -> None:
         self.limits = limits
         key = changes.workspace_key(root)
         self.notices = changes.Notices(key)

@@ -1,5 +1,5 @@
 """The OpenClaw tools over a store that is not a directory (a database store): `disk.Files` in the words of
-`refmem.storage.Store` alone.
+`refmem.store_protocol.Store` alone.
 
 A database has no `.refmem/` folder, no inodes and no folder times (D-OPENCLAW-STORES): the search index lives
 in memory, stays fresh from the store's change journal (`fresh.JournalFreshness`), and tells one version of a
@@ -22,7 +22,7 @@ from .. import _listing as listing
 from ..limits import DEFAULT_LIMITS, Limits
 from ..paths import VirtualPath
 from ..problems import FILE, Exists, FsProblem, HardLinked, IsLink, Missing, NotRegular, OsFailure, ParentNotDir
-from ..storage import ReadFile, Store
+from ..store_protocol import ReadFile, Store
 from . import paths
 from .disk import FileState, FolderState, IndexHandle
 from .limits import DEFAULT_OPENCLAW_LIMITS
@@ -49,7 +49,7 @@ def guarded() -> Iterator[None]:
 def _listed(name: str) -> bool:
     """Is `name` one that `listing.list_tree` shows and enters (not hidden, not `node_modules`), and one the
     OpenClaw tools read?"""
-    return listing.shown(name, paths.readable_name)
+    return listing.is_listed(name, paths.readable_name)
 
 
 def content_state(data: bytes) -> FileState:
@@ -60,7 +60,7 @@ def content_state(data: bytes) -> FileState:
 
 
 class StoreDisk:
-    """The workspace in a `storage.Store` that is not a directory, as the OpenClaw tools use it."""
+    """The workspace in a `store_protocol.Store` that is not a directory, as the OpenClaw tools use it."""
 
     def __init__(
         self,

@@ -26,8 +26,8 @@ from ..limits import DEFAULT_LIMITS, Limits
 from ..messages import TENANT_UNSUPPORTED, escape, io_reason, is_unsafe_char
 from ..paths import VirtualPath
 from ..problems import FsProblem, NotRegular, ParentNotDir
-from ..storage import Store, TenantStore
-from ..store import Root, TooBig
+from ..store_protocol import Store, TenantStore
+from ..tracked import TooBig, TrackedDirectory
 from . import embeddings, inputs, paths, search
 from .disk import Disk, Files
 from .fresh import Freshness, JournalFreshness
@@ -69,15 +69,15 @@ class OpenClawMemory:
     (`append_daily` is refused). Either keeps the search index in memory: the shared index file
     holds every memory file, and writing it is a write.
 
-    `root` is a directory (the filesystem store, made if missing) or a `storage.Store` object, used as
+    `root` is a directory (the filesystem store, made if missing) or a `store_protocol.Store` object, used as
     it is (the caller keeps it and closes it). `tenant` names whose memories these are
-    (`storage.tenant_name`, D-STORE-TENANT): the store's `for_tenant(tenant)`, closed by `close`. A store
+    (`store_protocol.tenant_name`, D-STORE-TENANT): the store's `for_tenant(tenant)`, closed by `close`. A store
     that is not a directory has no index file: its index is in memory (D-OPENCLAW-STORES).
     """
 
     def __init__(
         self,
-        root: Union[str, os.PathLike[str], Root, Store],
+        root: Union[str, os.PathLike[str], TrackedDirectory, Store],
         limits: Union[OpenClawLimits, Mapping[str, int]] = DEFAULT_OPENCLAW_LIMITS,
         path_limits: Union[Limits, Mapping[str, int]] = DEFAULT_LIMITS,
         embed: Optional[Embed] = None,
@@ -101,7 +101,7 @@ class OpenClawMemory:
         allowed = None if self.allow is None else self.allowed
         self.disk: Files
         self._new_freshness: Callable[[], Union[Freshness, JournalFreshness]]
-        if isinstance(self.root, Root):  # the one place that tells a directory from another store
+        if isinstance(self.root, TrackedDirectory):  # the one place that tells a directory from another store
             directory = self.root
             self.disk = Disk(directory, self.path_limits, allowed)
             # A read-only handler writes nothing, the journal included (the first reader makes it).
@@ -350,10 +350,10 @@ class OpenClawMemory:
 def _open_store(root: Union[str, os.PathLike[str], Store], tenant: Optional[str]) -> Tuple[Store, Optional[Store]]:
     """The store a workspace serves, and the same when the workspace opened it (and so closes it)."""
     if isinstance(root, (str, os.PathLike)):
-        opened = Root(root, tenant=tenant)
+        opened = TrackedDirectory(root, tenant=tenant)
         return opened, opened
     if not isinstance(root, Store):
-        raise TypeError("OpenClawMemory serves a directory path or a refmem.storage.Store")
+        raise TypeError("OpenClawMemory serves a directory path or a refmem.store_protocol.Store")
     if tenant is None:
         return root, None
     if not isinstance(root, TenantStore):

@@ -1,7 +1,7 @@
 """The database stores: the same memories, rules and results as the filesystem store, kept in SQL.
 
 `refmem.stores.schema` holds the schema (as data) and every query, for any SQL engine through a small
-`Dialect`; `refmem.stores.core.SqlStore` is the store's logic over them (`storage.Store`), the same for every
+`Dialect`; `refmem.stores.core.SqlStore` is the store's logic over them (`store_protocol.Store`), the same for every
 engine; `refmem.stores.sqlite` is the embedded engine (standard library), `refmem.stores.postgres` the server
 (psycopg 3, extra `refmem[postgres]`, imported only when a PostgreSQL store is opened): each adds its dialect and
 connection and keeps the rest.

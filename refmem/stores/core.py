@@ -1,4 +1,4 @@
-"""The SQL stores' logic, the same for every engine: `SqlStore` implements `storage.Store` over the queries
+"""The SQL stores' logic, the same for every engine: `SqlStore` implements `store_protocol.Store` over the queries
 of `schema.Queries`, leaving to its engine's subclass only the connection, the transactions and what the
 engine's errors mean.
 
@@ -10,8 +10,9 @@ line commit together or not at all.
 
 History (D-STORE-HISTORY, refmem/stores/history.py): an edit keeps the content it replaces and a delete the
 content of every file it removes, as versions, in the same savepoint as the change; `history`, `restore` and the
-conditional `write` are `storage.VersionedStore`. A create never replaces anything and a rename never overwrites
-(both refuse an existing destination), so neither keeps a version. `erase` (storage.ErasableStore) removes a tenant
+conditional `write` are `store_protocol.VersionedStore`. A create never replaces anything and a rename never overwrites
+(both refuse an existing destination), so neither keeps a version. `erase` (store_protocol.ErasableStore) removes a
+tenant
 whole, versions too: the deployer's offboarding (D-STORE-SQL-ERASE).
 """
 
@@ -28,7 +29,7 @@ from ..limits import DEFAULT_HISTORY_LIMITS, DEFAULT_LIMITS, HistoryLimits, Limi
 from ..messages import RESTORE_NUMBER_TYPE, TENANT_NESTED, WRITE_DATA_TYPE, WRITE_EXPECTED_TYPE
 from ..paths import RESERVED_PREFIX, VirtualPath
 from ..problems import DIR, FILE, Conflict, Exists, Missing, NotRegular, NoVersion, OsFailure, ParentNotDir, TooBig
-from ..storage import (
+from ..store_protocol import (
     Changes,
     Entry,
     ErasableStore,
@@ -59,7 +60,7 @@ asked of `restore` is not kept, said before any statement (SQLite's driver canno
 
 
 class BlobFile:
-    """A file read whole from its row (`storage.ReadFile`): the bytes as they were when it was opened."""
+    """A file read whole from its row (`store_protocol.ReadFile`): the bytes as they were when it was opened."""
 
     __slots__ = ("_data", "_at", "used")
 
@@ -147,7 +148,7 @@ class _DryRun(Exception):
 
 
 class SqlStore:
-    """`storage.Store` over SQL (see the module docstring); an engine's subclass supplies the connection.
+    """`store_protocol.Store` over SQL (see the module docstring); an engine's subclass supplies the connection.
 
     Subclasses implement `_execute` (run one statement, return a DB-API cursor), `_begin_write`,
     `_begin_read`, `_commit`, `_rollback`, `_failure` (the FsProblem an engine error stands for),
@@ -555,7 +556,7 @@ class SqlStore:
                 shift = len(new.parts) - len(old.parts)
                 self._run(q.move_below, (new_key, cut, new_key, cut, shift, tenant) + subtree(old_key))
 
-    # -- history (storage.VersionedStore, D-STORE-HISTORY) -----------------------------------------
+    # -- history (store_protocol.VersionedStore, D-STORE-HISTORY) -----------------------------------------
 
     @contextlib.contextmanager
     def acting(self, command: str) -> Iterator[None]:
@@ -743,27 +744,27 @@ class SqlStore:
         """`tenant`'s store over the same database; its changes' versions name `actor` (else this store's)."""
         if self.tenant is not None:
             raise TenantError(TENANT_NESTED)
-        from ..storage import tenant_name
+        from ..store_protocol import tenant_name
 
         name = tenant_name(tenant)
         return self._reopen(name, self.actor if actor is None else history.actor_name(actor, self.history_limits))
 
 
 def _as_store(store: SqlStore) -> Store:
-    """Nothing at run time: mypy checks here that `SqlStore` implements `storage.Store`."""
+    """Nothing at run time: mypy checks here that `SqlStore` implements `store_protocol.Store`."""
     return store
 
 
 def _as_prunable(store: SqlStore) -> PrunableStore:
-    """Nothing at run time: mypy checks here that `SqlStore` implements `storage.PrunableStore`."""
+    """Nothing at run time: mypy checks here that `SqlStore` implements `store_protocol.PrunableStore`."""
     return store
 
 
 def _as_erasable(store: SqlStore) -> ErasableStore:
-    """Nothing at run time: mypy checks here that `SqlStore` implements `storage.ErasableStore`."""
+    """Nothing at run time: mypy checks here that `SqlStore` implements `store_protocol.ErasableStore`."""
     return store
 
 
 def _as_versioned(store: SqlStore) -> VersionedStore:
-    """Nothing at run time: mypy checks here that `SqlStore` implements `storage.VersionedStore`."""
+    """Nothing at run time: mypy checks here that `SqlStore` implements `store_protocol.VersionedStore`."""
     return store

@@ -20,7 +20,7 @@ from typing import Any, List, Optional, Protocol, Sequence, Tuple
 from ..limits import HistoryLimits
 from ..messages import ACTOR_FORM, HISTORY_LINE, HISTORY_NO_ACTOR, escape
 from ..problems import FILE, OsFailure
-from ..storage import Version
+from ..store_protocol import Version
 from .schema import VERSION_ROW_BYTES, Queries
 
 TRIM_BATCH = 64

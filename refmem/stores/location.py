@@ -37,7 +37,8 @@ def sqlite_path(location: str) -> str:
 
 
 def open_location(location: str, tenant: Optional[str] = None, actor: Optional[str] = None) -> object:
-    """The store at `location` (a `storage.Store`), for `tenant`, its changes' versions naming `actor`. A PostgreSQL
+    """The store at `location` (a `store_protocol.Store`), for `tenant`, its changes' versions naming `actor`.
+    A PostgreSQL
     database must have its schema (`refmem db init`): a command line never makes one by accident."""
     if is_postgres(location):
         from .postgres import PostgresStore

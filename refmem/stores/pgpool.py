@@ -33,7 +33,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Uni
 from ..limits import DEFAULT_HISTORY_LIMITS, DEFAULT_LIMITS, HistoryLimits, Limits
 from ..messages import IO_REASONS, STORE_PG_CANNOT_CONNECT, STORE_PG_NO_DRIVER, io_reason
 from ..problems import FsProblem, OsFailure
-from ..storage import tenant_name
+from ..store_protocol import tenant_name
 from . import StoreError
 from .core import SqlStore
 from .postgres import (
@@ -277,7 +277,9 @@ class PooledStore(PostgresStore):
         self._setting = TENANT_PREFIX + self.tenant_key
         self._lock_key = tenant_lock_key(pool.schema, self.tenant_key)
 
-    def _first(self, message: str, params: Sequence[Any], prepare: Optional[Tuple[str, str, int]] = None) -> Any:
+    def _send_first_retrying(
+        self, message: str, params: Sequence[Any], prepare: Optional[Tuple[str, str, int]] = None
+    ) -> Any:
         """Send a command's first message on a borrowed connection (bound on the client, so several statements
         are one message); its cursor, at the message's first result. With `prepare` (`prepared`), the message
         begins by preparing that statement where the connection has not yet (its result skipped). The count of
@@ -330,10 +332,10 @@ class PooledStore(PostgresStore):
     # -- the engine's part of SqlStore ---------------------------------------------------------------
 
     def _begin_write(self) -> None:
-        self._first(_BEGIN_WRITE, (self._setting, self._lock_key))
+        self._send_first_retrying(_BEGIN_WRITE, (self._setting, self._lock_key))
 
     def _begin_read(self) -> None:
-        self._first(_BEGIN_READ, (self._setting,))
+        self._send_first_retrying(_BEGIN_READ, (self._setting,))
         self._reading_only = True
 
     def _begin_single(self) -> bool:
@@ -354,7 +356,7 @@ class PooledStore(PostgresStore):
                 message = f"{_BEGIN_SINGLE}EXECUTE {prepare[0]}({arguments}); COMMIT"
             else:
                 message = f"{_BEGIN_SINGLE}{sql}; COMMIT"
-            cursor = self._first(message, (self._setting, *params), prepare)
+            cursor = self._send_first_retrying(message, (self._setting, *params), prepare)
             try:
                 cursor.nextset()
                 cursor.nextset()
@@ -392,7 +394,7 @@ class PooledStore(PostgresStore):
             if not (connection.broken or connection.closed) and status != self._psycopg.pq.TransactionStatus.IDLE:
                 # A read that went well ends with COMMIT: the same for the server, and psycopg deallocates every
                 # prepared statement of the connection after a ROLLBACK (a read of one statement then prepares
-                # its own again: `_first`).
+                # its own again: `_send_first_retrying`).
                 ended = reading_only and status == self._psycopg.pq.TransactionStatus.INTRANS
                 connection.execute("COMMIT" if ended else "ROLLBACK")
         except Exception:  # noqa: BLE001  # one that cannot be rolled back is closed: the pool discards it

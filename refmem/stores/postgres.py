@@ -49,7 +49,7 @@ from ..messages import (
     STORE_SCHEMA_NEWER,
     io_reason,
 )
-from ..storage import tenant_name
+from ..store_protocol import tenant_name
 from . import StoreError
 from .core import SqlStore
 from .quota import Quota
@@ -315,7 +315,7 @@ def check_schema(dsn: str, create: bool, connection: Any = None) -> bool:
 
 
 class PostgresStore(SqlStore):
-    """Memories in a PostgreSQL database (`storage.Store`; see the module docstring)."""
+    """Memories in a PostgreSQL database (`store_protocol.Store`; see the module docstring)."""
 
     queries = QUERIES
     first_mutation_savepoint = False  # a SAVEPOINT is a round trip (D-STORE-PG-WRITERS)
@@ -448,7 +448,7 @@ class PostgresStore(SqlStore):
         begins with its first statement (`_execute`), the file's read, which takes the lock itself (`_LOCKING`)
         after a bare BEGIN, as a locked read-modify-write does (any other first statement would follow BEGIN and
         the lock, as here). Every other writer holds the lock for its whole block, statements or not
-        (storage.Store.locked)."""
+        (store_protocol.Store.locked)."""
         if self._command_or("") in EDITS:
             self._unbegun = True
             return

@@ -30,7 +30,7 @@ its row's other columns and its two index entries (about 300 bytes on SQLite for
 versions of empty files are bounded by the budget too, not only by `versions_per_file` per path."""
 
 DEFAULT_TENANT = ""
-"""The tenant column of the default namespace: no accepted tenant name is empty (storage.tenant_name)."""
+"""The tenant column of the default namespace: no accepted tenant name is empty (store_protocol.tenant_name)."""
 
 
 class Dialect(NamedTuple):

@@ -42,7 +42,7 @@ from ..messages import (
     STORE_SCHEMA_OLDER,
     io_reason,
 )
-from ..storage import tenant_name
+from ..store_protocol import tenant_name
 from . import StoreError, mounts
 from .core import SqlStore
 from .gate import WriterGate
@@ -177,7 +177,7 @@ def _busy(error: sqlite3.Error) -> bool:
 
 
 class SqliteStore(SqlStore):
-    """Memories in one SQLite database file (`storage.Store`; see the module docstring)."""
+    """Memories in one SQLite database file (`store_protocol.Store`; see the module docstring)."""
 
     queries = QUERIES
 

@@ -270,8 +270,8 @@ storage interface (stores, tenants, the change journal, where the listing rule i
 run the handler), how it is packaged (public names, the vendored set) and the harness (how a verdict, the deployment
 tier and the MCP target judge a backend) rather than the memory tool's behaviour: no tool input reaches them, so no
 conformance case can pin them; their own tests do (tests/conformance/test_case_states.py, test_effect_classes.py,
-tests/test_mcp.py, tests/test_oplog.py, tests/test_public_names.py, tests/test_vendoring.py,
-tests/test_storage_contract.py). The listing itself is pinned by the view-dir and hidden cases."""
+tests/programs/test_mcp.py, tests/programs/test_oplog.py, tests/project/test_public_names.py, tests/project/test_vendoring.py,
+tests/stores/test_storage_contract.py). The listing itself is pinned by the view-dir and hidden cases."""
 OTHER_TOOL_PREFIX = "D-OPENCLAW-"
 """OpenClaw's workspace-memory tools have their own cases (conformance/openclaw/cases) and their own checks."""
 

@@ -25,11 +25,11 @@ from conformance.effects import (
     UNTOUCHED_BYTES_CHANGED,
     class_of,
 )
-from refmem_harness.layout import canary_files, make_case_dir, remove
 from conformance.properties.judge import SequenceRun, open_context
 from conformance.stress import StressReport, _Run
-from refmem_harness.target_base import StepResult
 from conformance.tiers import CLASSES, HOST_LAYOUT, SAFETY
+from refmem_harness.layout import canary_files, make_case_dir, remove
+from refmem_harness.target_base import StepResult
 
 CANARY = "canary-" + "ab" * 8
 HARD = {"type": "hardlink", "path": "hard.txt", "target": "outside/secret.txt"}

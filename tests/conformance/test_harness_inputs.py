@@ -12,9 +12,9 @@ import sys
 import pytest
 from conformance_support import run_cli
 from harness_input_backends import LINK_NAME, SPARSE_BYTES, SPARSE_FILES
+from refmem_conformance.reports import markdown_text
 
 from refmem_harness import hosttree
-from refmem_conformance.reports import markdown_text
 from refmem_harness.visible import redact_secrets
 
 PASSWORD = "Pw0rd-s3cret"

@@ -95,6 +95,7 @@ def test_the_plans_of_a_query() -> None:
 @pytest.mark.skipif(not openclaw_ready(), reason="OpenClaw is not installed (conformance/adapters/openclaw/install.sh)")
 def test_same_answers_as_live_openclaw(workspace: pathlib.Path) -> None:
     from refmem_conformance.openclaw.runner import TOOLS, target_spec
+
     from refmem_harness.targets import open_target
 
     target = open_target(target_spec("openclaw"), workspace, 300, tools=TOOLS)

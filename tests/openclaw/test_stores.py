@@ -21,10 +21,10 @@ from refmem.openclaw import OpenClawMemory
 from refmem.openclaw.disk import Disk
 from refmem.openclaw.tools import reply
 from refmem.problems import OsFailure
-from refmem.storage import Store, TenantError
-from refmem.store import Root
+from refmem.store_protocol import Store, TenantError
 from refmem.stores import core
 from refmem.stores.sqlite import SqliteStore
+from refmem.tracked import TrackedDirectory
 
 from .openclaw_support import NOW, paths_of
 
@@ -386,7 +386,7 @@ def test_tenants_over_the_filesystem_store_too(tmp_path: pathlib.Path) -> None:
         handler = MemoryHandler(root, tenant=tenant)
         assert not handler.execute({"command": "create", "path": "/memories/MEMORY.md", "file_text": canary}).is_error
         handler.close()
-    with OpenClawMemory(root, tenant="alice") as alice, OpenClawMemory(Root(root), tenant="bob") as bob:
+    with OpenClawMemory(root, tenant="alice") as alice, OpenClawMemory(TrackedDirectory(root), tenant="bob") as bob:
         assert found(alice, "okapiquartz") == ["MEMORY.md"] and found(alice, "lemurbasalt") == []
         assert found(bob, "lemurbasalt") == ["MEMORY.md"] and found(bob, "okapiquartz") == []
         assert isinstance(alice.disk, Disk) and alice._index_kind == "file"  # the directory's own walk and index file

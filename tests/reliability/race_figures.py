@@ -6,7 +6,7 @@ Another process exchanges `memories/d` with a symbolic link to `outside/` (Linux
 (RENAME_EXCHANGE)`) as fast as it can, while this process runs view, create, str_replace, insert, delete
 and rename through `d`. After every command the outside tree is compared with its original and put back,
 so that every escape is counted once: outside text shown, an outside file created, changed or removed.
-Prints one line of counts. tests/test_race.py is the pass/fail version of the same race.
+Prints one line of counts. tests/filesystem/test_race.py is the pass/fail version of the same race.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The filesystem store (refmem/store.py) beyond the interface's contract: its tenants' folders, its own
+"""The filesystem store (refmem/tracked.py) beyond the interface's contract: its tenants' folders, its own
 files' one check, and what it refuses that the handler never asks (test_storage_contract.py has the rest).
 """
 
@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from refmem import MemoryHandler, problems, store
+from refmem import MemoryHandler, problems, tracked
 from refmem import _bookkeeping as bookkeeping
 from refmem import _kernel as kernel
 from refmem.messages import IO_REASONS
 from refmem.paths import parse_path
-from refmem.storage import Entry, TenantError
-from refmem.store import Root
+from refmem.store_protocol import Entry, TenantError
+from refmem.tracked import TrackedDirectory
 
 CANARY = "CANARY-store"
 
@@ -40,13 +40,13 @@ def test_a_tenant_folder_replaced_by_a_link_is_refused_not_followed(tmp_path: Pa
     (tmp_path / "m" / ".refmem" / "tenants").mkdir(parents=True)
     (tmp_path / "m" / ".refmem" / "tenants" / "alice").symlink_to(outside)
     with pytest.raises(problems.OsFailure) as refused:
-        Root(tmp_path / "m", tenant="alice")
+        TrackedDirectory(tmp_path / "m", tenant="alice")
     assert refused.value.code == "bookkeeping"
     (tmp_path / "m" / ".refmem" / "tenants" / "alice").unlink()
     (tmp_path / "m" / ".refmem" / "tenants").rmdir()
     (tmp_path / "m" / ".refmem" / "tenants").symlink_to(outside)
     with pytest.raises(problems.OsFailure):
-        Root(tmp_path / "m", tenant="alice")
+        TrackedDirectory(tmp_path / "m", tenant="alice")
     assert untouched(outside)
 
 
@@ -62,15 +62,15 @@ def test_a_tenant_folder_swapped_between_its_check_and_its_opening_is_refused(
             tenant.symlink_to(outside)
         return real_root_dir(path, portable, create)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(store.kernel, "RootDir", swap_then_open)
+    monkeypatch.setattr(tracked.kernel, "RootDir", swap_then_open)
     with pytest.raises(problems.OsFailure) as refused:
-        Root(tmp_path / "m", tenant="alice")
+        TrackedDirectory(tmp_path / "m", tenant="alice")
     assert refused.value.code == "bookkeeping"
     assert untouched(outside)
 
 
 def test_a_tenants_store_has_its_own_bookkeeping_and_no_tenants(tmp_path: Path) -> None:
-    root = Root(tmp_path / "m")
+    root = TrackedDirectory(tmp_path / "m")
     alice = root.for_tenant("alice")
     try:
         with alice.locked():
@@ -145,7 +145,7 @@ def test_the_one_check_looks_before_it_opens_and_after(tmp_path: Path, monkeypat
 def test_an_edit_is_not_fooled_by_a_new_file_that_reuses_the_inode_number(tmp_path: Path) -> None:
     """A writer that ignores the lock deletes the file read and makes another at its name: the filesystem
     often gives the new file the freed inode number, which the identity check alone took for the same file."""
-    reader, writer = Root(tmp_path / "m"), Root(tmp_path / "m")
+    reader, writer = TrackedDirectory(tmp_path / "m"), TrackedDirectory(tmp_path / "m")
     note = parse_path("/memories/e.md")
     try:
         for round_ in range(20):
@@ -170,7 +170,7 @@ def test_an_edit_is_not_fooled_by_a_new_file_that_reuses_the_inode_number(tmp_pa
 
 
 def test_the_root_is_not_deleted_renamed_or_opened_as_a_file(tmp_path: Path) -> None:
-    root = Root(tmp_path / "m")
+    root = TrackedDirectory(tmp_path / "m")
     try:
         whole = parse_path("/memories")
         with root.locked():
@@ -190,7 +190,7 @@ def test_the_root_is_not_deleted_renamed_or_opened_as_a_file(tmp_path: Path) -> 
 
 
 def test_a_view_of_an_old_file_is_recorded_and_a_recent_one_needs_no_record(tmp_path: Path) -> None:
-    root = Root(tmp_path / "m")
+    root = TrackedDirectory(tmp_path / "m")
     try:
         for name in ("old.md", "new.md"):
             with root.locked():
@@ -208,7 +208,7 @@ def test_a_view_of_an_old_file_is_recorded_and_a_recent_one_needs_no_record(tmp_
 
 
 def test_a_store_that_keeps_no_records_writes_none(tmp_path: Path) -> None:
-    root = Root(tmp_path / "m", track_access=False)
+    root = TrackedDirectory(tmp_path / "m", track_access=False)
     try:
         with root.locked():
             root.write_new(parse_path("/memories/a.md"), b"x")

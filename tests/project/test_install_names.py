@@ -19,7 +19,7 @@ from typing import Dict, List
 
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 SCRIPTS = ("refmem-conformance", "refmem-fuzz")
 
 

@@ -19,7 +19,7 @@ from refmem import _text as text_module
 from refmem._text import ViewWindow, split_lines
 from refmem._view import file_page, listing, streamed_page
 from refmem.problems import DIR, FILE
-from refmem.storage import Listed
+from refmem.store_protocol import Listed
 
 PATH = "/memories/f.md"
 LINE = st.text(alphabet=st.sampled_from("ab \t€😀\r"), max_size=40)

@@ -1,4 +1,4 @@
-"""What the SQLite store promises beyond the storage contract (tests/test_storage_contract.py runs that over it):
+"""What the SQLite store promises beyond the storage contract (tests/stores/test_storage_contract.py runs that over it):
 many processes writing at once lose nothing, tenants never meet, a killed writer leaves the database whole, a
 network filesystem and a newer schema are refused with a clear error, and a busy database is a result, not a wait
 without end. None of these verdicts depends on the machine's speed: they count tokens, rows and kills."""
@@ -158,7 +158,7 @@ def test_engine_errors_become_io_reasons(text: str, reason: str) -> None:
 )
 def test_engine_error_codes_become_io_reasons(code: int, reason: str) -> None:
     """By code where the error has one (Python 3.11+): SQLITE_IOERR_SHMSIZE, the `-shm` file that cannot grow on a
-    full disk, is `no_space` though its primary code is SQLITE_IOERR (tests/test_full_disk.py meets it for real)."""
+    full disk, is `no_space` though its primary code is SQLITE_IOERR (tests/filesystem/test_full_disk.py meets it for real)."""
     error = sqlite3.OperationalError("disk I/O error")
     error.sqlite_errorcode = code  # type: ignore[attr-defined]
     assert reason_of(error) == reason

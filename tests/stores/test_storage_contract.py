@@ -1,4 +1,4 @@
-"""The storage interface's contract (refmem.storage.Store), run against every store.
+"""The storage interface's contract (refmem.store_protocol.Store), run against every store.
 
 Each test takes `kind`, a store factory (storage_support.KINDS): `kind.open(where)` opens a store over
 the backing location `where` (a directory for the filesystem store, a database for the stores to come);
@@ -28,7 +28,7 @@ from refmem import problems
 from refmem._listing import list_tree
 from refmem.paths import VirtualPath, parse_path
 from refmem.problems import DIR, FILE
-from refmem.storage import AccessRecords, ChangeJournal, Changes, Store, TenantError, TenantStore, tenant_name
+from refmem.store_protocol import AccessRecords, ChangeJournal, Changes, Store, TenantError, TenantStore, tenant_name
 
 
 @pytest.fixture(params=KINDS, ids=[kind.name for kind in KINDS])

@@ -17,7 +17,7 @@ from typing import Iterator, List
 
 import pytest
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "refmem"
 DOC = REPO / "docs" / "vendoring.md"
 CASES = REPO / "conformance" / "cases"
@@ -100,7 +100,7 @@ print(type(handler.store).__name__)
     assert [error for _, error in json.loads(results)] == [False] * 4
     assert json.loads(results)[3][0].endswith("     1\tone")
     assert json.loads(refmem_modules) == []
-    assert store == "Directory"  # no store.py copied: the bare directory, without journal or access records
+    assert store == "Directory"  # no tracked.py copied: the bare directory, without journal or access records
     assert not (tmp_path / "m" / ".refmem" / "access").exists()
 
 
@@ -108,7 +108,7 @@ print(type(handler.store).__name__)
     "options, module",
     [
         ('content_policy="reject"', "policy"),
-        ("track_access=True", "store"),
+        ("track_access=True", "tracked"),
         ("portable_walk=True", "_portable"),
     ],
 )

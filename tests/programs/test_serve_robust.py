@@ -19,7 +19,7 @@ import pytest
 from refmem import protocol
 from refmem.serve import Session, handle_line, read_lines, serve
 
-PROJECT = pathlib.Path(__file__).resolve().parents[1]
+PROJECT = pathlib.Path(__file__).resolve().parents[2]
 SCHEMAS = PROJECT / "conformance" / "schema" / "protocol"
 START = b'{"cmd": "start", "version": 1}'
 

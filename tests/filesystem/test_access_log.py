@@ -1,4 +1,4 @@
-"""The moves log (refmem/moves.py): a rename's use is one line appended, not a new record file.
+"""The moves log (refmem/_access_log.py): a rename's use is one line appended, not a new record file.
 
 What is kept (D-EXPIRY): a rename counts as a use of the new path and carries the times of what it
 moves; a delete drops them; prune keeps what remains. What changes is where: one appended line
@@ -15,7 +15,7 @@ from typing import Iterator
 import pytest
 
 from refmem import MemoryHandler
-from refmem import _moves as moves
+from refmem import _access_log as moves
 from refmem.expiry import AccessTracker, prune
 
 DAY = 86400.0

@@ -57,7 +57,7 @@ def test_version_names_the_package_and_the_protocol_serve_speaks() -> None:
 
 def test_the_wheel_version_is_the_package_version() -> None:
     """pyproject reads its version from refmem/__init__.py; nothing else may state one."""
-    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8")
+    pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text(encoding="utf-8")
     project = pyproject.split("[project]", 1)[1].split("\n[", 1)[0]
     assert 'dynamic = ["version"]' in project and not re.search(r"^version\s*=", project, re.M)
     assert '[tool.hatch.version]\npath = "refmem/__init__.py"' in pyproject

@@ -167,7 +167,7 @@ def test_D_PATH_CANON_trailing_slash_on_a_file_does_not_exist_for_insert_and_ren
     assert memory.tree() == {"f.txt": b"a\n"}
 
 
-# --- D-FS-* (tests/test_attacks.py has the full table) --------------------------------------------
+# --- D-FS-* (tests/filesystem/test_attacks.py has the full table) --------------------------------------------
 
 
 def test_D_FS_rename_and_delete_move_links_and_special_files_as_they_are(memory: Memory) -> None:
@@ -426,7 +426,7 @@ def test_D_INTERNAL_never_raises(memory: Memory) -> None:
     assert not (memory.root / "a").exists()
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores permissions; tests/test_faults_fakefs.py covers D-IO")
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores permissions; tests/filesystem/test_faults_fakefs.py covers D-IO")
 def test_D_IO_message_shape_on_a_read_only_folder(memory: Memory) -> None:
     memory.put("d/a.txt", "a")
     os.chmod(memory.root / "d", 0o500)

@@ -20,9 +20,9 @@ from storage_support import DictStore
 from refmem import Limits, MemoryHandler, Result
 from refmem.messages import render
 from refmem.paths import VirtualPath
-from refmem.storage import Changes, Store, TenantError
-from refmem.store import Root
+from refmem.store_protocol import Changes, Store, TenantError
 from refmem.stores.sqlite import SqliteStore
+from refmem.tracked import TrackedDirectory
 
 INTERNAL = render("internal_error")
 BIG = ("line of a large file\n" * 60_000).encode()  # over a megabyte: the view streams it
@@ -256,7 +256,7 @@ def test_a_handler_closes_what_it_opened_and_nothing_it_was_given(tmp_path: Path
 
 def test_a_handler_given_a_directory_serves_it_through_the_filesystem_store(tmp_path: Path) -> None:
     handler = MemoryHandler(tmp_path / "m")
-    assert isinstance(handler.store, Root) and not hasattr(handler, "root")
+    assert isinstance(handler.store, TrackedDirectory) and not hasattr(handler, "root")
     handler.close()
 
 

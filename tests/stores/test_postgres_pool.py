@@ -17,7 +17,7 @@ from postgres_support import SHARED, TOKENS_EACH, Cluster, add_tokens, import_ps
 from refmem import MemoryHandler
 from refmem.messages import IO_REASONS
 from refmem.openclaw import OpenClawMemory
-from refmem.storage import TenantError
+from refmem.store_protocol import TenantError
 from refmem.stores import StoreError
 
 psycopg = import_psycopg()
@@ -408,9 +408,9 @@ class MessageCountingStore(PooledStore):
 
     sent: List[str] = []
 
-    def _first(self, message: str, params: Any, prepare: Any = None) -> Any:
+    def _send_first_retrying(self, message: str, params: Any, prepare: Any = None) -> Any:
         self.sent.append(message.split(";")[0].split()[0] + "..." if ";" in message else message.split()[0])
-        cursor = super()._first(message, params, prepare)
+        cursor = super()._send_first_retrying(message, params, prepare)
         execute = self._conn.execute
 
         def counted(query: Any, *args: Any, **kwargs: Any) -> Any:

@@ -22,21 +22,21 @@ from refmem import _changes as changes
 from refmem import _kernel as kernel
 from refmem.messages import IO_REASONS
 from refmem.paths import parse_path
-from refmem.store import Root
+from refmem.tracked import TrackedDirectory
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Iterator[Root]:
-    opened = Root(tmp_path / "m")
+def root(tmp_path: Path) -> Iterator[TrackedDirectory]:
+    opened = TrackedDirectory(tmp_path / "m")
     yield opened
     opened.close()
 
 
-def journal_file(root: Root) -> Path:
+def journal_file(root: TrackedDirectory) -> Path:
     return Path(root.real) / ".refmem" / "changes"
 
 
-def create(root: Root, relative: str, data: bytes = b"x") -> None:
+def create(root: TrackedDirectory, relative: str, data: bytes = b"x") -> None:
     with root.locked():
         root.write_new(parse_path("/memories/" + relative), data)
 
@@ -58,7 +58,7 @@ def test_lines_are_what_the_json_module_writes(paths: List[str]) -> None:
     assert changes.decode(changes.encode(paths)) == tuple(paths)
 
 
-def test_the_file_is_a_header_then_one_line_per_change(root: Root) -> None:
+def test_the_file_is_a_header_then_one_line_per_change(root: TrackedDirectory) -> None:
     root.changes_since(0)
     create(root, "a.md")
     create(root, "b/c.md")
@@ -68,7 +68,7 @@ def test_the_file_is_a_header_then_one_line_per_change(root: Root) -> None:
     assert stat.S_IMODE(journal_file(root).stat().st_mode) == 0o600
 
 
-def test_a_generation_is_the_base_plus_an_offset_so_a_reader_resumes_where_it_stopped(root: Root) -> None:
+def test_a_generation_is_the_base_plus_an_offset_so_a_reader_resumes_where_it_stopped(root: TrackedDirectory) -> None:
     start = root.changes_since(0)
     create(root, "one.md")
     first = root.changes_since(start.generation)
@@ -81,7 +81,7 @@ def test_a_generation_is_the_base_plus_an_offset_so_a_reader_resumes_where_it_st
     assert root.changes_since(-1).paths is None
 
 
-def test_the_line_is_written_before_the_change(root: Root, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_line_is_written_before_the_change(root: TrackedDirectory, monkeypatch: pytest.MonkeyPatch) -> None:
     """A process killed between the two leaves a line for a change that did not happen, never the reverse."""
     mark = root.changes_since(0)
     seen: List[bytes] = []
@@ -99,7 +99,7 @@ def test_the_line_is_written_before_the_change(root: Root, monkeypatch: pytest.M
 
 
 def test_past_its_bound_the_journal_starts_over_and_older_readers_rescan(
-    root: Root, monkeypatch: pytest.MonkeyPatch
+    root: TrackedDirectory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(changes, "MAX_BYTES", 400)
     mark = root.changes_since(0)
@@ -113,7 +113,7 @@ def test_past_its_bound_the_journal_starts_over_and_older_readers_rescan(
     assert root.changes_since(generations[-2]).paths == ("/memories/f39.md",)
 
 
-def test_too_many_paths_since_a_generation_means_rescan(root: Root, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_too_many_paths_since_a_generation_means_rescan(root: TrackedDirectory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(changes, "MAX_PATHS", 5)
     mark = root.changes_since(0)
     for number in range(5):
@@ -125,12 +125,12 @@ def test_too_many_paths_since_a_generation_means_rescan(root: Root, monkeypatch:
 
 def test_a_restart_of_the_machine_starts_a_new_epoch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The journal is not fsynced: after a reboot its tail may be lost, so generations from before mean rescan."""
-    before = Root(tmp_path / "m")
+    before = TrackedDirectory(tmp_path / "m")
     create(before, "a.md")
     kept = before.changes_since(0).generation
     before.close()
     monkeypatch.setattr(changes, "_boot", "another-boot")
-    after = Root(tmp_path / "m")
+    after = TrackedDirectory(tmp_path / "m")
     try:
         assert after.changes_since(kept).paths is None
         fresh = after.changes_since(0).generation
@@ -141,7 +141,7 @@ def test_a_restart_of_the_machine_starts_a_new_epoch(tmp_path: Path, monkeypatch
         after.close()
 
 
-def test_a_torn_or_foreign_line_means_rescan_never_a_wrong_answer(root: Root) -> None:
+def test_a_torn_or_foreign_line_means_rescan_never_a_wrong_answer(root: TrackedDirectory) -> None:
     mark = root.changes_since(0)
     create(root, "a.md")
     with open(journal_file(root), "ab") as journal:
@@ -152,7 +152,7 @@ def test_a_torn_or_foreign_line_means_rescan_never_a_wrong_answer(root: Root) ->
     assert root.changes_since(mark.generation).paths is None
 
 
-def test_no_journal_is_kept_until_someone_reads_changes(root: Root) -> None:
+def test_no_journal_is_kept_until_someone_reads_changes(root: TrackedDirectory) -> None:
     """Plain memory-tool use pays nothing for the journal; the first reader starts it and rescans."""
     create(root, "before.md")
     assert not journal_file(root).exists()
@@ -163,7 +163,7 @@ def test_no_journal_is_kept_until_someone_reads_changes(root: Root) -> None:
 
 
 def test_a_writer_whose_bookkeeping_folder_was_replaced_finds_the_new_journal(tmp_path: Path) -> None:
-    writer, reader = Root(tmp_path / "m"), Root(tmp_path / "m")
+    writer, reader = TrackedDirectory(tmp_path / "m"), TrackedDirectory(tmp_path / "m")
     try:
         create(writer, "a.md")  # the writer now holds the bookkeeping folder open
         os.rename(tmp_path / "m" / ".refmem", tmp_path / "old-bookkeeping")
@@ -175,14 +175,14 @@ def test_a_writer_whose_bookkeeping_folder_was_replaced_finds_the_new_journal(tm
         reader.close()
 
 
-def test_a_journal_removed_or_garbled_behind_the_stores_back_is_started_again(root: Root) -> None:
+def test_a_journal_removed_or_garbled_behind_the_stores_back_is_started_again(root: TrackedDirectory) -> None:
     create(root, "a.md")
     kept = root.changes_since(0).generation
     journal_file(root).unlink()
     create(root, "b.md")  # no journal now: not recorded, and the next reader rescans
     assert root.changes_since(kept).paths is None
     journal_file(root).write_bytes(b"garbage\n")
-    fresh = Root(root.real)
+    fresh = TrackedDirectory(root.real)
     try:
         create(fresh, "c.md")
         assert fresh.changes_since(0).paths is None
@@ -218,7 +218,7 @@ def test_anything_but_a_single_link_file_at_the_journals_name_stops_writes(tmp_p
     assert outside.read_text() == "CANARY"
 
 
-def test_no_descriptor_of_the_journal_stays_open(root: Root) -> None:
+def test_no_descriptor_of_the_journal_stays_open(root: TrackedDirectory) -> None:
     """A file kept open for writing would stop a read-only remount of the filesystem ("busy")."""
     create(root, "a.md")
     root.changes_since(0)
@@ -231,7 +231,7 @@ def test_no_descriptor_of_the_journal_stays_open(root: Root) -> None:
     assert str(journal_file(root)) not in held
 
 
-def test_the_stores_own_files_are_never_recorded(root: Root) -> None:
+def test_the_stores_own_files_are_never_recorded(root: TrackedDirectory) -> None:
     mark = root.changes_since(0)
     index = parse_path("/memories/x")._replace(parts=(".refmem", "openclaw-index.sqlite"))
     (Path(root.real) / ".refmem" / "openclaw-index.sqlite").write_bytes(b"")
@@ -240,7 +240,7 @@ def test_the_stores_own_files_are_never_recorded(root: Root) -> None:
 
 
 def test_writers_in_many_threads_and_stores_leave_whole_lines(tmp_path: Path) -> None:
-    stores = [Root(tmp_path / "m") for _ in range(4)]
+    stores = [TrackedDirectory(tmp_path / "m") for _ in range(4)]
     mark = stores[0].changes_since(0)
 
     def write(index: int) -> None:

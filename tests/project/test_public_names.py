@@ -22,9 +22,9 @@ PUBLIC_NAMES = {
 
 PUBLIC_MODULES = {
     # the vendored handler's public modules (docs/vendoring.md)
-    "handler", "tool", "messages", "limits", "paths", "problems", "storage", "directory",
+    "handler", "tool", "messages", "limits", "paths", "problems", "store_protocol", "directory",
     # features of the installed package
-    "store", "policy", "expiry", "prune", "sdk", "serve", "protocol", "oplog",
+    "tracked", "policy", "expiry", "prune", "sdk", "serve", "protocol", "oplog",
     # the command line (`refmem`, `python -m refmem`) and its subcommands
     "cli", "subcommands", "history_cli", "openclaw_cli", "mcp_cli", "terminal", "__main__",
     # packages

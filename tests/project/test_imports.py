@@ -24,7 +24,7 @@ from typing import Dict, Iterator, List, Optional, Set, Tuple
 import pytest
 import tomllib
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 MAY_IMPORT: Dict[str, Set[str]] = {
     "refmem": set(),
@@ -48,7 +48,7 @@ DECLARED: Dict[str, Set[str]] = {
         "refmem_harness.reference_postgres_target",
     },
     # A feature's module that a vendored copy may leave out (D-VENDOR-SET), loaded when the feature is asked for:
-    # the portable walk, a named content policy, and store.Root's records over directory.Directory (a layer that
+    # the portable walk, a named content policy, and tracked.TrackedDirectory's records over directory.Directory (a layer that
     # imports the module asking for it: the one link back, taken at run time only, never at import).
     "refmem._optional": set(),
     # `refmem mcp` loads the MCP server, a package of its own on an optional extra (D-MCP-PACKAGE), when the command

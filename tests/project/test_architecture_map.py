@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Iterator, List, Set, Tuple
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 MAP = REPO / "docs" / "architecture.md"
 PACKAGES = ("refmem", "refmem_harness", "refmem_mcp", "conformance", "fuzz", "bench")
 """The folders whose every module the map names."""

@@ -3,7 +3,7 @@
 Findings: (1) str_replace's unbounded line list, (4) the depth limit bypassed by rename and a delete
 that failed on deep trees, (7) the bookkeeping folder planted by another program, (8) the allow-list
 checked after the filesystem, (9) modes, (10) descriptors held until the cyclic collector ran.
-The cost side of (1) is measured by tests/test_growth.py.
+The cost side of (1) is measured by tests/filesystem/test_growth.py.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from typing import Callable, Tuple
 
 import pytest
 
-from refmem import Limits, MemoryHandler, problems, store
+from refmem import Limits, MemoryHandler, problems, tracked
 from refmem import _bookkeeping as bookkeeping
 from refmem import _kernel as kernel
 from refmem.paths import parse_path
@@ -24,7 +24,7 @@ def test_a_closed_folder_handle_fails_instead_of_using_the_working_directory(
     (tmp_path / "cwd").mkdir()
     (tmp_path / "cwd" / "x").write_text("decoy")
     monkeypatch.chdir(tmp_path / "cwd")
-    root = store.Root(tmp_path / "root")
+    root = tracked.TrackedDirectory(tmp_path / "root")
     folder = root.walk(("d",))
     folder.close()
     folder.close()  # twice is fine

@@ -1,12 +1,13 @@
-"""The filesystem store with its change journal and access records: `Root`, a layer over `directory.Directory`.
+"""The filesystem store with its change journal and access records: `TrackedDirectory`, a layer over
+`directory.Directory`.
 
-`Directory` is the memory directory's operations, and all a vendored copy needs (D-VENDOR-SET). `Root` adds
+`Directory` is the memory directory's operations, and all a vendored copy needs (D-VENDOR-SET). `TrackedDirectory` adds
 what only some deployments read, built from `Directory`'s hooks at the moments it changes something:
   * the change journal (`changes.py`: `changes_since`, for OpenClaw's index), every change recorded under
     the write lock, after every check and before the change (`note_changes`);
   * the access records (`access.py`: `record_use`, `last_access`, for `refmem prune` and D-EXPIRY), moved
     and forgotten with the paths they are about.
-Both live in `.refmem/` (`bookkeeping.py`); `open_directory` gives a `Root` wherever this module was copied.
+Both live in `.refmem/` (`bookkeeping.py`); `open_directory` gives a `TrackedDirectory` wherever this module was copied.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ from ._access import AccessTracker
 from ._changes import Journal
 from .directory import BOOKKEEPING_DIR, LOCK_NAME, Directory, Edit, Entry, Listed, OpenFile, TooBig, protected
 from .paths import RESERVED_PREFIX, VirtualPath
-from .storage import Changes, ReadFile
+from .store_protocol import Changes, ReadFile
 
-__all__ = ["BOOKKEEPING_DIR", "LOCK_NAME", "Edit", "Entry", "Listed", "OpenFile", "Root", "TooBig", "protected"]
+__all__ = [
+    "BOOKKEEPING_DIR", "LOCK_NAME", "Edit", "Entry", "Listed", "OpenFile", "TooBig", "TrackedDirectory", "protected"
+]
 
 
-class Root(Directory):
+class TrackedDirectory(Directory):
     """A memory directory on disk with a change journal and, with `track_access`, access records (D-EXPIRY)."""
 
     def __init__(
@@ -45,8 +48,8 @@ class Root(Directory):
         self._journal = Journal(top)
         self._access = AccessTracker(top)
 
-    def _like(self, top: kernel.RootDir, tenant: str) -> Root:
-        made = Root.__new__(Root)
+    def _like(self, top: kernel.RootDir, tenant: str) -> TrackedDirectory:
+        made = TrackedDirectory.__new__(TrackedDirectory)
         made.track_access = self.track_access
         made._open(top, tenant)
         return made
@@ -74,7 +77,7 @@ class Root(Directory):
         if self.track_access:
             self._access.move(old, new, is_dir=is_dir)
 
-    # -- the journal and the access records (storage.ChangeJournal, storage.AccessRecords) --
+    # -- the journal and the access records (store_protocol.ChangeJournal, store_protocol.AccessRecords) --
 
     def changes_since(self, generation: int) -> Changes:
         """The paths changed since `generation` (changes.py); read under the write lock, so no change

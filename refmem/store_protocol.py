@@ -3,7 +3,7 @@
 The handler, the paths, the limits, the messages, the views and the content policy are the same for
 every store; a store only answers the questions below. `directory.Directory` (a directory tree, the default)
 implements it; a database store implements the same methods and passes the same contract tests
-(`tests/test_storage_contract.py`, parametrised over store factories).
+(`tests/stores/test_storage_contract.py`, parametrised over store factories).
 
 What every store promises
 -------------------------
@@ -25,7 +25,7 @@ What every store promises
 The six commands need `Store` and nothing else; what only some deployments read is an optional
 protocol a store may also implement: `ChangeJournal` (OpenClaw's index), `AccessRecords` (expiry),
 `TenantStore` (tenants) and `VersionedStore` (history). The filesystem store `directory.Directory` is
-`Store` alone; `store.Root` adds the journal and the access records over it.
+`Store` alone; `tracked.TrackedDirectory` adds the journal and the access records over it.
 
 Construction
 ------------
@@ -166,7 +166,8 @@ class Store(Protocol):
 
 @runtime_checkable
 class ChangeJournal(Protocol):
-    """A store that says what changed (the filesystem store's `store.Root`, the database stores): an optional
+    """A store that says what changed (the filesystem store's `tracked.TrackedDirectory`, the database stores):
+    an optional
     capability, not part of `Store`. OpenClaw's search index reads it; without it the index rescans."""
 
     def changes_since(self, generation: int) -> Changes:

@@ -17,10 +17,10 @@ from typing import Any, Callable, Dict, List, MutableMapping, Tuple
 
 import pytest
 
-from refmem_harness.reference_target import over_store
 from refmem import MemoryHandler
 from refmem._listing import list_tree
 from refmem.paths import VirtualPath
+from refmem_harness.reference_target import over_store
 
 TENANTS = [None, "alice", "bob"]
 RESTORED_SQLITE = "REFMEM_TEST_RESTORED_SQLITE"
