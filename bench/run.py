@@ -36,7 +36,7 @@ import tracemalloc
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 from . import growth as scaling
-from . import impls, stores
+from . import cpu, impls, stores
 
 NAMES = ("refmem", "sdk", "floor")
 FIRST_VIEW = "refmem, first view"
@@ -406,6 +406,11 @@ class Bench:
         (bench/stores.py); only with `--only stores`."""
         self.extra.append(stores.main_section(self.base, self.quick))
 
+    def cpu(self) -> None:
+        """The filesystem store's CPU per rename, delete and nested view against the bare durable operation, on
+        tmpfs and on disk (bench/cpu.py); only with `--only cpu`."""
+        self.extra.append(cpu.main_section(self.base, self.quick))
+
 
 def make_tree_spread(root: str, files: int, folders: int) -> None:
     """`files` small files f00000.md... spread over `folders` folders d000... (file i in folder i % folders)."""
@@ -656,6 +661,7 @@ SCENARIOS = {
     "growth": "growth",
     "command-growth": "command_growth",
     "stores": "stores",
+    "cpu": "cpu",
 }
-OPT_IN = ("stores",)
+OPT_IN = ("stores", "cpu")
 """Scenarios a run makes only when `--only` names them: the stores start processes and a PostgreSQL cluster."""

@@ -37,6 +37,7 @@ from .paths import ROOT
 COMPACT_BYTES = 64 * 1024  # the log is compacted past this size (or twice its last compacted size)
 READ_LIMIT = 16 * 1024 * 1024  # a log is read this far at most: a planted huge file is not read whole
 _HEADER = re.compile(rb"refmem-moves 1 ([0-9]{1,12})\n")
+_PLAIN = re.compile(rb'\[(null|0|[1-9][0-9]{0,19}),"([\x20\x21\x23-\x5b\x5d-\x7e]*)"\]')
 MoveRecord = Tuple[Optional[int], str]  # (time in ns, or None to forget; virtual path)
 
 
@@ -47,6 +48,13 @@ def encode(entries: Iterable[MoveRecord]) -> bytes:
 
 
 def _decode(line: bytes) -> Optional[MoveRecord]:
+    plain = _PLAIN.fullmatch(line)  # what `encode` writes for a plain path: read without the JSON parser
+    if plain is not None:
+        when, text = plain.groups()
+        path = text.decode("ascii")
+        if not (path == ROOT or path.startswith(ROOT + "/")):
+            return None
+        return (None if when == b"null" else int(when)), path
     try:
         value = json.loads(line)
     except (ValueError, RecursionError):
