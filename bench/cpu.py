@@ -123,6 +123,64 @@ def measure(base: str, reps: int, journal: bool) -> Dict[str, Tuple[float, float
     return found
 
 
+def _renamer(root: str, how: str) -> Op:
+    """A rename back and forth of d/a00000.md in `root`, made `how`: by the bare store alone, by the handler over it,
+    by the handler as an application makes it (access records), and that with the change journal made."""
+    from refmem import MemoryHandler
+    from refmem.directory import Directory
+    from refmem.paths import parse_path
+
+    _folder_with(root, 1, "a")
+    if how == "store":
+        store = Directory(root)
+        names = [parse_path(f"/memories/d/{stem}00000.md") for stem in ("a", "b")]
+        return lambda i: store.rename(names[i % 2], names[1 - i % 2])
+    handler = MemoryHandler(Directory(root)) if how == "handler, bare store" else MemoryHandler(root)
+    if how == "handler, journal made":
+        handler.store.changes_since(0)  # type: ignore[attr-defined]
+    inputs = [{"command": "rename", "old_path": f"/memories/d/{old}00000.md", "new_path": f"/memories/d/{new}00000.md"}
+              for old, new in (("a", "b"), ("b", "a"))]
+    return lambda i: handler.execute(inputs[i % 2])
+
+
+LAYERS = ("store", "handler, bare store", "handler, access records", "handler, journal made")
+
+
+def breakdown(base: str, reps: int) -> Dict[str, float]:
+    """Median CPU seconds of a rename made each way of LAYERS, and of the floor, all taking turns: what each layer
+    adds is the difference between neighbours."""
+    ways: Dict[str, Op] = {how: _renamer(tempfile.mkdtemp(dir=base), how) for how in LAYERS}
+    froot = tempfile.mkdtemp(dir=base)
+    fd = os.open(_folder_with(froot, 1, "a"), os.O_RDONLY | os.O_DIRECTORY)
+
+    def floor(i: int) -> object:
+        old, new = ("a", "b") if i % 2 == 0 else ("b", "a")
+        os.rename(f"{old}00000.md", f"{new}00000.md", src_dir_fd=fd, dst_dir_fd=fd)
+        os.fsync(fd)
+        return None
+
+    ways["floor"] = floor
+    order = list(ways)
+    samples: Dict[str, List[float]] = {name: [] for name in order}
+    clock = time.process_time
+    for i in range(20):
+        for op in ways.values():
+            op(i)
+    gc.collect()
+    gc.disable()
+    try:
+        for i in range(20, 20 + reps):
+            turn = order[i % len(order):] + order[: i % len(order)]
+            for name in turn:
+                started = clock()
+                ways[name](i)
+                samples[name].append(clock() - started)
+    finally:
+        gc.enable()
+        os.close(fd)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
 def _us(seconds: float) -> str:
     return f"{seconds * 1e6:.1f} µs"
 
@@ -154,6 +212,16 @@ def main_section(base: str, quick: bool, disk: Optional[str] = None) -> str:
                     lines.append(f"| {name} | {where} | {_us(mine)} | {'made' if journal else 'none'} | "
                                  f"{_us(floor)} | {_us(mine - floor)} | {mine / floor:.2f}x | {target} | "
                                  f"{'yes' if met else 'no'} |")
+        lines += ["", f"Where a rename's CPU goes, on {places[0][0]}: each way of making it, all taking turns "
+                  f"(median of {reps:,}); a row's cost over the row above is what its layer adds.", "",
+                  "| made by | CPU a rename | over the row above | over the floor |", "|---|---|---|---|"]
+        layers = breakdown(places[0][1], reps)
+        previous = layers["floor"]
+        lines.append(f"| the floor (renameat, fsync) | {_us(previous)} | | |")
+        for how in LAYERS:
+            lines.append(f"| {how} | {_us(layers[how])} | {_us(layers[how] - previous)} | "
+                         f"{_us(layers[how] - layers['floor'])} |")
+            previous = layers[how]
     finally:
         for _where, folder in places:
             shutil.rmtree(folder, ignore_errors=True)

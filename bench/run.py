@@ -35,8 +35,8 @@ import time
 import tracemalloc
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
-from . import growth as scaling
 from . import cpu, impls, stores
+from . import growth as scaling
 
 NAMES = ("refmem", "sdk", "floor")
 FIRST_VIEW = "refmem, first view"

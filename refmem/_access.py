@@ -58,17 +58,9 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, 
 from . import _access_log as moves
 from . import _kernel as kernel
 from . import problems
-from ._bookkeeping import (
-    ACCESS_DIR,
-    Walker,
-    names,
-    open_folder,
-    put_record,
-    read_record,
-    remove_record,
-    set_record_time,
-)
+from ._bookkeeping import ACCESS_DIR, Walker, open_folder
 from ._kernel import Dir
+from ._records import names, put_record, read_record, remove_record, set_record_time
 from .problems import FsProblem, OsFailure
 
 RootLike = Union[Walker, str, "os.PathLike[str]"]

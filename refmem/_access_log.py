@@ -28,10 +28,12 @@ from typing import Callable, Dict, Iterable, List, Optional, Tuple
 
 from . import _kernel as kernel
 from . import problems
-from ._bookkeeping import MOVES_NAME, open_single, remove_record
+from ._bookkeeping import MOVES_NAME
 from ._changes import json_string
 from ._handles import FILE_MODE, READ_FLAGS
 from ._kernel import Dir
+from ._records import remove_record
+from ._single import open_single
 from .paths import ROOT
 
 COMPACT_BYTES = 64 * 1024  # the log is compacted past this size (or twice its last compacted size)

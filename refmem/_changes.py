@@ -50,9 +50,10 @@ import time
 from typing import Iterable, Iterator, Optional, Set, Tuple
 
 from . import problems
-from ._bookkeeping import BOOKKEEPING_DIR, CHANGES_NAME, Walker, open_folder, open_single
+from ._bookkeeping import BOOKKEEPING_DIR, CHANGES_NAME, Walker, open_folder
 from ._handles import Identity, identity
 from ._kernel import Dir
+from ._single import open_single
 from .paths import ROOT
 from .problems import OsFailure
 from .store_protocol import Changes
@@ -125,8 +126,13 @@ class Journal:
         return self._dir
 
     def _moved(self) -> bool:
-        """The `.refmem` held open is no longer the root's (removed, or another put in its place)."""
-        with self._root.walk(()) as top:
+        """The `.refmem` held open is no longer the root's (removed, or another put in its place). One look in the
+        root's own folder: a removed root has no `.refmem` either, and the fresh walk that follows says so."""
+        top = getattr(self._root, "top", None)
+        if top is None:
+            with self._root.walk(()) as top:
+                now = top.lstat(BOOKKEEPING_DIR)
+        else:
             now = top.lstat(BOOKKEEPING_DIR)
         return now is None or identity(now) != self._dir_identity
 
@@ -155,19 +161,23 @@ class Journal:
         if opened is None:
             yield None
             return
-        fd, info = opened
+        fd = opened[0]
         try:
-            size = info.st_size
-            if identity(info) != self._checked:
-                header = self._header(fd)
-                if header is None or header[1] != boot_identity():
-                    size = self._start(fd, None if header is None else header[0] + size)
-                self._checked = identity(info)
-            yield fd, size
+            yield fd, self._ready(*opened)
         except OSError as error:
             raise problems.os_failure(error) from None
         finally:
             os.close(fd)
+
+    def _ready(self, fd: int, info: os.stat_result) -> int:
+        """The size of the journal open as `fd`, started over first unless its header is of this boot."""
+        size = info.st_size
+        if identity(info) != self._checked:
+            header = self._header(fd)
+            if header is None or header[1] != boot_identity():
+                size = self._start(fd, None if header is None else header[0] + size)
+            self._checked = identity(info)
+        return size
 
     @staticmethod
     def _header(fd: int) -> Optional[Tuple[int, str, int]]:
@@ -198,15 +208,21 @@ class Journal:
     def append(self, paths: Iterable[str]) -> None:
         """Record that `paths` are about to change (call under the write lock, before the change), when
         there is a journal: one is made by the first reader (`since`)."""
-        with self._opened(create=False) as opened:
-            if opened is None:
-                return
-            fd, size = opened
+        opened = self._open(create=False)  # as `_opened`, without its generator: every mutation comes here
+        if opened is None:
+            return
+        fd = opened[0]
+        try:
+            size = self._ready(*opened)
             line = encode(paths)
             if size + len(line) > MAX_BYTES:
                 header = self._header(fd)
                 self._start(fd, None if header is None else header[0] + size)
             _write(fd, line)
+        except OSError as error:
+            raise problems.os_failure(error) from None
+        finally:
+            os.close(fd)
 
     def since(self, generation: int) -> Changes:
         """The paths recorded after `generation` and the generation to ask from next (see Changes). The

@@ -18,14 +18,15 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+from types import ModuleType
 from typing import Callable, ContextManager, Iterator, List, Optional, Tuple, Union
 
 from . import _kernel as kernel
 from . import _tree as tree
 from . import problems
-from ._bookkeeping import BOOKKEEPING_DIR, LOCK_NAME, TENANTS_DIR, WriteLock
+from ._bookkeeping import BOOKKEEPING_DIR, LOCK_NAME, WriteLock
 from ._kernel import Dir
-from ._optional import optional_module
+from ._optional import optional_module, required_module
 from .messages import TENANT_NESTED
 from .paths import VirtualPath
 from .problems import DIR, FILE, FsProblem, Missing, OsFailure, TooBig
@@ -142,7 +143,7 @@ class Directory:
         if checked is not None:
             parent = top
             try:
-                top = _open_tenant(parent, checked)
+                top = _tenants().open_tenant(parent, checked)
             finally:
                 parent.close()
         self._open(top, checked)
@@ -168,7 +169,7 @@ class Directory:
         the caller closes it."""
         if self.tenant is not None:
             raise TenantError(TENANT_NESTED)
-        return self._like(_open_tenant(self.dir, tenant_name(tenant)), tenant)
+        return self._like(_tenants().open_tenant(self.dir, tenant_name(tenant)), tenant)
 
     def _like(self, top: kernel.RootDir, tenant: str) -> Directory:
         """A store of this kind, with this one's settings, over the opened `top`."""
@@ -433,27 +434,9 @@ def _open_file(folder: Dir, path: VirtualPath, refuse_hard_links: bool) -> OpenF
     return OpenFile(*kernel.open_regular(folder, path.name, refuse_hard_links))
 
 
-def _open_tenant(parent: kernel.RootDir, tenant: str) -> kernel.RootDir:
-    """`.refmem/tenants/<tenant>` below `parent`, made if missing, opened as a root of its own.
-
-    The folder is reached by the parent's walk (never through a link, never outside the parent),
-    then opened by its host path as a root and accepted only if it is that very folder (device and
-    inode): a folder swapped for a link in between is refused, not followed. Anything but folders
-    on the way is OsFailure("bookkeeping").
-    """
-    try:
-        with parent.walk((BOOKKEEPING_DIR, TENANTS_DIR, tenant), create=True) as folder:
-            expected = folder.identity()
-    except (problems.ParentNotDir, problems.Escaped, Missing):
-        raise OsFailure("bookkeeping") from None
-    opened = kernel.RootDir(os.path.join(parent.real, BOOKKEEPING_DIR, TENANTS_DIR, tenant), parent.portable, False)
-    try:
-        if opened.top.identity() != expected:
-            raise OsFailure("bookkeeping")
-    except BaseException:
-        opened.close()
-        raise
-    return opened
+def _tenants() -> ModuleType:
+    """`_tenants.py`, which only a store with tenants needs (D-VENDOR-SET)."""
+    return required_module("_tenants", "a tenant's own folder (tenant=...)")
 
 
 def _as_store(root: Directory) -> Store:

@@ -19,8 +19,8 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Set, Tu
 from . import _kernel as kernel
 from . import _tree as tree
 from ._access import AccessTracker, Record, virtual_path
-from ._bookkeeping import names, remove_record
 from ._kernel import Dir
+from ._records import names, remove_record
 from .paths import RESERVED_PREFIX
 from .problems import FsProblem, OsFailure
 from .tracked import TrackedDirectory

@@ -22,24 +22,9 @@ What every store promises
 * Folders exist on their own: an empty folder stays until deleted; listing order is by name (code
   point order), depth first; sizes are bytes; a folder's size is not shown.
 
-The six commands need `Store` and nothing else; what only some deployments read is an optional
-protocol a store may also implement: `ChangeJournal` (OpenClaw's index), `AccessRecords` (expiry),
-`TenantStore` (tenants) and `VersionedStore` (history). The filesystem store `directory.Directory` is
-`Store` alone; `tracked.TrackedDirectory` adds the journal and the access records over it.
-
-Construction
-------------
-A store is made for one tenant or for none (`tenant=None`, the default namespace). Tenant names are
-checked by `tenant_name` (the same rule for every store), so two accepted names never collide on any
-filesystem or database. `for_tenant(name)` (`TenantStore`) gives a store of the same kind for that
-tenant; a store never shows one tenant's memories to another.
-
-History (optional)
-------------------
-A store may also keep history (`VersionedStore`: the SQL stores do, the filesystem store does not,
-D-STORE-HISTORY-FS): the content each change replaced or removed, `history(path)`, `restore(path, number)`
-and a conditional `write(path, data, expected_sha256)`. The handler names the command its mutations
-belong to with `acting(command)` where a store has it, and needs nothing else of it.
+The six commands need `Store` and nothing else; what only some deployments read is an optional protocol:
+`ChangeJournal` (OpenClaw's index), `AccessRecords` (expiry), `TenantStore` (tenants, named by `tenant_name`;
+D-STORE-TENANT) and `VersionedStore` (history, D-STORE-HISTORY).
 """
 
 from __future__ import annotations
@@ -166,9 +151,7 @@ class Store(Protocol):
 
 @runtime_checkable
 class ChangeJournal(Protocol):
-    """A store that says what changed (the filesystem store's `tracked.TrackedDirectory`, the database stores):
-    an optional
-    capability, not part of `Store`. OpenClaw's search index reads it; without it the index rescans."""
+    """A store that says what changed: OpenClaw's search index reads it; without it the index rescans."""
 
     def changes_since(self, generation: int) -> Changes:
         """The paths changed since `generation` (a value an earlier call returned; 0 to start), and the
@@ -178,8 +161,7 @@ class ChangeJournal(Protocol):
 
 @runtime_checkable
 class AccessRecords(Protocol):
-    """A store that remembers when each file was last used (D-EXPIRY: `refmem prune`): an optional capability,
-    not part of `Store`. The handler reports a view's use where a store has it."""
+    """A store that remembers when each file was last used (D-EXPIRY); the handler reports each view's use."""
 
     def record_use(self, path: VirtualPath, opened: ReadFile) -> None:
         """The file just read through `opened` was used now (D-EXPIRY: a view). Never raises for a
@@ -193,8 +175,7 @@ class AccessRecords(Protocol):
 
 @runtime_checkable
 class TenantStore(Protocol):
-    """A store that keeps several tenants' memories apart (D-STORE-TENANT): an optional capability, not part of
-    `Store`. A handler made with `tenant=` over a store object asks it for that tenant's store."""
+    """A store that keeps several tenants' memories apart (D-STORE-TENANT)."""
 
     def for_tenant(self, tenant: str) -> Store:
         """A store of the same kind over `tenant`'s memories (checked by `tenant_name`); the caller
@@ -217,7 +198,7 @@ class Version(NamedTuple):
 
 @runtime_checkable
 class VersionedStore(Protocol):
-    """A store that keeps history: an optional capability, not part of `Store` (D-STORE-HISTORY)."""
+    """A store that keeps history (D-STORE-HISTORY)."""
 
     def acting(self, command: str) -> ContextManager[None]:
         """The mutations inside the block are the tool's `command` (what a version says did it)."""
@@ -240,8 +221,7 @@ class VersionedStore(Protocol):
 
 @runtime_checkable
 class PrunableStore(Protocol):
-    """A store that removes its unused memories itself (the database stores, D-STORE-SQL-PRUNE; the filesystem
-    store's is `refmem.prune`, over its directory): an optional capability, not part of `Store`."""
+    """A store that removes its unused memories itself (D-STORE-SQL-PRUNE)."""
 
     def prune(self, cutoff: float, dry_run: bool = False) -> Tuple[List[str], int]:
         """The files last used before `cutoff` (seconds since the epoch) removed, then the folders that left
@@ -251,8 +231,7 @@ class PrunableStore(Protocol):
 
 @runtime_checkable
 class ErasableStore(Protocol):
-    """A store that can remove one tenant whole (the database stores, D-STORE-SQL-ERASE): the deployer's
-    offboarding, an optional capability, not part of `Store`. A directory's tenant is its folder: removed with it."""
+    """A store that can remove one tenant whole (D-STORE-SQL-ERASE)."""
 
     def erase(self) -> Tuple[int, int]:
         """Every memory, kept version and change of this store's tenant deleted, nothing kept to restore:
@@ -275,14 +254,9 @@ class TenantError(ValueError):
 
 
 def tenant_name(raw: object) -> str:
-    """`raw` if it is an accepted tenant name, else TenantError.
-
-    One canonical spelling only: 1 to 63 characters of lower-case ASCII letters, digits, `-` and `_`,
-    starting with a letter or a digit. So no two accepted names are equal once case is folded or
-    Unicode normalised, none holds a separator, a dot, a NUL or anything a filesystem or SQL would
-    read differently, and none is a Windows device name. Applications map their own user IDs (e-mail
-    addresses, UUIDs with capitals) onto this, for instance with a hash.
-    """
+    """`raw` if it is an accepted tenant name, else TenantError. One canonical spelling, so that no two accepted
+    names are equal once case is folded or Unicode normalised, and none is read differently by a filesystem or SQL
+    (D-STORE-TENANT)."""
     if not isinstance(raw, str):
         raise TenantError(TENANT_TYPE)
     if not _TENANT.fullmatch(raw):
