@@ -12,7 +12,12 @@ import importlib
 from types import ModuleType
 from typing import Optional
 
-from .messages import MODULE_NOT_COPIED
+# A feature whose module a vendored copy left out (refmem._optional, D-VENDOR-SET): told to the application when it
+# asks for the feature, never a ModuleNotFoundError from inside.
+MODULE_NOT_COPIED = (
+    "{feature} needs the module {module}, which is not part of this copy of refmem: copy {file} beside the others "
+    "(docs/vendoring.md lists what each feature adds)"
+)
 
 
 class MissingModule(ImportError):

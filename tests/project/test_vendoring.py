@@ -22,7 +22,7 @@ PACKAGE = REPO / "refmem"
 DOC = REPO / "docs" / "vendoring.md"
 CASES = REPO / "conformance" / "cases"
 COPY = "vendoredmem"  # a package name that is not refmem: the copy must import only itself
-MOST_LINES = 4300  # docs/vendoring.md: past this, growth is a decision to write down, not an accident
+MOST_LINES = 4100  # docs/vendoring.md: past this, growth is a decision to write down, not an accident
 
 
 def vendored_files() -> List[str]:
@@ -110,6 +110,7 @@ print(type(handler.store).__name__)
         ('content_policy="reject"', "policy"),
         ("track_access=True", "tracked"),
         ("portable_walk=True", "_portable"),
+        ('tenant="alice"', "_tenants"),
     ],
 )
 def test_a_feature_whose_module_was_not_copied_is_refused_naming_it(
