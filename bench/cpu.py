@@ -144,6 +144,12 @@ def _renamer(root: str, how: str) -> Op:
 
 
 LAYERS = ("store", "handler, bare store", "handler, access records", "handler, journal made")
+LABELS = {
+    "store": "the bare store (`Directory.rename`)",
+    "handler, bare store": "the handler over the bare store",
+    "handler, access records": "the handler as made (access records; no journal yet)",
+    "handler, journal made": "the same with the journal made",
+}
 
 
 def breakdown(base: str, reps: int) -> Dict[str, float]:
@@ -185,9 +191,9 @@ def _us(seconds: float) -> str:
     return f"{seconds * 1e6:.1f} µs"
 
 
-def main_section(base: str, quick: bool, disk: Optional[str] = None) -> str:
+def main_section(base: str, quick: bool, disk: Optional[str] = None, reps: Optional[int] = None) -> str:
     """The table (markdown) of one run: every operation, on tmpfs and on disk, both configurations."""
-    reps = 600 if quick else 6000
+    reps = reps or (600 if quick else 6000)
     places = []
     if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK):
         places.append(("tmpfs", tempfile.mkdtemp(prefix="refmem-cpu-", dir="/dev/shm")))
@@ -219,7 +225,7 @@ def main_section(base: str, quick: bool, disk: Optional[str] = None) -> str:
         previous = layers["floor"]
         lines.append(f"| the floor (renameat, fsync) | {_us(previous)} | | |")
         for how in LAYERS:
-            lines.append(f"| {how} | {_us(layers[how])} | {_us(layers[how] - previous)} | "
+            lines.append(f"| {LABELS[how]} | {_us(layers[how])} | {_us(layers[how] - previous)} | "
                          f"{_us(layers[how] - layers['floor'])} |")
             previous = layers[how]
     finally:

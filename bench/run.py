@@ -3,8 +3,9 @@
 Run ``python -m bench`` (full, a few minutes) or ``python -m bench --quick`` (CI, well under 30 s).
 It prints one table; a full run also writes ``bench/results.md`` (a quick run, or one of some scenarios
 with ``--only``, writes nothing unless ``--out`` says where, so it never replaces the committed full-run
-figures). ``--only stores`` runs the stores under concurrent clients (bench/stores.py), which the default
-run leaves out.
+figures). ``--only stores`` runs the stores under concurrent clients (bench/stores.py), and ``--only cpu`` the
+filesystem store's CPU per operation against the bare durable operation (bench/cpu.py); the default run leaves
+both out.
 
 Method
 ------
