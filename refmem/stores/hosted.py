@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import unicodedata
-from typing import Any, Iterator, Optional
+from typing import Any, BinaryIO, Iterator, Optional, Tuple
 
 from ..paths import VirtualPath
 from ..problems import DIR, OsFailure
@@ -136,6 +136,31 @@ class HostedStore:
 
     def for_tenant(self, tenant: str, *args: Any, **kwargs: Any) -> HostedStore:
         return HostedStore(self.store.for_tenant(tenant, *args, **kwargs))
+
+
+def export_refusals(source: BinaryIO, limit: int = 1 << 21) -> Iterator[Tuple[str, str]]:
+    """(path, D-IO reason) for each folder, file or version of a tenant's export (docs/tenant-export.md, read line by
+    line, at most `limit` bytes a line) that a hosted store would refuse; none for a tenant that can be exported to
+    one unchanged. Lines that are not records of the format are the import's to refuse (`transfer.import_tenant`),
+    and are passed over here."""
+    import json
+
+    for raw in iter(lambda: source.readline(limit), b""):
+        try:
+            record = json.loads(raw)
+        except ValueError:
+            continue
+        if not isinstance(record, dict) or record.get("type") not in ("folder", "file", "version"):
+            continue
+        key = record.get("path")
+        if not isinstance(key, str):
+            continue
+        refusal = path_refusal(VirtualPath(tuple(key.split("/"))))
+        size = record.get("size")
+        if refusal is None and isinstance(size, int) and size > MAX_CONTENT_BYTES:
+            refusal = "hosted_size"
+        if refusal is not None:
+            yield key, refusal
 
 
 def hosted(store: Any) -> HostedStore:

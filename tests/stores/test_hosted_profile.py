@@ -155,3 +155,27 @@ def test_a_hosted_store_s_tenants_are_hosted_too(tmp_path: pathlib.Path) -> None
     alice.close()
     handler.close()
     store.close()
+
+
+def test_an_export_says_what_a_hosted_store_would_refuse(tmp_path: pathlib.Path) -> None:
+    """A tenant made under the profile exports with nothing to refuse; one made outside it is named path by path."""
+    import io
+
+    from refmem.stores.hosted import export_refusals
+    from refmem.stores.transfer import export_tenant
+
+    plain = _sqlite(tmp_path)("alice")
+    handler = MemoryHandler(hosted(plain))
+    assert not handler.execute({"command": "create", "path": "/memories/a/b.md", "file_text": "x"}).is_error
+    assert not handler.execute({"command": "str_replace", "path": "/memories/a/b.md", "old_str": "x",
+                                "new_str": "y" * 100_000}).is_error
+    out = io.BytesIO()
+    export_tenant(plain, out)
+    assert list(export_refusals(io.BytesIO(out.getvalue()))) == []
+    plain.write(VirtualPath(("cafe\u0301.md",)), b"x", None)
+    plain.write(VirtualPath(("big.md",)), b"x" * (MAX_CONTENT_BYTES + 1), None)
+    out = io.BytesIO()
+    export_tenant(plain, out)
+    assert list(export_refusals(io.BytesIO(out.getvalue()))) == [("big.md", "hosted_size"),
+                                                                 ("cafe\u0301.md", "hosted_path")]
+    plain.close()
