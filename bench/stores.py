@@ -23,6 +23,12 @@ Method
   UPDATE ...; COMMIT``), both on a table of the same key and no row-level security; SQLite's the same
   with ``sqlite3`` (``BEGIN IMMEDIATE``; WAL and synchronous=FULL as the store's); the filesystem's are
   the bench's ``os`` floor (bench/impls.py), which has every command.
+* PostgreSQL's edit against its durable floor (issue 30, ``python -m bench.stores [ROUNDS]``, `measure_durable`):
+  the floor is a hand-written transaction on psycopg doing what one edit must (`DurableFloor`: BEGIN; the tenant's
+  advisory lock and the file's locked read in one statement; the write, the version row with its SHA-256 and the
+  journal line with the tenant's next generation in one; COMMIT: four round trips, as refmem's edit), beside refmem's
+  str_replace, at 1, 4 and 16 clients, over the Unix socket and over TCP on localhost of one throwaway cluster
+  (`TcpCluster`), in one run; target: refmem's median <= 1.3x the floor's.
 * The PostgreSQL cluster is the tests' throwaway one (tests/postgres_support.py: a Unix socket,
   ``fsync=off``) unless REFMEM_CONFORMANCE_POSTGRES names a server; its rows are skipped, saying why,
   where no cluster can be started. PostgreSQL commits do not reach the disk there, SQLite's and the
@@ -192,6 +198,8 @@ class SqlFloor(Client):
 
 
 def open_client(store: str, side: str, where: str, tenant: str) -> Client:
+    if side.startswith(DURABLE):  # PostgreSQL's edit against its durable floor (`measure_durable`)
+        return _durable_client(side[len(DURABLE):], where, tenant)
     if side == "refmem":
         return HandlerClient(store, where, tenant)
     if store == "filesystem":
@@ -628,3 +636,207 @@ def main_section(base: str, quick: bool) -> str:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return "## The stores under concurrent clients\n\n" + markdown(report)
+
+
+# --- PostgreSQL's edit against its durable floor, over the Unix socket and over TCP (issue 30, decision 1) ---------
+
+DURABLE = "durable-"
+"""A side's prefix (`open_client`): refmem's edit or its durable floor, in `measure_durable`."""
+DURABLE_TARGET = 1.3
+"""The most refmem's PostgreSQL str_replace median may be, as a multiple of its durable floor's (issue 30)."""
+DURABLE_TABLES = (
+    'CREATE TABLE floor_tenants (tenant TEXT COLLATE "C" PRIMARY KEY, generation BIGINT NOT NULL)',
+    'CREATE TABLE floor_nodes (tenant TEXT COLLATE "C" NOT NULL, path TEXT COLLATE "C" NOT NULL, data BYTEA,'
+    " version BIGINT NOT NULL, PRIMARY KEY (tenant, path))",
+    'CREATE TABLE floor_versions (tenant TEXT COLLATE "C" NOT NULL, path TEXT COLLATE "C" NOT NULL,'
+    " number BIGINT NOT NULL, sha256 TEXT NOT NULL, data BYTEA NOT NULL, PRIMARY KEY (tenant, path, number))",
+    'CREATE TABLE floor_changes (tenant TEXT COLLATE "C" NOT NULL, generation BIGINT NOT NULL,'
+    ' path TEXT COLLATE "C" NOT NULL)',
+    "CREATE INDEX floor_changes_by_generation ON floor_changes (tenant, generation)",
+)
+"""The floor's tables: what an edit must touch (the file, its tenant's generation, the version row, the journal
+line), keyed as refmem's are, with no row-level security and no bookkeeping refmem keeps beyond that."""
+
+
+class DurableFloor(Client):
+    """What one edit must do, hand-written on psycopg (issue 30): BEGIN; the tenant's lock and the locked read of the
+    file (one statement, as a careful hand-written transaction sends it); the write, the version row with its SHA-256
+    (computed by the server, from the bytes replaced) and the journal line with the tenant's next generation (one
+    statement); COMMIT. Four round trips, as refmem's edit."""
+
+    commands = ("str_replace",)
+
+    def __init__(self, where: str, tenant: str) -> None:
+        import hashlib
+
+        from refmem.stores.postgres import connect
+
+        self.db: Any = connect(where)
+        self.tenant = tenant
+        self.key = int.from_bytes(hashlib.sha256(f"floor\0{tenant}".encode()).digest()[:8], "big", signed=True)
+        self.read = ("SELECT data, version FROM floor_nodes WHERE tenant = %s AND path = %s"
+                     " AND (SELECT pg_advisory_xact_lock(%s)) IS NOT NULL FOR UPDATE")
+        self.write = (
+            "WITH advanced AS (UPDATE floor_tenants SET generation = generation + 1 WHERE tenant = %s"
+            " RETURNING generation),"
+            " journal AS (INSERT INTO floor_changes (tenant, generation, path)"
+            " SELECT %s, generation, %s FROM advanced),"
+            " kept AS (INSERT INTO floor_versions (tenant, path, number, sha256, data)"
+            " SELECT n.tenant, n.path, a.generation, encode(sha256(n.data), 'hex'), n.data"
+            " FROM floor_nodes n, advanced a WHERE n.tenant = %s AND n.path = %s)"
+            " UPDATE floor_nodes SET data = %s, version = (SELECT generation FROM advanced)"
+            " WHERE tenant = %s AND path = %s"
+        )
+        self.cursor = self.db.cursor()
+
+    def setup(self, files: int) -> None:
+        self.db.execute("BEGIN")
+        self.db.execute("INSERT INTO floor_tenants (tenant, generation) VALUES (%s, 1)", (self.tenant,))
+        for i in range(files):
+            self.db.execute("INSERT INTO floor_nodes (tenant, path, data, version) VALUES (%s, %s, %s, 1)",
+                            (self.tenant, f"f{i:04d}.md", body().encode()))
+        self.db.execute("COMMIT")
+
+    def execute(self, tool_input: Dict[str, Any]) -> object:
+        path = tool_input["path"][len("/memories/"):]
+        cursor = self.cursor
+        cursor.execute("BEGIN ISOLATION LEVEL READ COMMITTED")
+        data = bytes(cursor.execute(self.read, (self.tenant, path, self.key)).fetchone()[0])
+        text = data.decode().replace(tool_input["old_str"], tool_input["new_str"], 1)
+        tenant = self.tenant
+        cursor.execute(self.write, (tenant, tenant, path, tenant, path, text.encode(), tenant, path))
+        cursor.execute("COMMIT")
+        return None
+
+    def close(self) -> None:
+        self.db.close()
+
+
+class EditClient(HandlerClient):
+    """refmem's handler over the PostgreSQL store, measuring str_replace only (the durable floor's one command)."""
+
+    commands = ("str_replace",)
+
+
+def _durable_client(side: str, where: str, tenant: str) -> Client:
+    return EditClient("postgresql", where, tenant) if side == "refmem" else DurableFloor(where, tenant)
+
+
+def prepare_durable(dsn: str) -> None:
+    """refmem's schema and the floor's tables, fresh, in the bench's schema."""
+    from refmem.stores.postgres import connect, migrate
+
+    migrate(dsn)
+    db = connect(dsn)
+    try:
+        for table in ("floor_changes", "floor_versions", "floor_nodes", "floor_tenants"):
+            db.execute(f"DROP TABLE IF EXISTS {table}")
+        for statement in DURABLE_TABLES:
+            db.execute(statement)
+    finally:
+        db.close()
+
+
+class TcpCluster:
+    """The tests' throwaway cluster (tests/postgres_support.py), listening on TCP on localhost too (a free port),
+    so the same server is reached over its Unix socket and over TCP in one run."""
+
+    def __init__(self) -> None:
+        import socket
+
+        from tests import postgres_support
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        cluster = postgres_support.Cluster()
+        port = self.port
+
+        def start_server() -> None:
+            options = (f"-k {cluster.socket} -c listen_addresses='127.0.0.1' -p {port} -c fsync=off"
+                       " -c max_connections=100")
+            cluster._run(str(postgres_support.BIN / "pg_ctl"), "-D", str(cluster.data), "-l", str(cluster.log),
+                         "-o", options, "-w", "start")
+
+        plain_dsn = cluster.dsn
+
+        def dsn(user: str = postgres_support.APP_ROLE, options: str = "",
+                database: str = postgres_support.DATABASE) -> str:
+            return f"{plain_dsn(user, options, database)} port={port}"  # the socket's name is the port's
+
+        cluster._start_server = start_server  # type: ignore[method-assign]
+        cluster.dsn = dsn  # type: ignore[method-assign]
+        cluster.start()
+        self.cluster = cluster
+
+    def dsns(self, schema: str) -> Dict[str, str]:
+        """The application's DSN over `schema`, by the Unix socket and by TCP on localhost."""
+        from tests.postgres_support import APP_ROLE, DATABASE
+
+        with self.cluster.admin() as connection:
+            connection.execute(f"CREATE SCHEMA IF NOT EXISTS {schema} AUTHORIZATION {APP_ROLE}")
+        options = f" options='-c search_path={schema}'"
+        return {
+            "unix": f"host={self.cluster.socket} port={self.port} dbname={DATABASE} user={APP_ROLE}{options}",
+            "tcp": f"host=127.0.0.1 port={self.port} dbname={DATABASE} user={APP_ROLE}{options}",
+        }
+
+    def stop(self) -> None:
+        self.cluster.stop()
+
+
+def run_durable(where: str, side: str, clients: int, files: int, label: str) -> List[Phase]:
+    """`clients` processes of one side on `where`, each on tenant `<label>-c<n>`: their str_replace phases."""
+    return run_clients("postgresql", DURABLE + side, where, clients, files, label)["str_replace"]
+
+
+def measure_durable(rounds: int = 3, calls: int = 480, least: int = CALLS_PER_CLIENT,
+                    log: Callable[[str], None] = lambda line: None,
+                    clients: Sequence[int] = CLIENTS) -> Dict[Tuple[str, str, int], Figure]:
+    """refmem's str_replace and its durable floor at 1, 4 and 16 clients (`clients`) over both sockets, in one run of
+    `rounds` rounds, the sides taking turns at going first: (socket, side, clients) -> Figure. The server is a
+    throwaway cluster of its own (`TcpCluster`), the same one reached both ways."""
+    server = TcpCluster()
+    runs: Dict[Tuple[str, str, int], List[List[Phase]]] = {}
+    try:
+        dsns = server.dsns(f"refmem_durable_{os.getpid()}")
+        for round_ in range(rounds):
+            for count in clients:
+                for turn, (socket_name, dsn) in enumerate(dsns.items()):
+                    files = files_for(count, calls, least)
+                    sides = ("refmem", "floor") if (round_ + turn + count) % 2 else ("floor", "refmem")
+                    prepare_durable(dsn)
+                    for side in sides:
+                        began = time.perf_counter()
+                        label = f"r{round_}n{count}{socket_name}"
+                        runs.setdefault((socket_name, side, count), []).append(
+                            run_durable(dsn, side, count, files, label))
+                        log(f"  round {round_ + 1}: {socket_name} {side} x{count}: {time.perf_counter() - began:.1f} s")
+    finally:
+        server.stop()
+    return {key: figure(phases) for key, phases in runs.items()}
+
+
+def durable_markdown(figures: Dict[Tuple[str, str, int], Figure], rounds: int,
+                     clients: Sequence[int] = CLIENTS) -> str:
+    head = ["socket", "clients", "refmem median", "refmem p95", "refmem cmd/s", "floor median", "floor p95",
+            "floor cmd/s", "median ÷ floor", f"<= {DURABLE_TARGET:g}x", "error results"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for socket_name in ("unix", "tcp"):
+        for count in clients:
+            mine, floor = figures[(socket_name, "refmem", count)], figures[(socket_name, "floor", count)]
+            ratio = mine.median / floor.median
+            lines.append("| " + " | ".join([
+                socket_name, str(count), seconds(mine.median), seconds(mine.p95), rate(mine.throughput),
+                seconds(floor.median), seconds(floor.p95), rate(floor.throughput), f"{ratio:.2f}x",
+                verdict(ratio <= DURABLE_TARGET), str(mine.errors + floor.errors)]) + " |")
+    lines.append(f"\n{rounds} rounds, the sides taking turns at going first; {os.cpu_count()} CPUs, load average "
+                 f"{loadavg()} after.")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # python -m bench.stores [ROUNDS]: the durable floor's tables
+    chosen_rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    measured = measure_durable(chosen_rounds, log=lambda line: print(line, file=sys.stderr))
+    print("## PostgreSQL's str_replace against its durable floor, Unix socket and TCP\n")
+    print(durable_markdown(measured, chosen_rounds))

@@ -92,3 +92,26 @@ HISTORY_FAILED = "cannot read the history of {path}: {reason}"
 # Why a duration given to `refmem prune --older-than` was refused.
 DURATION_FORMAT = "invalid duration {text!r}: use a number and a unit (s, m, h, d, w), e.g. 30d or 1w2d"
 DURATION_NOT_POSITIVE = "invalid duration {text!r}: it must be longer than zero"
+
+# A tenant's export and import (refmem.stores.transfer, `refmem db export|import`; D-STORE-TRANSFER-*): told to the
+# operator, never naming a file or a location. `{line}` is the line of the file where the problem is.
+TRANSFER_NOT_FORMAT = (
+    "the file is not a refmem tenant export (its first line is not the header of format refmem-tenant): nothing was "
+    "imported"
+)
+TRANSFER_VERSION = "the export is of format version {found}; this refmem reads version {known}: nothing was imported"
+TRANSFER_BAD_LINE = "line {line} of the export is not a record this format has ({why}): nothing was imported"
+TRANSFER_TRUNCATED = "the export ends before its end record (a truncated copy?): nothing was imported"
+TRANSFER_AFTER_END = "line {line} of the export follows its end record: nothing was imported"
+TRANSFER_COUNTS = "the export's end record counts other records than it holds: nothing was imported"
+TRANSFER_NOT_EMPTY = (
+    "the tenant {tenant} already holds memories or versions: import into a fresh tenant, or give --replace to erase "
+    "it first (in the same transaction)"
+)
+TRANSFER_OVER_HISTORY = (
+    "the export keeps more history than this store's limits allow ({what}): nothing was imported"
+)
+TRANSFER_NEEDS_FILE = "db {action} needs a FILE (- for standard {stream})"
+TRANSFER_NEEDS_TENANT_STORE = "export and import need a database store (sqlite:///PATH.db or postgresql://...)"
+TRANSFER_EXPORTED = "exported the tenant {tenant}: {folders} folders, {files} files, {versions} versions"
+TRANSFER_IMPORTED = "imported into the tenant {tenant}: {folders} folders, {files} files, {versions} versions"

@@ -257,6 +257,12 @@ def _db(args: argparse.Namespace) -> int:
     location = args.store if args.store is not None else _store_from_environment()
     if location is None:
         return _fail(f"give --store postgresql://... or sqlite:///PATH (or set {_STORE_VARIABLE})")
+    if args.db_action in ("export", "import"):  # D-STORE-TRANSFER
+        from .transfer_cli import run as transfer
+
+        return transfer(location, args)
+    if args.file is not None or args.replace:
+        return _fail("FILE and --replace are for db export and db import")
     if args.db_action == "erase":
         return _erase(location, args)
     if args.db_action in ("check", "tenants"):
@@ -377,7 +383,10 @@ changes, in one transaction), with nothing kept to restore: a user's offboarding
 check reads the store and prints one line per problem (exit status 1) or that it is
 healthy (0): reachable, schema version, file modes (SQLite), row-level security and
 the application role's privileges (PostgreSQL; --app-role ROLE names the role).
-tenants lists every tenant: files, bytes, versions kept and what they count."""
+tenants lists every tenant: files, bytes, versions kept and what they count.
+export --tenant NAME FILE writes one tenant (memories and history) in the documented
+format (docs/tenant-export.md); import --tenant NAME FILE makes a fresh tenant of it
+(--replace: erase the tenant first), all or nothing."""
 
 _PRUNE_DESCRIPTION = """Remove the files under /memories that nobody viewed or changed for a while (a
 file's last use is the later of its recorded last view and its modification
@@ -474,8 +483,15 @@ def build_parser() -> argparse.ArgumentParser:
         _DB_DESCRIPTION, _db,
     )
     database.add_argument(
-        "db_action", choices=["init", "migrate", "erase", "check", "tenants"],
-        metavar="{init,migrate,erase,check,tenants}",
+        "db_action", choices=["init", "migrate", "erase", "check", "tenants", "export", "import"],
+        metavar="{init,migrate,erase,check,tenants,export,import}",
+    )
+    database.add_argument(
+        "file", nargs="?", metavar="FILE",
+        help="export, import: the tenant's export (docs/tenant-export.md); - for standard output or input",
+    )
+    database.add_argument(
+        "--replace", action="store_true", help="import: erase what the tenant holds first (same transaction)"
     )
     database.add_argument(
         "--store",
@@ -488,7 +504,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="PostgreSQL: grant this role (the application's, not the tables' owner) reading and writing refmem's "
         "rows and nothing more; check: the role whose privileges are checked",
     )
-    database.add_argument("--tenant", metavar="NAME", help="erase: the tenant to remove")
+    database.add_argument(
+        "--tenant", metavar="NAME", help="erase, export, import: the tenant (export, import: the default one if none)"
+    )
     database.add_argument("--yes", action="store_true", help="erase: yes, remove it, with nothing kept to restore")
 
     from .history_cli import register as register_history  # history, restore
@@ -503,6 +521,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _export_file(args: argparse.Namespace, extra: List[str]) -> bool:
+    """Whether `extra` is the FILE of `db export|import` given after options (`db export --store L --tenant T FILE`,
+    which argparse does not take as the optional positional it follows), then put in place."""
+    if getattr(args, "db_action", None) in ("export", "import") and args.file is None and len(extra) == 1:
+        if extra[0] == "-" or not extra[0].startswith("-"):
+            args.file = extra[0]
+            return True
+    return False
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Run one command; also the `refmem` console script.
 
@@ -512,7 +540,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     """
     try:
         try:
-            args = build_parser().parse_args(argv)
+            parser = build_parser()
+            args, extra = parser.parse_known_args(argv)
+            if extra and not _export_file(args, extra):
+                args = parser.parse_args(argv)  # says what is not recognised, and exits
             return int(args.func(args))
         finally:
             sys.stdout.flush()  # inside the try: a closed pipe is noticed here, not at exit

@@ -260,6 +260,10 @@ IO_REASONS: Dict[str, str] = {
     ),
     "quota_bytes": "the tenant's quota of bytes is used up",  # D-STORE-QUOTA
     "quota_files": "the tenant's quota of files is used up",  # D-STORE-QUOTA
+    "hosted_path": (  # D-HOSTED-PATH
+        "a hosted memory store keeps only paths of 1 to 20 names, in Unicode NFC, of at most 1,024 bytes"
+    ),
+    "hosted_size": "a hosted memory store keeps at most 102,400 bytes a file",  # D-HOSTED-SIZE
     "os": "operating system error",
 }
 

@@ -52,6 +52,10 @@ READS = "read"  # start reply: true when the adapter answers CMD_READ
 PATH = "path"  # read: the file, as the model names it (`/memories/...`)
 FOUND = "found"  # read reply: false when there is no such file
 CONTENT_BASE64 = "base64"  # read reply: the file's bytes, in base64
+CMD_COUNTS = "counts"  # optional request: the session's memory-tool commands so far, sent only to an adapter whose
+# start reply has COUNTS (D-SERVE-COUNTS); it changes nothing
+COUNTS = "counts"  # start reply: true when the adapter answers CMD_COUNTS; counts reply: {command: {outcome: n}}
+COUNTS_MS = "ms"  # counts reply: {command: milliseconds those commands took, summed}
 
 # --- reply fields -----------------------------------------------------------------------------
 

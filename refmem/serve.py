@@ -26,6 +26,7 @@ import os
 import pathlib
 import secrets
 import sys
+import time
 import traceback
 from typing import IO, Any, Callable, Dict, Iterator, Optional, Union
 
@@ -70,6 +71,8 @@ class Session:
         self.location: Optional[str] = None  # `serve --store LOCATION`: the one database (never shown)
         self.by_name = False  # `serve --store LOCATION --tenants-by-name`: the reset's tenant is the store's
         self.log: Optional[Callable[[str], None]] = None  # `serve --log-commands`: where a command's line goes
+        self.counts: Dict[str, Dict[str, int]] = {}  # memory-tool commands so far: {command: {outcome class: n}}
+        self.ms: Dict[str, float] = {}  # what they took, summed per command (D-SERVE-COUNTS)
 
 
 def _version() -> str:
@@ -106,6 +109,7 @@ def _start(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
         # tenant's memories are the store's own namespace (D-STORE-TENANT-FS)
         **({p.SHARE: True} if request.get(p.SHARE) is True else {}),
         p.TENANTS: True,
+        p.COUNTS: True,  # answers `counts` (D-SERVE-COUNTS)
     }
 
 
@@ -262,14 +266,39 @@ def _execute(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
     tool = request.get(p.TOOL, p.TOOL_MEMORY)
     if tool != p.TOOL_MEMORY:
         return _execute_openclaw(session, tool, request[p.INPUT])
+    started = time.monotonic()
     try:
         result = session.handler.execute(request[p.INPUT])
         output, is_error = result.output, result.is_error
         if not isinstance(output, str):
             raise TypeError("the handler's output is not a string")
     except Exception:  # noqa: BLE001 - the handler promises never to raise; a broken promise is a finding
+        _count(session, request[p.INPUT], "internal", time.monotonic() - started)
         return {p.OUTPUT: "", p.IS_ERROR: True, p.RAISED: traceback.format_exc()}
+    from .oplog import outcome_class
+
+    _count(session, request[p.INPUT], outcome_class(output, bool(is_error)), time.monotonic() - started)
     return {p.OUTPUT: output, p.IS_ERROR: bool(is_error)}
+
+
+def _count(session: Session, tool_input: object, outcome: str, seconds: float) -> None:
+    """One memory-tool command counted by its name (`unknown` for anything else: never the model's text) and its
+    outcome class (D-OPLOG's): a bounded table, whatever the session sends."""
+    from .oplog import command_name
+
+    command = command_name(tool_input)
+    by_outcome = session.counts.setdefault(command, {})
+    by_outcome[outcome] = by_outcome.get(outcome, 0) + 1
+    session.ms[command] = session.ms.get(command, 0.0) + seconds * 1000
+
+
+def _counts(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
+    """D-SERVE-COUNTS: the session's memory-tool commands since `start` (every reset's alike), by command and outcome
+    class, and the milliseconds they took per command; reading them changes nothing."""
+    return {
+        p.COUNTS: {command: dict(sorted(outcomes.items())) for command, outcomes in sorted(session.counts.items())},
+        p.COUNTS_MS: {command: round(ms, 3) for command, ms in sorted(session.ms.items())},
+    }
 
 
 def _workspace_options(options: Dict[str, Any]) -> Dict[str, Any]:
@@ -316,9 +345,10 @@ _COMMANDS: Dict[str, Callable[[Session, Dict[str, Any]], Dict[str, Any]]] = {
     p.CMD_RESET: _reset,
     p.CMD_EXECUTE: _execute,
     p.CMD_STOP: _stop,
+    p.CMD_COUNTS: _counts,
 }
 
-_NEEDS_START = frozenset(p.SEQUENCED_COMMANDS)
+_NEEDS_START = frozenset(p.SEQUENCED_COMMANDS + (p.CMD_COUNTS,))
 
 
 def _answer(session: Session, request: Any) -> Optional[Dict[str, Any]]:

@@ -26,7 +26,7 @@ PUBLIC_MODULES = {
     # features of the installed package
     "tracked", "policy", "expiry", "prune", "sdk", "serve", "protocol", "oplog",
     # the command line (`refmem`, `python -m refmem`) and its subcommands
-    "cli", "subcommands", "history_cli", "openclaw_cli", "mcp_cli", "terminal", "__main__",
+    "cli", "subcommands", "history_cli", "openclaw_cli", "mcp_cli", "transfer_cli", "terminal", "__main__",
     # packages
     "openclaw", "stores",
 }
