@@ -139,7 +139,8 @@ def summary(run: RunResult, stale: List[Dict[str, str]], strict: bool, violation
         shown = ", ".join(f"{key} {value}" for key, value in measured.items() if not isinstance(value, list))
         lines.append(f"  deployment {check}: {printable(shown)}")
     for entry in stale:
-        lines.append(f"  {'STALE' if strict else 'stale'} expectation {printable(entry['id'])!r}: matches no case")
+        why = entry.get("stale", "matches no case")
+        lines.append(f"  STALE expectation {printable(entry['id'])!r}: {printable(why)}")
     lines.extend("  " + printable(warning) for warning in run.warnings)
     suggestion = prefix_suggestion(run)
     if suggestion:
