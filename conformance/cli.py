@@ -1,8 +1,8 @@
 """`refmem-conformance` / `python -m refmem_conformance`: run, baseline, list, validate.
 
 Exit status is the verdict (figures.run_verdict): 0 safe and nothing unexpected; 1 not safe (whatever the
-expectations say), an unexpected failure under the profile, a cost finding, or with --strict an unexpected
-pass or a stale expectation; 2 a usage error, unreadable cases or expectations, or a target that cannot be
+expectations say), an unexpected failure under the profile, a cost finding, an unexpected pass or a stale
+expectation; 2 a usage error, unreadable or contradictory expectations, unreadable cases, or a target that cannot be
 used; 130 interrupted (after the reports of what ran are written, marked so).
 """
 
@@ -108,7 +108,9 @@ def _parser() -> argparse.ArgumentParser:
         "--timeout", type=float, default=DEFAULT_STEP_TIMEOUT, help="seconds per step (default %(default)s)"
     )
     parser.add_argument("--expectations", type=pathlib.Path, metavar="FILE", help="known deviations (JSON)")
-    parser.add_argument("--strict", action="store_true", help="an unexpected pass or a stale expectation fails the run")
+    parser.add_argument(
+        "--strict", action="store_true", help="kept for old command lines: a stale expectation always fails the run"
+    )
     parser.add_argument("--report-json", type=pathlib.Path, metavar="FILE")
     parser.add_argument("--junit", type=pathlib.Path, metavar="FILE")
     parser.add_argument("--markdown", type=pathlib.Path, metavar="FILE")
@@ -392,6 +394,9 @@ def _execute(
     entries = expect.load(args.expectations) if args.expectations and args.expectations.exists() else []
     if args.expectations and not args.expectations.exists() and args.command == "run":
         raise expect.ExpectationsError(f"{args.expectations}: no such file")
+    contradicting = expect.contradictions(entries, (case.id for case in cases))
+    if contradicting:
+        raise expect.ExpectationsError(f"{args.expectations}: " + "; ".join(contradicting))
     chosen = _selection(args).apply(cases)
     target, protocol_log = args.target, None
     if args.validate:
@@ -435,11 +440,11 @@ def _execute_on(
         error_prefix=args.error_prefix,
         stress=_stress(args),
         deployment=_deployment(args),
-        classify=lambda result: expect.classify(result, entries),
+        classify=lambda result: expect.classify(result, entries, args.profile),
         skipped=_skipped_by(entries),
     )
-    run.stale = [entry.as_dict() for entry in expect.stale(entries, (case.id for case in cases))]
-    run.warnings = list(warnings)
+    run.stale = expect.stale_after_run(entries, run.results, (case.id for case in cases), args.profile)
+    run.warnings = list(warnings) + expect.refused_warnings(run.results)
     if protocol_log is not None:
         run.target = args.target
         args.protocol_violations = _protocol_findings(protocol_log)
@@ -449,7 +454,7 @@ def _execute_on(
             else "1 message does not follow its schema" if count == 1
             else f"{count} messages do not follow their schemas"
         )
-        run.warnings = warnings + args.protocol_violations[:PROTOCOL_SHOWN] + [f"protocol (--validate): {verdict}"]
+        run.warnings = run.warnings + args.protocol_violations[:PROTOCOL_SHOWN] + [f"protocol (--validate): {verdict}"]
     return run, entries
 
 
@@ -579,7 +584,7 @@ def _baseline(
 ) -> int:
     """Write the expectations for today's failures; never an unsafe one (said, by ID and first finding, and
     the exit status says so too: a run that is not safe fails, whatever is recorded)."""
-    written, refused = expect.baseline(run.results, entries)
+    written, refused = expect.baseline(run.results, entries, args.profile)
     destination = args.output or args.expectations
     if destination is None:
         out.write(json.dumps(written, indent=2, ensure_ascii=False) + "\n")

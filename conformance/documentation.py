@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import pathlib
-from typing import Dict, FrozenSet
+from typing import Any, Dict, FrozenSet
 
 SENTENCES_FILE = pathlib.Path(__file__).resolve().parent / "documentation.json"
 
@@ -24,8 +24,8 @@ SUGGESTED_STRENGTHS: FrozenSet[str] = frozenset({"should", "consider"})
 
 
 @functools.lru_cache(maxsize=1)
-def sentences() -> Dict[str, Dict[str, str]]:
-    """ID -> {"section": ..., "strength": ..., "quote": ...}."""
+def sentences() -> Dict[str, Dict[str, Any]]:
+    """ID -> {"section": ..., "strength": ..., "quote": ..., and optionally "tested_by": [case IDs]}."""
     data = json.loads(SENTENCES_FILE.read_text(encoding="utf-8"))
     return {key: dict(value) for key, value in data["sentences"].items()}
 
@@ -38,7 +38,7 @@ def quote(cite: str) -> str:
 
 def strength(cite: str) -> str:
     """How strongly the documentation puts the sentence `cite`; empty when the ID is unknown or empty."""
-    return sentences().get(cite, {}).get("strength", "")
+    return str(sentences().get(cite, {}).get("strength", ""))
 
 
 def may_be_must(cite: str) -> bool:

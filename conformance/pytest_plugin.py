@@ -313,6 +313,8 @@ class ConformanceItem(pytest.Item):
         super().__init__(**kwargs)
         self.case = case
         self.index = index
+        self.checks: List[expect.Expectation] = []
+        """The expectations file's entries for single checks of this case (D-BASELINE-CHECK)."""
         for name in case_markers(case):
             self.add_marker(name)
 
@@ -323,7 +325,13 @@ class ConformanceItem(pytest.Item):
         )
         if result.status == SKIP:
             pytest.skip(result.reason)
+        stale = expect.stale_after_run(self.checks, [result], [self.case.id], session.profile)
+        if stale:  # a check entry whose check passes fails the test (D-BASELINE-STALE)
+            raise CaseFailed("\n".join(f"STALE expectation {entry['id']!r}: {entry['stale']}" for entry in stale))
         if result.status == FAIL:
+            expect.classify(result, self.checks, session.profile)
+            if result.outcome == "xfail":
+                pytest.xfail("expectations: " + (result.expectation or {}).get("reason", "known checks"))
             result.outcome = "fail"
             raise CaseFailed(describe_failure(result, _settings(self.config)["memory_full_diff"]))
 
@@ -403,6 +411,7 @@ class ConformanceCollector(pytest.Collector):
     def collect(self) -> Iterator[ConformanceItem]:
         for index, case in enumerate(self.cases, 1):
             item = ConformanceItem.from_parent(self, name=case.id, case=case, index=index)
+            item.checks = expect.checks_of(self.entries, case.id)
             entry = expect.find(self.entries, case.id)
             if entry is not None and entry.expect == "skip":
                 item.add_marker(pytest.mark.skip(reason=f"expectations: {entry.reason}"))
@@ -434,6 +443,9 @@ def pytest_collection_modifyitems(session: Any, config: Any, items: List[Any]) -
     )
     path = settings["memory_expectations"]
     entries = expect.load(pathlib.Path(path)) if path else []
+    contradicting = expect.contradictions(entries, (case.id for case in cases))
+    if contradicting:
+        raise pytest.UsageError(f"{path}: " + "; ".join(contradicting))
     config._memory_session = _Session(
         spec,
         settings["memory_timeout"],

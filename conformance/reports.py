@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, List
 
 from refmem_harness.visible import clip, log_safe, printable, redact, redact_secrets
 
-from . import excerpt
+from . import excerpt, traceability
 from .cases import source_label
 from .checks import Finding
 from .documentation import quote
@@ -139,7 +139,8 @@ def summary(run: RunResult, stale: List[Dict[str, str]], strict: bool, violation
         shown = ", ".join(f"{key} {value}" for key, value in measured.items() if not isinstance(value, list))
         lines.append(f"  deployment {check}: {printable(shown)}")
     for entry in stale:
-        lines.append(f"  {'STALE' if strict else 'stale'} expectation {printable(entry['id'])!r}: matches no case")
+        why = entry.get("stale", "matches no case")
+        lines.append(f"  STALE expectation {printable(entry['id'])!r}: {printable(why)}")
     lines.extend("  " + printable(warning) for warning in run.warnings)
     suggestion = prefix_suggestion(run)
     if suggestion:
@@ -263,6 +264,7 @@ def as_json(run: RunResult) -> Dict[str, Any]:
         "unsafe": unsafe_ids(run),
         "verdict": dict(zip(("exit", "why"), run_verdict(run, False))),
         "cases": [_case_dict(result) for result in run.results],
+        "documentation_coverage": traceability.coverage(run.results),
     }
 
 
@@ -563,6 +565,7 @@ def markdown(run: RunResult, title: str = "") -> str:
         lines += _deployment_table(run.deployment)
     lines += _matrix_table(run)
     lines += _feature_table(run)
+    lines += traceability.markdown_lines(run.results)
     lines += _unsafe_table([r for r in run.results if r.failed_in(SAFETY)])
     failed = [r for r in run.results if r.status == "fail" and matrix_family(r.case.id) is None]
     failed.sort(key=lambda r: (not r.failed_in(SAFETY), not r.failed_in(DOCUMENTED), _tier_order(r.case.tier)))

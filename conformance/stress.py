@@ -7,19 +7,21 @@ what it does while the tree changes under it. Every check runs in its own case d
 (the layout of CASE-FORMAT.md: the root beside the canary tree `outside/` and the sibling `memories_evil/`)
 with a fresh target, and each result is screened as a case's would be.
 
-A finding is `{"class": "safety" | "cost", "check": ID, "detail": LINE}`; no list entry means clean.
+A finding is `{"class": CLASS, "check": ID, "detail": LINE}`; no list entry means clean. The class is the one
+conformance/effects.py gives the finding's effect (`class_of`; cost for unbounded cost, safety for the others):
+this module names effects, never classes.
 
-| check | class | flagged when |
+| check | effect | flagged when |
 |---|---|---|
-| `memory-view-range` | cost | a 10-line `view_range` at the end of a 100 MB file (quick: 20 MB) peaks over the bound |
-| `memory-listing` | cost | a listing of a 10,000-entry folder peaks over the bound |
-| `growth-str-replace-size` | cost | str_replace of one occurrence: time grows clearly faster than the file |
-| `growth-str-replace-occurrences` | cost | str_replace of a repeated old_str: time grows faster than the count |
-| `growth-view-size` | cost | a 10-line view_range at a file's end: time grows clearly faster than the file |
-| `growth-listing` | cost | a listing: time grows clearly faster than the folder |
-| `output-size` | cost | any single result is longer than OUTPUT_BOUND characters |
-| `race-symlink-swap` | safety | see below |
-| (any check) | safety | canary, host path or traceback in a result; a hang; a crash; a change outside the root |
+| `memory-view-range` | unbounded cost | a 10-line `view_range` at a 100 MB file's end (quick: 20 MB) peaks too high |
+| `memory-listing` | unbounded cost | a listing of a 10,000-entry folder peaks over the bound |
+| `growth-str-replace-size` | unbounded cost | str_replace of one occurrence: time grows clearly faster than the file |
+| `growth-str-replace-occurrences` | unbounded cost | str_replace of a repeated old_str: time outgrows the count |
+| `growth-view-size` | unbounded cost | a 10-line view_range at a file's end: time grows clearly faster than the file |
+| `growth-listing` | unbounded cost | a listing: time grows clearly faster than the folder |
+| `output-size` | unbounded cost | any single result is longer than OUTPUT_BOUND characters |
+| `race-symlink-swap` | outside content shown, outside file changed | see below |
+| (any check) | as screened | canary, host path or traceback in a result; a hang; a crash; a change outside the root |
 
 The race: a separate process swaps a folder of the root with a link to `outside/` (renameat2
 RENAME_EXCHANGE on Linux, renames elsewhere) while every command kind runs through the folder; canary
@@ -65,8 +67,6 @@ from refmem_harness.targets import InProcessTarget, StepResult, Target
 
 from .effects import OUTSIDE_CHANGED, UNBOUNDED_COST, class_of
 from .screen import ScreenedRun
-
-SAFETY, COST = "safety", "cost"
 
 OUTPUT_BOUND = 100_000
 """Most characters one result may hold: more is not something a model's context should receive."""

@@ -16,6 +16,7 @@ import pathlib
 import re
 from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
+from . import traceability
 from .cases import CASES_DIR, GENERATED_SOURCE, generated_cases, read_case_files
 from .documentation import may_be_must, sentences, strength
 from .security.matrix import differences as matrix_differences
@@ -178,6 +179,7 @@ def validate(cases_dir: pathlib.Path = CASES_DIR, with_matrix: bool = True) -> T
     decisions = decision_ids()
     problems: List[str] = []
     ids: List[Tuple[str, str, str]] = []
+    raws: List[Dict[str, Any]] = []
     # "$schema" is required in this repository's own case files only, not in another --cases-dir
     expected_schema = schema_id() if cases_dir.resolve() == CASES_DIR.resolve() else None
     for path, doc in read_case_files(cases_dir):
@@ -187,6 +189,7 @@ def validate(cases_dir: pathlib.Path = CASES_DIR, with_matrix: bool = True) -> T
             if isinstance(case, dict) and isinstance(case.get("id"), str):
                 where = f"{path.name}: {case['id']}"
                 ids.append((case["id"], group or path.stem, where))
+                raws.append(case)
                 problems += _case_rules(case, where, decisions)
     generated = generated_cases() if with_matrix else []
     if generated is None:
@@ -199,5 +202,8 @@ def validate(cases_dir: pathlib.Path = CASES_DIR, with_matrix: bool = True) -> T
         problems += check_case(case, where) + _case_rules(case, where, decisions)
         if isinstance(case.get("id"), str):
             ids.append((case["id"], "", where))
+            raws.append(case)
     problems += _id_rules(ids, retired_ids())
+    if with_matrix and generated and cases_dir.resolve() == CASES_DIR.resolve():
+        problems += [f"traceability: {problem}" for problem in traceability.problems(raws)]
     return problems, notes, len(ids)

@@ -1,6 +1,6 @@
 """One state per case (results.case_state), read alike by the exit status, the terminal summary, the JSON report
-and the JUnit file: a hang or a crash fails the run under every profile, in a case that gates or not
-(D-VERDICT-STATE, D-VERDICT-HANG)."""
+and the JUnit file: a hang, a crash, a restart inside a case or a case the target could not be reset for fails the
+run under every profile, in a case that gates or not (D-VERDICT-STATE, D-VERDICT-HANG)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from typing import Any, Dict, Tuple
 
 import planted_hang
 import pytest
+import state_backends
 from conformance_support import adapter, case, run_cli, view, write_cases
 
+from refmem_conformance import runner
 from conformance.tiers import PROFILES
 
 CASES = [
@@ -56,6 +58,53 @@ def test_a_hang_or_a_crash_fails_the_run_alike_in_every_output(tmp_path: pathlib
     failures = {testcase.get("name"): testcase.find("failure") for testcase in junit.iter("testcase")}
     assert failures["t-203"] is None
     assert all(failures[name] is not None and failures[name].get("type") == state for name in ("t-201", "t-202"))
+
+
+RESTART_CASES = [
+    case("t-211", [view("/memories/restart-211", True)]),  # a must case
+    case("t-212", [view("/memories/restart-212", True)], level="should"),
+    case("t-213", [view("/memories/missing", True)]),
+]
+ERROR_CASES = [
+    case("t-reset-fails-221", [view("/memories/missing", True)]),
+    case("t-reset-fails-222", [view("/memories/missing", True)], level="should"),
+    case("t-223", [view("/memories/missing", True)]),
+]
+
+
+def _restarting(monkeypatch: pytest.MonkeyPatch) -> None:
+    opened = runner.open_target
+    monkeypatch.setattr(runner, "open_target", lambda *a, **k: state_backends.Restarting(opened(*a, **k)))
+
+
+@pytest.mark.parametrize("profile", sorted(PROFILES))
+@pytest.mark.parametrize("state", ["restart", "error"])
+def test_a_restart_or_an_error_fails_the_run_alike_in_every_output(
+    tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch, state: str, profile: str
+) -> None:
+    """A target started again inside a case (restart), or one that cannot be reset for a case (error): two cases
+    cut short (a must and a should case), one that passes; exit 1, and 2 failures, 1 pass, in the summary, the JSON
+    and the JUnit file, under every profile (D-VERDICT-STATE, D-VERDICT-HANG: either counts as a crash)."""
+    if state == "restart":
+        _restarting(monkeypatch)
+        cases, target = write_cases(tmp_path / "cases", RESTART_CASES), "python:fake_backends:tiny"
+    else:
+        cases, target = write_cases(tmp_path / "cases", ERROR_CASES), "python:state_backends:reset_fails"
+    status, out, report, junit = _run(cases, "--target", target, "--profile", profile)
+    first, second, passing = (entry["id"] for entry in report["cases"])
+    assert status == 1, out
+    assert [entry["state"] for entry in report["cases"]] == [state, state, "pass"]
+    assert [entry["status"] for entry in report["cases"]] == ["fail", "fail", "pass"]
+    assert report["counts"]["fail"] == 2 and report["counts"]["pass"] == 1
+    assert report["states"][state] == 2 and report["verdict"]["exit"] == 1
+    assert report["figures"]["gating_failures"] == 2 <= report["counts"]["fail"]
+    assert report["figures"]["safe"] is False
+    assert f"1 pass, 2 fail, 0 xfail, 0 xpass, 0 skip (2 {state} among the failures)" in out
+    assert "verdict: FAIL (exit 1)" in out and f"{state.upper()} {first}" in out
+    assert junit.get("failures") == "2" and junit.get("tests") == "3"
+    failures = {testcase.get("name"): testcase.find("failure") for testcase in junit.iter("testcase")}
+    assert failures[passing] is None
+    assert all(failures[name] is not None and failures[name].get("type") == state for name in (first, second))
 
 
 def test_the_planted_fifo_hang_fails_under_the_documented_profile(tmp_path: pathlib.Path) -> None:

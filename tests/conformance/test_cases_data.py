@@ -263,13 +263,13 @@ def test_spec_notes_have_decisions() -> None:
 
 NOT_TOOL_BEHAVIOUR = (
     "D-SERVE-", "D-EXEC-", "D-STORE-", "D-SDK-", "D-DEPLOY-", "D-VERDICT-", "D-HARNESS-", "D-MCP-", "D-OPLOG",
-    "D-PUBLIC-NAMES", "D-VENDOR-SET", "D-VIEW-LIST-RULES",
+    "D-PUBLIC-NAMES", "D-VENDOR-SET", "D-VIEW-LIST-RULES", "D-BASELINE-", "D-TRACE",
 )
 """Decisions about the reference's programs (`refmem serve`, `refmem exec`, `refmem mcp`, its command log), its
 storage interface (stores, tenants, the change journal, where the listing rule is decided), its SDK tools (how they
 run the handler), how it is packaged (public names, the vendored set) and the harness (how a verdict, the deployment
 tier and the MCP target judge a backend) rather than the memory tool's behaviour: no tool input reaches them, so no
-conformance case can pin them; their own tests do (tests/conformance/test_case_states.py, test_effect_classes.py,
+conformance case can pin them; their own tests do (tests/conformance/test_case_states.py, test_effect_classes.py, test_baseline_checks.py, test_traceability.py,
 tests/programs/test_mcp.py, tests/programs/test_oplog.py, tests/project/test_public_names.py, tests/project/test_vendoring.py,
 tests/stores/test_storage_contract.py). The listing itself is pinned by the view-dir and hidden cases."""
 OTHER_TOOL_PREFIX = "D-OPENCLAW-"

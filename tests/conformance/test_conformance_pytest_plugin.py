@@ -76,6 +76,22 @@ def test_strict_turns_an_unexpected_pass_into_a_failure(basic_cases: pathlib.Pat
     assert "1 failed, 3 passed" in result.stdout
 
 
+def test_check_entries_xfail_their_checks_and_a_stale_one_fails(
+    basic_cases: pathlib.Path, tmp_path: pathlib.Path
+) -> None:
+    """D-BASELINE-CHECK and -STALE under pytest: t-002's only failing check is named (xfail); t-003 passes, so its
+    check entry is stale (a failure); a contradictory file is a usage error."""
+    known = tmp_path / "known.json"
+    entries = [{"id": "t-002:step1.is_error", "expect": "fail"}, {"id": "t-003:final", "expect": "fail"}]
+    known.write_text(json.dumps(entries))
+    result = _pytest(tmp_path, basic_cases, *_expecting(known, "wrong"), "-rA", "-k", "t-002 or t-003")
+    assert "1 failed, 2 deselected, 1 xfailed" in result.stdout, result.stdout
+    assert "STALE expectation 't-003:final': the case passes" in result.stdout
+    known.write_text(json.dumps([{"id": "t-00*", "expect": "skip"}, {"id": "t-001:final", "expect": "fail"}]))
+    result = _pytest(tmp_path, basic_cases, *_expecting(known, "wrong"))
+    assert result.returncode == 4 and "a check entry beside the whole-case entry" in result.stderr, result.stderr
+
+
 def test_without_a_target_the_plugin_adds_nothing(basic_cases: pathlib.Path, tmp_path: pathlib.Path) -> None:
     result = _pytest(tmp_path, basic_cases)
     assert result.returncode == 5  # no tests collected
