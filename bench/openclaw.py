@@ -285,13 +285,14 @@ def main(argv: Optional[List[str]] = None) -> int:
         before = os.getloadavg()[0]
         sides = action()
         report.append(table(f"{title} (load average {before:.1f} before, {os.getloadavg()[0]:.1f} after)", sides))
+        print("\n" + report[-1], flush=True)  # each table as soon as it is measured
     if args.recall:
         report.append("### recall@5, 100 questions worded unlike their notes\n")
         report += [f"- {label}: {value:.2f}" for label, value in recall().items()]
     if args.differential:
         report.append("\n### top hits against OpenClaw, 125 queries\n")
         report += [f"- {label}: {value:.3f}" for label, value in differential(args.timeout).items()]
-    print("\n" + "\n".join(report))
+    print("\n" + "\n".join(report[len(run) :]))
     print(f"\ncpu count {os.cpu_count()}; load average {os.getloadavg()[0]:.1f}")
     return 0
 
