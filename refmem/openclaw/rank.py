@@ -66,14 +66,40 @@ class Hit:
 # --- ordering ---------------------------------------------------------------------------------------
 
 
+class _Primary(dict):  # type: ignore[type-arg]
+    """char -> its primary weight as one character (`str.translate`'s table): the weights of
+    `_COLLATION` for the characters there, 1000 + the code point of the lower-case form beyond (its first
+    character: `İ` lowers to two), so that comparing translated strings compares the weights. Characters
+    up to U+024F are filled in; the others are computed on each use and never stored (bounded)."""
+
+    def __missing__(self, char: int) -> str:
+        return _primary_weight(chr(char))
+
+
+def _primary_weight(char: str) -> str:
+    lower = char.lower()[:1] or char
+    return chr(min(0x10FFFF, _PRIMARY.get(lower, 1000 + ord(lower))))
+
+
+class _Case(dict):  # type: ignore[type-arg]
+    """char -> "1" for an upper-case character, "0" otherwise (`str.translate`'s table, as `_Primary`)."""
+
+    def __missing__(self, char: int) -> str:
+        return "1" if chr(char).isupper() else "0"
+
+
+_PRIMARY_TABLE = _Primary({code: _primary_weight(chr(code)) for code in range(0x250)})
+_CASE_TABLE = _Case({code: ("1" if chr(code).isupper() else "0") for code in range(0x250)})
+
+
 @functools.lru_cache(maxsize=4096)
-def collation_key(path: str) -> Tuple[Tuple[int, ...], Tuple[int, ...], str]:
+def collation_key(path: str) -> Tuple[str, str, str]:
     """A sort key in the order of ICU's root collation (`String.prototype.localeCompare`) for ASCII
     names: punctuation before digits before letters, letters compared without case first, lower
-    case before upper case on a tie."""
-    primary = tuple(_PRIMARY.get(char.lower(), 1000 + ord(char.lower())) for char in path)
-    tertiary = tuple(1 if char.isupper() else 0 for char in path)
-    return primary, tertiary, path
+    case before upper case on a tie. Strings of one weight per character (`str.translate`), not tuples:
+    a miss of the cache costs microseconds, and any character (one that lowers to two included) has a
+    weight."""
+    return path.translate(_PRIMARY_TABLE), path.translate(_CASE_TABLE), path
 
 
 def keyword_key(hit: Hit, prefer_exact_body: bool = True) -> Tuple[Any, ...]:
