@@ -1,15 +1,18 @@
 """Benchmark of OpenClaw-style memory search: refmem side by side with OpenClaw 2026.9.6, in one run.
 
     python -m bench.openclaw                       # refmem alone, 1,000 and 10,000 files
-    python -m bench.openclaw --openclaw            # and OpenClaw, alternately, at 1,000 files
+    python -m bench.openclaw --openclaw            # and OpenClaw, alternately, at both sizes
     python -m bench.openclaw --files 1000 --large 0 --openclaw --recall
 
 Both sides are measured the same way: each is a separate process speaking the adapter protocol
 (`python -m refmem.serve`, and OpenClaw's own tools through conformance/adapters/openclaw), timed by
 the wall clock around each request, the two asked alternately query by query on the same workspace
 (`bench/openclaw_workspace.py`: daily logs, people, projects, meetings, inbox notes; realistic and
-conversational queries), so that a neighbour's load falls on both. Reported: time until the first
-search answers (the index build), search median and 95th percentile, memory_get, peak resident
+conversational queries), so that a neighbour's load falls on both. Each request's CPU time is the
+server process's own (every thread's run time from /proc/PID/task/*/schedstat, in nanoseconds), which
+a busy neighbour does not inflate the way it inflates the wall clock; the load average is printed
+beside each table. Reported: time until the first search answers (the index build), search median,
+95th percentile and maximum (wall and CPU), memory_get, peak resident
 memory, whether a note written through the tool is found by the next search, and how long an edit
 made in place by another program takes to be found. `--recall` adds the retrieval evaluation: 100
 questions worded unlike their note (`paraphrase_set`), recall@5 of keyword-only search against
@@ -42,6 +45,24 @@ def _usable(reply: Any) -> bool:
     return isinstance(result, dict) and isinstance(result.get("results"), list) and not result.get("unavailable")
 
 
+def cpu_seconds(pid: Optional[int]) -> float:
+    """CPU time the process `pid` has run so far, every thread, from the scheduler's own count (ns); NaN where
+    /proc does not offer it (then the bench reports wall time only)."""
+    if not pid:
+        return float("nan")
+    total = 0
+    try:
+        for task in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{task}/schedstat", encoding="ascii") as stat:
+                    total += int(stat.read().split()[0])
+            except (OSError, ValueError, IndexError):
+                continue  # a thread that ended between the listing and the read
+    except OSError:
+        return float("nan")
+    return total / 1e9
+
+
 def _peak_rss_mb(pid: int) -> float:
     try:
         with open(f"/proc/{pid}/status", encoding="ascii") as status:
@@ -62,6 +83,7 @@ class Side:
         self.tools = tools
         self.target: Any = None
         self.latencies: List[float] = []
+        self.cpu: List[float] = []
         self.by_query: Dict[str, List[float]] = {}
         self.numbers: Dict[str, Any] = {}
 
@@ -69,6 +91,13 @@ class Side:
         started = time.perf_counter()
         reply = self.target.execute(tool_input, tool)
         return time.perf_counter() - started, reply
+
+    def timed_cpu(self, tool: str, tool_input: Dict[str, Any]) -> Tuple[float, float, Any]:
+        """Wall time and the server's CPU time of one request."""
+        pid = getattr(self.target, "pid", None)
+        before = cpu_seconds(pid)
+        took, reply = self.timed(tool, tool_input)
+        return took, cpu_seconds(pid) - before, reply
 
     def first_answer(self, folder: pathlib.Path, query: str, timeout: float) -> None:
         """Start the side on `folder` (the shared apparatus's target) and wait for its first usable search."""
@@ -114,16 +143,17 @@ def speed(files: int, openclaw: bool, timeout: float) -> List[Side]:
         folder = base / "memories"
         folder.mkdir()
         size = write(folder, workspace)
-        print(f"{len(workspace.files)} files, {size / 1e6:.1f} MB", flush=True)
+        print(f"{len(workspace.files)} files, {size / 1e6:.1f} MB, {len(workspace.queries)} queries", flush=True)
         for side in sides:
             side.first_answer(folder, workspace.queries[0], timeout)
         gets: Dict[str, List[float]] = {side.name: [] for side in sides}
         for round_number in range(2):
             for query in workspace.queries:
                 for side in sides if round_number % 2 == 0 else sides[::-1]:  # alternately, both orders
-                    took, reply = side.timed("memory_search", {"query": query})
+                    took, cpu, reply = side.timed_cpu("memory_search", {"query": query})
                     if _usable(reply):
                         side.latencies.append(took)
+                        side.cpu.append(cpu)
                         side.by_query.setdefault(query, []).append(took)
         names = sorted(path for path in workspace.files if path.startswith("memory/people/"))[:20]
         for name in names:
@@ -134,8 +164,13 @@ def speed(files: int, openclaw: bool, timeout: float) -> List[Side]:
             side.numbers["slowest queries (median ms)"] = "; ".join(
                 f"{query} ({statistics.median(times) * 1000:.1f})" for query, times in slowest
             )
+            side.numbers["searches timed"] = len(side.latencies)
             side.numbers["search median, ms"] = statistics.median(side.latencies) * 1000
             side.numbers["search p95, ms"] = percentile(side.latencies, 0.95) * 1000
+            side.numbers["search max, ms"] = max(side.latencies) * 1000
+            side.numbers["search CPU median, ms"] = statistics.median(side.cpu) * 1000
+            side.numbers["search CPU p95, ms"] = percentile(side.cpu, 0.95) * 1000
+            side.numbers["search CPU max, ms"] = max(side.cpu) * 1000
             side.numbers["memory_get median, ms"] = statistics.median(gets[side.name]) * 1000
         # A note written through refmem: found by the next search? (OpenClaw has no write tool: its
         # agent writes the file itself, which here is an outside write for it.)
@@ -234,7 +269,7 @@ def table(title: str, sides: List[Side]) -> str:
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.openclaw", description=__doc__.splitlines()[0])
     parser.add_argument("--files", type=int, default=1000)
-    parser.add_argument("--large", type=int, default=10000, help="a second, larger workspace (refmem only); 0: none")
+    parser.add_argument("--large", type=int, default=10000, help="a second, larger workspace; 0: none")
     parser.add_argument("--openclaw", action="store_true", help="also OpenClaw, alternately (install.sh first)")
     parser.add_argument("--recall", action="store_true", help="the retrieval evaluation (refmem[semantic])")
     parser.add_argument("--differential", action="store_true", help="top-hit agreement with OpenClaw, live")
@@ -245,16 +280,19 @@ def main(argv: Optional[List[str]] = None) -> int:
         (f"{args.files} files", lambda: speed(args.files, args.openclaw, args.timeout))
     ]
     if args.large:
-        run.append((f"{args.large} files", lambda: speed(args.large, False, args.timeout)))
+        run.append((f"{args.large} files", lambda: speed(args.large, args.openclaw, args.timeout)))
     for title, action in run:
-        report.append(table(title, action()))
+        before = os.getloadavg()[0]
+        sides = action()
+        report.append(table(f"{title} (load average {before:.1f} before, {os.getloadavg()[0]:.1f} after)", sides))
+        print("\n" + report[-1], flush=True)  # each table as soon as it is measured
     if args.recall:
         report.append("### recall@5, 100 questions worded unlike their notes\n")
         report += [f"- {label}: {value:.2f}" for label, value in recall().items()]
     if args.differential:
         report.append("\n### top hits against OpenClaw, 125 queries\n")
         report += [f"- {label}: {value:.3f}" for label, value in differential(args.timeout).items()]
-    print("\n" + "\n".join(report))
+    print("\n" + "\n".join(report[len(run) :]))
     print(f"\ncpu count {os.cpu_count()}; load average {os.getloadavg()[0]:.1f}")
     return 0
 

@@ -21,6 +21,7 @@ import collections
 import contextlib
 import functools
 import hashlib
+import heapq
 import math
 import operator
 import re
@@ -31,7 +32,7 @@ from typing import Callable, Dict, Iterable, Iterator, List, NamedTuple, Optiona
 
 from ..messages import IO_REASONS, io_reason
 from ..problems import FsProblem
-from . import bm25, chunks, paths
+from . import bm25, chunks, cosine, paths
 from .disk import Files, FileState, FolderState, IndexHandle
 from .limits import OpenClawLimits
 from .rank import Hit
@@ -102,6 +103,9 @@ _POSTED = {
     "path_postings": "SELECT file, count, length FROM path_postings WHERE term = ?",
 }
 _SKIPPED = -1
+VECTOR_CACHE_BYTES = 64 * 1024 * 1024
+"""The most the packed chunk vectors of one index may hold in memory (about 250,000 chunks of 256
+components); a larger index scores its vectors row by row from SQLite instead (D-OPENCLAW-COSINE)."""
 """`files.chunks` of a file not indexed (over the size limit, or not UTF-8) until it changes."""
 
 
@@ -176,7 +180,9 @@ class Index:
         self.provider: Optional[str] = None  # the embedding provider's fingerprint: the cache's key
         self.cache_entries = 50_000
         self.vec = _load_sqlite_vec(conn)  # nearest neighbours in SQLite when sqlite-vec is installed
-        self._vectors: Optional[Tuple[int, Dict[int, Tuple[array.array[float], float]]]] = None
+        self.vector_cache_bytes = VECTOR_CACHE_BYTES  # the packed vectors' bound (D-OPENCLAW-COSINE)
+        self._vectors: Optional[Tuple[Tuple[Tuple[int, int], int], cosine.Columns]] = None
+        self._embedded: Optional[Tuple[Tuple[int, int], Optional[str]]] = None  # (version, provider): all embedded
         self._live: Optional[Tuple[int, List[str], str, List[int]]] = None  # the paths, for `_paths_holding`
 
     # -- opening --
@@ -424,6 +430,8 @@ class Index:
         sent to `embed`; whatever it raises is left to the caller (the chunks done keep theirs)."""
         sent = 0
         with self.lock:
+            if self._embedded == (self._version(), self.provider):
+                return 0  # nothing changed since every chunk had one: no scan of the table per search
             rows = list(self.conn.execute("SELECT id, text, hash FROM chunks WHERE embedding IS NULL ORDER BY id"))
             if self.provider is not None and rows:
                 with self._transaction():
@@ -451,6 +459,7 @@ class Index:
                 self.generation += 1
             if self.provider is not None and sent:
                 self._prune_cache()
+            self._embedded = (self._version(), self.provider)
         return sent
 
     def _prune_cache(self) -> None:
@@ -608,28 +617,45 @@ class Index:
         return bm25.ordered(bm25.ranks(postings, lengths, total, length_sum / total if total else 0.0), limit)
 
     def nearest(self, query: Sequence[float], limit: int) -> List[Hit]:
-        """The `limit` chunks whose embeddings have the greatest cosine similarity to `query`."""
+        """The `limit` chunks whose embeddings have the greatest cosine similarity to `query` (ties: the
+        lower chunk id first). In SQLite with sqlite-vec; otherwise over the packed columns of
+        `refmem/openclaw/cosine.py` while they fit `vector_cache_bytes`, else read row by row (no cache)."""
         probe = _pack_array(query)
-        probe_norm = _norm(probe)
-        if probe_norm == 0 or limit <= 0:
+        if _norm(probe) == 0 or limit <= 0:
             return []
         with self.lock:
             if self.vec:
                 return self._nearest_vec(probe, limit)
-            vectors = self._vector_cache()
-            scored = []
-            values = probe.tolist()  # operator.mul over an array and a list: 2.6x float.__mul__ over two arrays
-            for chunk, (vector, norm) in vectors.items():
-                if len(vector) != len(probe) or norm == 0:
-                    continue
-                scored.append((sum(map(operator.mul, vector, values)) / (norm * probe_norm), chunk))
-            scored.sort(key=lambda item: (-item[0], item[1]))
-            hits = []
-            for score, chunk in scored[:limit]:
-                hit = self._hit(chunk)
+            columns = self._vector_cache(len(probe))
+            if columns is not None:
+                found = cosine.scores(columns, probe.tolist())
+                # A stable sort keeps ascending ids among equal scores.
+                order = sorted(range(len(found)), key=found.__getitem__, reverse=True)[:limit]
+                scored = [(found[n], columns.chunks[n]) for n in order]
+            else:
+                scored = self._nearest_streamed(probe, limit)
+            hits = self._hits([chunk for _, chunk in scored])
+            for hit, (score, _) in zip(hits, scored):
                 hit.vector_score = score
-                hits.append(hit)
             return hits
+
+    def _nearest_streamed(self, probe: array.array[float], limit: int) -> List[Tuple[float, int]]:
+        """The in-process cosine with nothing kept: each stored vector read, scored, dropped."""
+        probe_norm = _norm(probe)
+        values = probe.tolist()  # operator.mul over an array and a list: 2.6x float.__mul__ over two arrays
+        best: List[Tuple[float, int]] = []  # a heap of (score, -chunk): the worst kept on top
+        for chunk, blob in self.conn.execute("SELECT id, embedding FROM chunks WHERE embedding IS NOT NULL"):
+            vector = array.array("f")
+            vector.frombytes(blob)
+            norm = _norm(vector)
+            if len(vector) != len(probe) or norm == 0:
+                continue
+            item = (sum(map(operator.mul, vector, values)) / (norm * probe_norm), -chunk)
+            if len(best) < limit:
+                heapq.heappush(best, item)
+            elif item > best[0]:
+                heapq.heapreplace(best, item)
+        return [(score, -negated) for score, negated in sorted(best, reverse=True)]
 
     def _nearest_vec(self, probe: array.array[float], limit: int) -> List[Hit]:
         """The same choice as the in-process cosine, computed by sqlite-vec (cosine distance = 1 - similarity)."""
@@ -646,21 +672,50 @@ class Index:
             hits.append(hit)
         return hits
 
-    def _hit(self, chunk: int) -> Hit:
-        row = self.conn.execute(
-            "SELECT path, start_line, end_line, text, words, vocab FROM chunks WHERE id = ?", (chunk,)
-        ).fetchone()
-        return Hit(chunk, row[0], row[1], row[2], row[3], words=row[4], vocab=row[5])
+    def _version(self) -> Tuple[int, int]:
+        """This object's changes and SQLite's count of what other connections committed to the file."""
+        return self.generation, int(self.conn.execute("PRAGMA data_version").fetchone()[0])
 
-    def _vector_cache(self) -> Dict[int, Tuple[array.array[float], float]]:
-        if self._vectors is None or self._vectors[0] != self.generation:
-            loaded: Dict[int, Tuple[array.array[float], float]] = {}
-            for chunk, blob in self.conn.execute("SELECT id, embedding FROM chunks WHERE embedding IS NOT NULL"):
-                vector = array.array("f")
-                vector.frombytes(blob)
-                loaded[chunk] = (vector, _norm(vector))
-            self._vectors = (self.generation, loaded)
-        return self._vectors[1]
+    def _hit(self, chunk: int) -> Hit:
+        return self._hits([chunk])[0]
+
+    def _hits(self, chunks: Sequence[int]) -> List[Hit]:
+        """The chunks' hits, in the order asked, in one query per 500 ids."""
+        rows: Dict[int, Tuple[str, int, int, str, int, str]] = {}
+        for start in range(0, len(chunks), 500):
+            batch = list(chunks[start : start + 500])
+            marks = ",".join("?" * len(batch))  # only placeholders go into the statement
+            statement = f"SELECT id, path, start_line, end_line, text, words, vocab FROM chunks WHERE id IN ({marks})"  # noqa: S608  # nosec B608
+            for row in self.conn.execute(statement, batch):
+                rows[row[0]] = row[1:]
+        hits = []
+        for chunk in chunks:
+            row = rows[chunk]
+            hits.append(Hit(chunk, row[0], row[1], row[2], row[3], words=row[4], vocab=row[5]))
+        return hits
+
+    def _vector_cache(self, dims: int) -> Optional[cosine.Columns]:
+        """The packed vectors of `dims` components, kept until the index changes; None when they would
+        take more than `vector_cache_bytes` (then each search reads the vectors from SQLite)."""
+        version = self._version()
+        if self._vectors is not None and self._vectors[0] == (version, dims):
+            return self._vectors[1]
+        self._vectors = None  # the old columns go before the new ones are built
+        count = self.conn.execute(
+            "SELECT COUNT(*) FROM chunks WHERE embedding IS NOT NULL AND length(embedding) = ?", (dims * 4,)
+        ).fetchone()[0]
+        if cosine.packed_bytes(int(count), dims) > self.vector_cache_bytes:
+            return None
+        rows = []
+        for chunk, blob in self.conn.execute(
+            "SELECT id, embedding FROM chunks WHERE embedding IS NOT NULL AND length(embedding) = ?", (dims * 4,)
+        ):
+            vector = array.array("f")
+            vector.frombytes(blob)
+            rows.append((int(chunk), vector.tolist()))
+        columns = cosine.pack(rows, dims)
+        self._vectors = ((version, dims), columns)
+        return columns
 
     def counts(self) -> Tuple[int, int]:
         """(files indexed, chunks)."""

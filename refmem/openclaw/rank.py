@@ -66,14 +66,40 @@ class Hit:
 # --- ordering ---------------------------------------------------------------------------------------
 
 
+class _Primary(dict):  # type: ignore[type-arg]
+    """char -> its primary weight as one character (`str.translate`'s table): the weights of
+    `_COLLATION` for the characters there, 1000 + the code point of the lower-case form beyond (its first
+    character: `İ` lowers to two), so that comparing translated strings compares the weights. Characters
+    up to U+024F are filled in; the others are computed on each use and never stored (bounded)."""
+
+    def __missing__(self, char: int) -> str:
+        return _primary_weight(chr(char))
+
+
+def _primary_weight(char: str) -> str:
+    lower = char.lower()[:1] or char
+    return chr(min(0x10FFFF, _PRIMARY.get(lower, 1000 + ord(lower))))
+
+
+class _Case(dict):  # type: ignore[type-arg]
+    """char -> "1" for an upper-case character, "0" otherwise (`str.translate`'s table, as `_Primary`)."""
+
+    def __missing__(self, char: int) -> str:
+        return "1" if chr(char).isupper() else "0"
+
+
+_PRIMARY_TABLE = _Primary({code: _primary_weight(chr(code)) for code in range(0x250)})
+_CASE_TABLE = _Case({code: ("1" if chr(code).isupper() else "0") for code in range(0x250)})
+
+
 @functools.lru_cache(maxsize=4096)
-def collation_key(path: str) -> Tuple[Tuple[int, ...], Tuple[int, ...], str]:
+def collation_key(path: str) -> Tuple[str, str, str]:
     """A sort key in the order of ICU's root collation (`String.prototype.localeCompare`) for ASCII
     names: punctuation before digits before letters, letters compared without case first, lower
-    case before upper case on a tie."""
-    primary = tuple(_PRIMARY.get(char.lower(), 1000 + ord(char.lower())) for char in path)
-    tertiary = tuple(1 if char.isupper() else 0 for char in path)
-    return primary, tertiary, path
+    case before upper case on a tie. Strings of one weight per character (`str.translate`), not tuples:
+    a miss of the cache costs microseconds, and any character (one that lowers to two included) has a
+    weight."""
+    return path.translate(_PRIMARY_TABLE), path.translate(_CASE_TABLE), path
 
 
 def keyword_key(hit: Hit, prefer_exact_body: bool = True) -> Tuple[Any, ...]:
@@ -195,7 +221,9 @@ def _is_word_char(char: str) -> bool:
 _EPOCH = datetime.date(1970, 1, 1).toordinal()
 
 
+@functools.lru_cache(maxsize=4096)
 def _days_from_epoch(path: str) -> Optional[int]:
+    """The day a daily log's name gives (remembered: every hit of a search asks, many for the same files)."""
     match = _DATED.search(path)
     if match is None:
         return None
@@ -328,29 +356,42 @@ def diversified(hits: Sequence[Hit], lam: float, snippet: Callable[[str], str]) 
             found = masks[i] = (bits, _popcount(bits))
         return found
 
-    def similarity(i: int, j: int) -> float:
-        left, right = mask_of(i), mask_of(j)
-        if not left[1] and not right[1]:
-            return float(texts[i].strip().lower() == texts[j].strip().lower())
-        return mask_jaccard(left, right)
-
     closest = [0.0] * count
     compared = [0] * count  # picks that closest[i] has been compared with
     picks: List[int] = []
     order = sorted(range(count), key=lambda i: (-relevance[i], i))  # best relevance first
     weight = 1 - lam
+    popcount = _popcount
     while order:
         best, best_value = -1, -math.inf
+        taken = len(picks)
         for i in order:
             ceiling = lam * relevance[i]
             if ceiling < best_value:
                 break  # every later candidate is bounded lower still
-            value = ceiling - weight * closest[i]
-            while compared[i] < len(picks) and value >= best_value:
-                closest[i] = max(closest[i], similarity(i, picks[compared[i]]))
-                compared[i] += 1
-                value = ceiling - weight * closest[i]
-            if compared[i] < len(picks):
+            near = closest[i]
+            value = ceiling - weight * near
+            done = compared[i]
+            if done < taken and value >= best_value:
+                # Catch up with the picks not compared yet: the Jaccard of the token masks (two empty
+                # snippets: alike when their texts are), inlined, as this loop is the hybrid search's hottest.
+                left = masks[i] or mask_of(i)
+                while done < taken and value >= best_value:
+                    j = picks[done]
+                    right = masks[j] or mask_of(j)
+                    if left[1] and right[1]:
+                        shared = popcount(left[0] & right[0])
+                        alike = shared / (left[1] + right[1] - shared)
+                    elif not left[1] and not right[1]:
+                        alike = float(texts[i].strip().lower() == texts[j].strip().lower())
+                    else:
+                        alike = 0.0
+                    if alike > near:
+                        near = alike
+                    done += 1
+                    value = ceiling - weight * near
+                closest[i], compared[i] = near, done
+            if done < taken:
                 continue  # already below the best: it cannot win this pick
             if (
                 best < 0

@@ -177,6 +177,8 @@ def expected_lines(names: str, count: int) -> List[str]:
 def test_concurrent_first_appends_from_threads_lose_nothing(
     root: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Concurrent appends to one daily log all land (OpenClaw's concurrent memory flushes lost one:
+    https://github.com/openclaw/openclaw/issues/117741, an unlocked read, concatenate, overwrite)."""
     names = "abcd"
     everyone, made = threading.Barrier(len(names)), threading.Barrier(len(names))
 

@@ -116,3 +116,17 @@ def test_same_answers_as_live_openclaw(workspace: pathlib.Path) -> None:
     finally:
         memory.close()
     assert [pair for pair in zip(EXPECTED, ours, theirs) if pair[1] != pair[2]] == []
+
+
+def test_a_name_whose_lower_case_is_two_characters_is_searched(tmp_path: pathlib.Path) -> None:
+    """`İ` lowers to `i` and a combining dot: ordering such a path once raised (a crash any model could cause by
+    naming a note); it sorts as `i` (its first lower-case character), beside the other paths."""
+    write(tmp_path, "memory/İstanbul.md", "trip notes\n")
+    write(tmp_path, "memory/b.md", "trip plans\n")
+    write(tmp_path, "memory/j.md", "trip ideas\n")
+    memory = OpenClawMemory(tmp_path / "memories", clock=lambda: NOW, index="memory")
+    try:
+        result = memory.memory_search("trip")
+    finally:
+        memory.close()
+    assert [hit["path"] for hit in result["results"]] == ["memory/b.md", "memory/İstanbul.md", "memory/j.md"]
