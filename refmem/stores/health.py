@@ -21,7 +21,7 @@ from urllib.parse import quote
 from .. import messages as m
 from ..problems import FILE
 from . import StoreError
-from .location import is_postgres, sqlite_path
+from .location import scheme_of
 from .schema import SCHEMA_VERSION, SQLITE, TABLES, Queries
 
 Tenant = Tuple[str, int, int, int, int]
@@ -35,10 +35,11 @@ READ_ONLY_TABLES = ("refmem_schema",)
 
 def check(location: str, app_role: Optional[str] = None) -> Tuple[List[str], str]:
     """(the problems found, one line each; the line that says the store is healthy, when there are none).
-    StoreError only for a location that is not one (`location.sqlite_path`)."""
-    if is_postgres(location):
-        return _check_postgres(location, app_role)
-    return _check_sqlite(sqlite_path(location))
+    StoreError only for a location that is not one, or of a scheme without a check (`location.SCHEMES`)."""
+    scheme = scheme_of(location)
+    if scheme.check is None:
+        raise StoreError(m.STORE_SPEC)
+    return scheme.check(location, app_role)
 
 
 def _healthy(engine: str, more: str = "") -> str:
@@ -67,7 +68,7 @@ def _read_only(path: str) -> sqlite3.Connection:
     return sqlite3.connect(uri, uri=True, timeout=BUSY_SECONDS, isolation_level=None)
 
 
-def _check_sqlite(path: str) -> Tuple[List[str], str]:
+def check_sqlite(path: str) -> Tuple[List[str], str]:
     from .sqlite import _schema_version, reason_of
 
     if not os.path.isfile(path):
@@ -97,7 +98,7 @@ def _check_sqlite(path: str) -> Tuple[List[str], str]:
 # --- PostgreSQL -------------------------------------------------------------------------------------------------
 
 
-def _check_postgres(dsn: str, app_role: Optional[str]) -> Tuple[List[str], str]:
+def check_postgres(dsn: str, app_role: Optional[str]) -> Tuple[List[str], str]:
     from .postgres import _TENANT_TABLES, _driver, connect, reason_of, schema_version
 
     try:
@@ -174,11 +175,16 @@ def tenants(location: str) -> List[Tenant]:
     """Every tenant of the store, by name ("" the default one), with its files, their bytes, its versions and what
     they count (`Tenant`); StoreError when the store cannot be read so, or (PostgreSQL) when the role is held by
     row-level security, which would show it no tenant at all (D-STORE-DB-TENANTS)."""
-    if is_postgres(location):
-        return _tenants_postgres(location)
+    scheme = scheme_of(location)
+    if scheme.tenants is None:
+        raise StoreError(m.STORE_SPEC)
+    return scheme.tenants(location)
+
+
+def tenants_sqlite(path: str) -> List[Tenant]:
+    """`tenants` of the SQLite database at `path`."""
     from .sqlite import _schema_version, reason_of
 
-    path = sqlite_path(location)
     if not os.path.isfile(path):
         raise StoreError(m.CHECK_NO_DATABASE)
     try:
@@ -197,7 +203,8 @@ def tenants(location: str) -> List[Tenant]:
     return [_tenant(row) for row in rows]
 
 
-def _tenants_postgres(dsn: str) -> List[Tenant]:
+def tenants_postgres(dsn: str) -> List[Tenant]:
+    """`tenants` of the PostgreSQL database at `dsn`."""
     from .postgres import QUERIES, _driver, check_schema, connect, reason_of
 
     connection = connect(dsn)
