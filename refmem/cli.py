@@ -320,8 +320,8 @@ def _inspect(location: str, args: argparse.Namespace) -> int:
     """`db check` (D-STORE-DB-CHECK): one line per problem and exit status 1, or the healthy line and 0; `db tenants`
     (D-STORE-DB-TENANTS): every tenant with its files, bytes and versions. Both read, never write."""
     from .stores import StoreError
-    from .stores.health import check, tenant_line, tenants
-    from .stores.location import find
+    from .stores.health import tenant_line
+    from .stores.location import check, find, tenants
 
     if args.tenant is not None or args.yes:
         return _fail("--tenant and --yes are for db erase")

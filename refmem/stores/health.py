@@ -1,7 +1,8 @@
 """What an operator asks of a database store as a whole: `refmem db check` (is it healthy?) and `refmem db tenants`
 (who keeps what?), for SQLite and PostgreSQL alike (D-STORE-DB-CHECK, D-STORE-DB-TENANTS).
 
-`check(location, app_role)` reads, never writes: the store reachable, its schema at this refmem's version with every
+`check_sqlite(path)` and `check_postgres(dsn, app_role)` (the `db check` of their rows in `location.SCHEMES`,
+D-STORE-SCHEMES) read, never write: the store reachable, its schema at this refmem's version with every
 table there, and per engine what can go wrong with it. SQLite: the database, `-wal` and `-shm` open to no other user
 (D-STORE-SQL-MODE). PostgreSQL: row-level security enabled and forced, with its policy, on every table of tenant rows
 (D-STORE-PG-RLS), and the application's role no wider than `db init --app-role` grants (D-STORE-PG-ROLE): not a
@@ -21,7 +22,6 @@ from urllib.parse import quote
 from .. import messages as m
 from ..problems import FILE
 from . import StoreError
-from .location import scheme_of
 from .schema import SCHEMA_VERSION, SQLITE, TABLES, Queries
 
 Tenant = Tuple[str, int, int, int, int]
@@ -31,15 +31,6 @@ ROW_PRIVILEGES = ("SELECT", "INSERT", "UPDATE", "DELETE")
 """What the application's role may do on a table of rows (D-STORE-PG-ROLE); on `refmem_schema`, SELECT alone."""
 OTHER_PRIVILEGES = ("TRUNCATE", "REFERENCES", "TRIGGER")
 READ_ONLY_TABLES = ("refmem_schema",)
-
-
-def check(location: str, app_role: Optional[str] = None) -> Tuple[List[str], str]:
-    """(the problems found, one line each; the line that says the store is healthy, when there are none).
-    StoreError only for a location that is not one, or of a scheme without a check (`location.SCHEMES`)."""
-    scheme = scheme_of(location)
-    if scheme.check is None:
-        raise StoreError(m.STORE_SPEC)
-    return scheme.check(location, app_role)
 
 
 def _healthy(engine: str, more: str = "") -> str:
@@ -171,18 +162,9 @@ def _one(connection: Any, sql: str, params: Tuple[Any, ...]) -> Any:
 # --- every tenant -----------------------------------------------------------------------------------------------
 
 
-def tenants(location: str) -> List[Tenant]:
-    """Every tenant of the store, by name ("" the default one), with its files, their bytes, its versions and what
-    they count (`Tenant`); StoreError when the store cannot be read so, or (PostgreSQL) when the role is held by
-    row-level security, which would show it no tenant at all (D-STORE-DB-TENANTS)."""
-    scheme = scheme_of(location)
-    if scheme.tenants is None:
-        raise StoreError(m.STORE_SPEC)
-    return scheme.tenants(location)
-
-
 def tenants_sqlite(path: str) -> List[Tenant]:
-    """`tenants` of the SQLite database at `path`."""
+    """Every tenant of the SQLite database at `path`, by name ("" the default one), with its files, their bytes, its
+    versions and what they count (`Tenant`); StoreError when the store cannot be read so (D-STORE-DB-TENANTS)."""
     from .sqlite import _schema_version, reason_of
 
     if not os.path.isfile(path):
@@ -204,7 +186,8 @@ def tenants_sqlite(path: str) -> List[Tenant]:
 
 
 def tenants_postgres(dsn: str) -> List[Tenant]:
-    """`tenants` of the PostgreSQL database at `dsn`."""
+    """`tenants_sqlite` of the PostgreSQL database at `dsn`; StoreError, too, when the role is held by row-level
+    security, which would show it no tenant at all (D-STORE-DB-TENANTS)."""
     from .postgres import QUERIES, _driver, check_schema, connect, reason_of
 
     connection = connect(dsn)

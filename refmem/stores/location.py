@@ -206,6 +206,24 @@ def open_location(
     return scheme_of(location).open(location, tenant, actor, create)
 
 
+def check(location: str, app_role: Optional[str] = None) -> Tuple[List[str], str]:
+    """`refmem db check` of the store at `location` (its row's `check`): (the problems found, one line each; the line
+    that says the store is healthy). StoreError for a location no row with a check recognises."""
+    scheme = scheme_of(location)
+    if scheme.check is None:
+        raise StoreError(STORE_SPEC)
+    return scheme.check(location, app_role)
+
+
+def tenants(location: str) -> List[Any]:
+    """`refmem db tenants` of the store at `location` (its row's `tenants`: health.Tenant lines); StoreError for a
+    location no row with a list of tenants recognises."""
+    scheme = scheme_of(location)
+    if scheme.tenants is None:
+        raise StoreError(STORE_SPEC)
+    return scheme.tenants(location)
+
+
 def from_environment() -> Optional[str]:
     """The location `REFMEM_STORE` holds, or None."""
     return os.environ.get(ENVIRONMENT) or None
