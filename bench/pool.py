@@ -12,7 +12,8 @@ call of every round. The variants:
   set_config;` and the file's read, which takes the tenant's lock, as `single`'s edit does; the write; `COMMIT`);
 * ``pooled-4``: the same, but an edit as before D-STORE-PG-POOL-EDIT: `BEGIN; set_config, pg_advisory_xact_lock`,
   then the read, the write, `COMMIT` (four messages);
-* ``pooled-txt``: the same, the view's statement sent as text (planned every time) rather than prepared;
+* ``pooled-txt``: the same, the view's statement and the edit's read sent as text (planned every time) rather
+  than prepared;
 * ``pooled-3``: the same, but a view as a read transaction of its own (`BEGIN; set_config`, the `SELECT`,
   `ROLLBACK`: three messages), what the pooled store would cost without the one-message read.
 

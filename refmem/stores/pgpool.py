@@ -66,8 +66,9 @@ _BEGIN_WRITE = f"{POSTGRES.begin_write}; {_SET_TENANT}, pg_advisory_xact_lock(%s
 _BEGIN_READ = f"BEGIN ISOLATION LEVEL REPEATABLE READ; {_SET_TENANT}"
 _BEGIN_SINGLE = f"BEGIN; {_SET_TENANT}; "  # then the statement, then "; COMMIT"
 _BEGIN_LOCKING = f"{POSTGRES.begin_write}; {_SET_TENANT}; "
-"""An edit's first message: then its read, which takes the tenant's lock itself (`postgres._LOCKING`), so an edit is
-BEGIN with the read, the write, COMMIT: three messages, where BEGIN with the lock and then the read were four."""
+"""An edit's first message: then its read, which takes the tenant's lock itself (`postgres._LOCKING`), executed
+prepared (`prepared`) as a view's read is, so an edit is BEGIN with the read, the write, COMMIT: three messages, where
+BEGIN with the lock and then the read were four (D-STORE-PG-POOL-EDIT)."""
 _PREPARED_KEPT = 256
 _NO_SUCH_STATEMENT = "26000"  # invalid_sql_statement_name: a prepared statement the connection no longer has
 _ALREADY_PREPARED = "42P05"  # duplicate_prepared_statement: one the connection has, though not counted as there
@@ -382,7 +383,14 @@ class PooledEngine:
             self._unbegun = False
             locking = _LOCKING.get(sql)
             if locking is not None:  # BEGIN, the tenant, and the read that takes the tenant's lock: one message
-                cursor = self.send_first_retrying(_BEGIN_LOCKING + locking, (self._setting, *params, self.lock_key))
+                prepare = prepared(locking) if self.prepare_reads else None
+                if prepare is not None:
+                    read = f"EXECUTE {prepare[0]}({', '.join(['%s'] * prepare[2])})"
+                else:
+                    read = locking
+                cursor = self.send_first_retrying(
+                    _BEGIN_LOCKING + read, (self._setting, *params, self.lock_key), prepare
+                )
                 cursor.nextset()
                 cursor.nextset()
                 return cursor

@@ -23,8 +23,8 @@ from refmem.stores import StoreError
 psycopg = import_psycopg()
 
 from refmem.stores.core import SqlStore  # noqa: E402
-from refmem.stores.pgpool import PooledEngine, PooledStore, PostgresPool  # noqa: E402
-from refmem.stores.postgres import TENANT_SETTING, migrate  # noqa: E402
+from refmem.stores.pgpool import PooledEngine, PooledStore, PostgresPool, prepared  # noqa: E402
+from refmem.stores.postgres import QUERIES, TENANT_SETTING, migrate  # noqa: E402
 from refmem.stores.schema import SCHEMA_VERSION  # noqa: E402
 
 
@@ -434,12 +434,14 @@ class MessageCountingEngine(PooledEngine):
 def test_a_view_is_one_message_and_an_edit_three(postgres: Cluster, pools: List[PostgresPool]) -> None:
     """A view: BEGIN, the tenant, the prepared statement and COMMIT in one message. An edit: the single-connection
     store's cheaper edit (its read takes the tenant's lock, D-STORE-PG-WRITERS), its BEGIN and the tenant's setting
-    in the same message as that read; then the write; COMMIT (D-STORE-PG-POOL-EDIT)."""
+    in the same message as that read (prepared, as a view's); then the write; COMMIT (D-STORE-PG-POOL-EDIT)."""
     pool = PostgresPool(fresh_dsn(postgres, "messages"), max_size=1)
     pools.append(pool)
     pool.store(tenant="alice")
     counted = MessageCountingEngine(pool, "alice")
     store = SqlStore(counted, "alice")
+    locking = QUERIES.read_for_edit_locking
+    assert locking is not None
     run(store, command="create", path="/memories/e.md", file_text="one\ntwo\n")
     run(store, command="view", path="/memories/e.md")  # its use recorded once (D-STORE-SQL-USES)
     for number in range(3):
@@ -450,4 +452,5 @@ def test_a_view_is_one_message_and_an_edit_three(postgres: Cluster, pools: List[
         old, new = ("two", "TWO") if number % 2 == 0 else ("TWO", "two")
         run(store, command="str_replace", path="/memories/e.md", old_str=old, new_str=new)
         assert counted.sent == ["BEGIN...", "WITH", "COMMIT"], counted.sent
-        assert "pg_advisory_xact_lock" in counted.first[0] and "FOR UPDATE" in counted.first[0], counted.first
+        assert f"EXECUTE {prepared(locking)[0]}(" in counted.first[0], counted.first  # the read, prepared
+    assert "pg_advisory_xact_lock" in locking and "FOR UPDATE" in locking  # ... which takes the lock, then the row
