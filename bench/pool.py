@@ -8,8 +8,12 @@ call of every round. The variants:
 * ``single``: `PostgresStore`, one connection for its tenant's whole life (the setting of D-STORE-PG-RLS sent
   once, when it connects; a view is one message);
 * ``pooled``: `PostgresPool.store`, a connection borrowed per transaction, the tenant's setting transaction-local:
-  a view is one message (`BEGIN; set_config; SELECT; COMMIT`, bound on the client), an edit four, as `single`'s;
-* ``pooled-txt``: the same, the view's statement sent as text (planned every time) rather than prepared;
+  a view is one message (`BEGIN; set_config; SELECT; COMMIT`, bound on the client), an edit three (`BEGIN;
+  set_config;` and the file's read, which takes the tenant's lock, as `single`'s edit does; the write; `COMMIT`);
+* ``pooled-4``: the same, but an edit as before D-STORE-PG-POOL-EDIT: `BEGIN; set_config, pg_advisory_xact_lock`,
+  then the read, the write, `COMMIT` (four messages);
+* ``pooled-txt``: the same, the view's statement and the edit's read sent as text (planned every time) rather
+  than prepared;
 * ``pooled-3``: the same, but a view as a read transaction of its own (`BEGIN; set_config`, the `SELECT`,
   `ROLLBACK`: three messages), what the pooled store would cost without the one-message read.
 
@@ -31,21 +35,23 @@ BODY = "".join(f"line {n}: the quick brown fox\n" for n in range(20))
 
 
 def _variants(dsn: str, pool: Any) -> Dict[str, Callable[[str], Any]]:
-    from refmem.stores.pgpool import PooledStore
+    from refmem.stores.core import SqlStore
+    from refmem.stores.pgpool import PooledEngine
     from refmem.stores.postgres import PostgresStore
 
-    class ThreeMessageRead(PooledStore):
-        def _begin_single(self) -> bool:
-            return False  # a read of one statement in a read transaction of its own
+    def pooled(**engine: bool) -> Callable[[str], Any]:
+        def made(tenant: str) -> Any:
+            key = pool.store(tenant=tenant).tenant_key  # the tenant's row made
+            return SqlStore(PooledEngine(pool, key, **engine), key)
 
-    class TextRead(PooledStore):
-        prepare_reads = False
+        return made
 
     return {
         "single": lambda tenant: PostgresStore(dsn, tenant=tenant, create=False),
-        "pooled": lambda tenant: pool.store(tenant=tenant),
-        "pooled-txt": lambda tenant: TextRead(pool, pool.store(tenant=tenant).tenant, None),
-        "pooled-3": lambda tenant: ThreeMessageRead(pool, pool.store(tenant=tenant).tenant, None),
+        "pooled": pooled(),
+        "pooled-4": pooled(edit_locks_in_read=False),
+        "pooled-txt": pooled(prepare_reads=False),
+        "pooled-3": pooled(one_message=False),
     }
 
 

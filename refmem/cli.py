@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any, Callable, List, Optional, TextIO, Tuple, TypeVar, Union
 
@@ -182,7 +181,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _prune(args: argparse.Namespace) -> int:
-    from .expiry import parse_duration, prune
+    from .expiry import parse_duration
     from .problems import FsProblem
 
     try:
@@ -194,12 +193,17 @@ def _prune(args: argparse.Namespace) -> int:
         return _fail("give --root (a directory) or --store (a database, with its --tenant), not both")
     if args.root is None:
         return _prune_store(args, seconds)
+    from .stores.location import DIRECTORY
+
+    prune = DIRECTORY.prune  # the filesystem's row prunes its root
+    if prune is None:
+        return _fail("the filesystem store cannot be pruned")
     try:
-        report = prune(args.root, seconds, dry_run=args.dry_run)
+        removed, kept = prune(args.root, seconds, args.dry_run)
     except (OSError, FsProblem) as error:
         print(f"refmem: cannot prune {args.root}: {_failure_reason(error)}", file=sys.stderr)
         return 2
-    return _pruned(report.removed, report.kept, args.dry_run)
+    return _pruned(removed, kept, args.dry_run)
 
 
 def _prune_store(args: argparse.Namespace, seconds: float) -> int:
@@ -251,8 +255,9 @@ def _pruned(removed: List[str], kept: int, dry_run: bool) -> int:
 def _db(args: argparse.Namespace) -> int:
     """`db init` / `db migrate`: the database's schema made, or brought to this refmem's version; `db erase`: one
     tenant removed. The location comes from --store or REFMEM_STORE and is never printed."""
+    from .messages import STORE_SPEC
     from .stores import StoreError
-    from .stores.location import is_postgres, sqlite_path
+    from .stores.location import find, scheme_of
 
     location = args.store if args.store is not None else _store_from_environment()
     if location is None:
@@ -269,17 +274,14 @@ def _db(args: argparse.Namespace) -> int:
         return _inspect(location, args)
     if args.tenant is not None or args.yes:
         return _fail("--tenant and --yes are for db erase")
+    found = find(location)
+    if args.app_role is not None and (found is None or not found.roles):
+        return _fail("--app-role is for a PostgreSQL store (an SQLite database has no roles)")
     try:
-        if is_postgres(location):
-            from .stores.postgres import migrate
-
-            before, after = migrate(location, args.app_role)  # init and migrate alike: from the version there
-        elif args.app_role is not None:
-            return _fail("--app-role is for a PostgreSQL store (an SQLite database has no roles)")
-        else:
-            from .stores.sqlite import migrate as migrate_sqlite
-
-            before, after = migrate_sqlite(sqlite_path(location))
+        scheme = scheme_of(location)
+        if scheme.migrate is None:
+            raise StoreError(STORE_SPEC)
+        before, after = scheme.migrate(location, args.app_role)  # init and migrate alike: from the version there
     except StoreError as error:
         return _fail(f"cannot use the store: {error}")
     if before is None:
@@ -295,7 +297,7 @@ def _erase(location: str, args: argparse.Namespace) -> int:
     """`db erase --tenant NAME --yes` (D-STORE-SQL-ERASE): every memory, version and change of one tenant deleted
     in one transaction, nothing kept to restore; refused without both options, so no typo erases anyone."""
     from .stores import StoreError
-    from .stores.location import is_postgres, sqlite_path
+    from .stores.location import scheme_of
 
     if args.app_role is not None:
         return _fail("--app-role is for db init and db migrate")
@@ -305,7 +307,7 @@ def _erase(location: str, args: argparse.Namespace) -> int:
         return _fail(f"db erase removes every memory and kept version of the tenant {args.tenant}, with nothing kept "
                      "to restore: run it again with --yes")
     try:
-        if not is_postgres(location) and not os.path.isfile(sqlite_path(location)):
+        if not scheme_of(location).present(location):
             return _fail("cannot use the store: there is no SQLite database there")
     except StoreError as error:
         return _fail(f"cannot use the store: {error}")
@@ -324,12 +326,13 @@ def _inspect(location: str, args: argparse.Namespace) -> int:
     """`db check` (D-STORE-DB-CHECK): one line per problem and exit status 1, or the healthy line and 0; `db tenants`
     (D-STORE-DB-TENANTS): every tenant with its files, bytes and versions. Both read, never write."""
     from .stores import StoreError
-    from .stores.health import check, tenant_line, tenants
-    from .stores.location import is_postgres
+    from .stores.health import tenant_line
+    from .stores.location import check, find, tenants
 
     if args.tenant is not None or args.yes:
         return _fail("--tenant and --yes are for db erase")
-    if args.app_role is not None and (args.db_action != "check" or not is_postgres(location)):
+    scheme = find(location)
+    if args.app_role is not None and (args.db_action != "check" or scheme is None or not scheme.roles):
         return _fail("--app-role is for db init, db migrate and db check of a PostgreSQL store")
     try:
         if args.db_action == "tenants":

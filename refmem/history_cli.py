@@ -42,9 +42,9 @@ def _open(args: argparse.Namespace) -> Tuple[Optional[Any], Optional[VirtualPath
     """(store, path, 0), or (None, None, exit status) once the reason is printed."""
     from .store_protocol import TenantError
     from .stores import StoreError
-    from .stores.location import ENVIRONMENT, from_environment, open_location
+    from .stores.location import DIRECTORY, ENVIRONMENT, from_environment, open_location
 
-    if args.root is not None:
+    if args.root is not None and not DIRECTORY.history:  # the filesystem store keeps no versions
         return None, None, _fail(HISTORY_FILESYSTEM)
     try:
         path = parse_path(args.path)

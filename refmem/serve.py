@@ -196,9 +196,9 @@ def _reset(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
             session.store = open_location(session.location, tenant=named)
             tenant = None  # the namespace's tenant is the root's and the model's together
         elif session.database:
-            from .stores.sqlite import SqliteStore
+            from .stores.location import open_location, sqlite_location
 
-            session.store = SqliteStore(os.path.join(root, DATABASE_NAME))
+            session.store = open_location(sqlite_location(os.path.join(root, DATABASE_NAME)))
         session.handler = refmem.MemoryHandler(session.store or pathlib.Path(root), tenant=tenant, **kwargs)
         if session.log is not None:
             from .oplog import logged

@@ -45,7 +45,7 @@ def dsn() -> Optional[str]:
 
 def _open(root: pathlib.Path, options: MutableMapping[str, Any]) -> Tuple[Any, bool]:
     from refmem.store_protocol import tenant_name
-    from refmem.stores.postgres import PostgresStore
+    from refmem.stores.location import POSTGRESQL, find
 
     location = dsn()
     if location is None:
@@ -61,7 +61,8 @@ def _open(root: pathlib.Path, options: MutableMapping[str, Any]) -> Tuple[Any, b
     except FileExistsError:
         owner = False
     seed = f"{folder}\0{tenant or ''}".encode()
-    store = PostgresStore(location, tenant="case-" + hashlib.sha256(seed).hexdigest()[:24])
+    scheme = find(location) or POSTGRESQL  # a URI by the registry of schemes; a libpq keyword string is PostgreSQL's
+    store = scheme.open(location, "case-" + hashlib.sha256(seed).hexdigest()[:24], None, True)
     if owner:
         try:
             store.erase()  # a root path used again starts from nothing

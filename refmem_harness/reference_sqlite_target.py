@@ -26,13 +26,14 @@ SqliteReference = StoreReference
 
 
 def _open(root: pathlib.Path, options: MutableMapping[str, Any]) -> Tuple[Any, bool]:
-    from refmem.stores.sqlite import SqliteStore
+    from refmem.stores.location import open_location, sqlite_location
 
     root.mkdir(parents=True, exist_ok=True)
-    return SqliteStore(root / DATABASE_NAME), False
+    return open_location(sqlite_location(str(root / DATABASE_NAME)), create=True), False
 
 
 make = over_store(_open)
-"""A `refmem.MemoryHandler` over `refmem.stores.sqlite.SqliteStore(root / DATABASE_NAME)`, configured as the
-`refmem` target configures it (for `tenant`'s memories when named: rows of their own, D-STORE-TENANT). Handlers
-made on one root in several processes open the same database file, each command one transaction."""
+"""A `refmem.MemoryHandler` over the store at the `sqlite:` location of `root / DATABASE_NAME` (opened through
+refmem.stores.location, the registry of schemes), configured as the `refmem` target configures it (for
+`tenant`'s memories when named: rows of their own, D-STORE-TENANT). Handlers made on one root in several processes
+open the same database file, each command one transaction."""

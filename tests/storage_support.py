@@ -5,7 +5,8 @@ stores opened over one location hold the same memories (as two processes would).
 shared between processes says so (`processes`), and the contract then also checks it across a fork.
 The SQLite store (one database file at `where`) is here, and the PostgreSQL store (a schema of its own for
 `where` in the session's throwaway cluster, postgres_support; skipped saying why where none can start), alone on
-its connection and pooled (one pool per location: postgres_support.open_pooled_store).
+its connection and pooled (one pool per location: postgres_support.open_pooled_store). The database stores are
+opened by their location scheme's row (refmem.stores.location.SCHEMES, `scheme_kind`).
 
 `DictStore` keeps memories in a Python dict shared by the stores opened over one location in this
 process. It exists to prove that the handler needs nothing but the interface: the handler's tests run
@@ -28,7 +29,8 @@ from refmem.directory import Directory
 from refmem.paths import VirtualPath
 from refmem.problems import DIR, FILE
 from refmem.store_protocol import Changes, Entry, Store, TenantError, tenant_name
-from refmem.stores.sqlite import SqliteStore
+from refmem.stores import location
+from refmem.stores.location import Scheme
 from refmem.tracked import TrackedDirectory
 
 Parts = Tuple[str, ...]
@@ -271,14 +273,20 @@ class StoreKind(NamedTuple):
     processes: bool  # one location shared between processes (the contract then checks across a fork)
 
 
+def scheme_kind(scheme: Scheme, location: Callable[[Path], str], processes: bool = True) -> StoreKind:
+    """The stores of a location scheme (refmem.stores.location), named as the scheme, each opened by the scheme's
+    row over the location `location(where)` gives: the registry is how the contract reaches a database store."""
+    return StoreKind(scheme.name, lambda where: scheme.open(location(where), None, None, True), processes)
+
+
 KINDS = [
     StoreKind("filesystem", lambda where: TrackedDirectory(where), True),
     StoreKind("filesystem-bare", lambda where: Directory(where), True),  # no journal, no access records
     StoreKind("filesystem-portable", lambda where: TrackedDirectory(where, portable=True), True),
     StoreKind("dict", lambda where: DictStore(str(where)), False),
-    StoreKind("sqlite", lambda where: SqliteStore(where), True),
+    scheme_kind(location.SQLITE, lambda where: location.sqlite_location(str(where))),
     # A schema of its own per location in the session's throwaway cluster; skips saying why where there is none.
-    StoreKind("postgresql", lambda where: postgres_support.open_store(where), True),
+    scheme_kind(location.POSTGRESQL, lambda where: postgres_support.cluster().location_dsn(where)),
     # The same, each store borrowing a connection per transaction from one pool per location (D-STORE-PG-POOL).
     StoreKind("postgresql-pooled", lambda where: postgres_support.open_pooled_store(where), True),
 ]

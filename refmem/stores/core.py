@@ -1,6 +1,6 @@
 """The SQL stores' logic, the same for every engine: `SqlStore` implements `store_protocol.Store` over the queries
-of `schema.Queries`, leaving to its engine's subclass only the connection, the transactions and what the
-engine's errors mean.
+of `schema.Queries`, over an `Engine` (composed, never subclassed: D-STORE-ENGINES) that supplies only the
+connection, the transactions and what the engine's errors mean.
 
 Every command is one transaction: `locked()` is a writing transaction (SQLite's `BEGIN IMMEDIATE`), and
 each mutation inside it is a savepoint of its own, so a mutation that fails changes nothing and leaves the
@@ -22,7 +22,20 @@ import contextlib
 import hashlib
 import threading
 import time
-from typing import Any, Callable, ContextManager, Iterator, List, Mapping, Optional, Sequence, Set, Tuple, Union
+from typing import (
+    Any,
+    Callable,
+    ContextManager,
+    Iterator,
+    List,
+    Mapping,
+    Optional,
+    Protocol,
+    Sequence,
+    Set,
+    Tuple,
+    Union,
+)
 
 from .. import problems
 from ..limits import DEFAULT_HISTORY_LIMITS, DEFAULT_LIMITS, HistoryLimits, Limits
@@ -147,28 +160,72 @@ class _DryRun(Exception):
     """Raised inside a dry run's transaction, to roll back what it did."""
 
 
-class SqlStore:
-    """`store_protocol.Store` over SQL (see the module docstring); an engine's subclass supplies the connection.
+class Engine(Protocol):
+    """What one SQL engine supplies to `SqlStore` (D-STORE-ENGINES): one connection's (or one pool's) transactions
+    and statements for one tenant, and what its errors mean. The rules (which statements, in which transaction,
+    with which savepoints) are `SqlStore`'s alone; an engine never decides what a command does.
 
-    Subclasses implement `_execute` (run one statement, return a DB-API cursor), `_begin_write`,
-    `_begin_read`, `_commit`, `_rollback`, `_failure` (the FsProblem an engine error stands for),
-    `_reopen` (a store over the same database for another tenant) and `close`.
-    """
+    `execute` runs one statement (returning a DB-API cursor, or anything with `fetchone`, `fetchall`, iteration,
+    `rowcount`) and `finished` is told when its rows are read. `begin_write(command)` starts a writing transaction
+    (`command`: the tool's command it is for, "" when none: an engine may begin an edit's lazily), `begin_read` a
+    read transaction, `begin_single` makes ready for a read of one statement outside any (False: the engine wants
+    `begin_read` for it), `commit` and `rollback` end one, `restart_write` rolls a writing transaction back and
+    begins it again (its first mutation failed, and had no savepoint: `first_mutation_savepoint`). `failure` is the
+    problem an exception of the engine stands for (None: not the engine's). `use_unwaiting(params)` writes
+    `queries.use` only if no writer of the tenant holds its lock at that moment (D-STORE-SQL-USES). `reopen` is a
+    store over the same database for another tenant, with `like`'s bounds; `close` ends it all."""
+
+    queries: Queries
+    first_mutation_savepoint: bool
+
+    def execute(self, sql: str, params: Sequence[Any]) -> Any: ...
+
+    def finished(self, cursor: Any) -> None: ...
+
+    def begin_write(self, command: str) -> None: ...
+
+    def begin_read(self) -> None: ...
+
+    def begin_single(self) -> bool: ...
+
+    def commit(self) -> None: ...
+
+    def rollback(self) -> None: ...
+
+    def restart_write(self, command: str) -> None: ...
+
+    def failure(self, error: Exception) -> Optional[problems.FsProblem]: ...
+
+    def use_unwaiting(self, params: Tuple[Any, ...]) -> None: ...
+
+    def reopen(self, tenant: str, actor: Optional[str], like: SqlStore) -> SqlStore: ...
+
+    def close(self) -> None: ...
+
+
+class SqlStore:
+    """`store_protocol.Store` over SQL (see the module docstring), over one `Engine`: every rule here, the
+    connection, transactions and errors the engine's. `SqliteStore`, `PostgresStore` and `PooledStore` are this
+    class with their engine made by their constructor; none overrides a rule."""
 
     queries: Queries
 
     def __init__(
         self,
+        engine: Engine,
         tenant: Optional[str],
         actor: Optional[str] = None,
         history_limits: Union[HistoryLimits, Mapping[str, int]] = DEFAULT_HISTORY_LIMITS,
         limits: Union[Limits, Mapping[str, int]] = DEFAULT_LIMITS,
         quota: Union[Quota, Mapping[str, Optional[int]], None] = None,
     ) -> None:
-        """`actor` names who makes this store's changes in their versions (the deployer's, e.g. a user or service
-        name; None by default); `history_limits` bound what is kept (D-STORE-HISTORY-RETENTION); `limits` bound
-        what `restore` and `write` may write (as the handler's bound the tool's commands); `quota` bounds what the
-        tenant holds (`quota.Quota`, D-STORE-QUOTA; None: no bound)."""
+        """`engine` serves `tenant` (its name, checked by the caller; None: the default tenant). `actor` names who
+        makes this store's changes in their versions (the deployer's, e.g. a user or service name; None by
+        default); `history_limits` bound what is kept (D-STORE-HISTORY-RETENTION); `limits` bound what `restore`
+        and `write` may write (as the handler's bound the tool's commands); `quota` bounds what the tenant holds
+        (`quota.Quota`, D-STORE-QUOTA; None: no bound)."""
+        self.engine = engine
+        self.queries = engine.queries
         self.tenant = tenant
         self.tenant_key = DEFAULT_TENANT if tenant is None else tenant
         self.history_limits = HistoryLimits.from_mapping(history_limits)
@@ -186,51 +243,15 @@ class SqlStore:
         self._release: Optional[str] = None  # the savepoint of a mutation that succeeded, released before the next
         # statement (with every savepoint after it) or by the COMMIT
 
-    # -- the engine's part ---------------------------------------------------------------------------
-
     def _execute(self, sql: str, params: Sequence[Any]) -> Any:
-        raise NotImplementedError
+        """Every statement of the rules goes through here to the engine (one place to count them)."""
+        return self.engine.execute(sql, params)
 
     def _begin_write(self) -> None:
-        raise NotImplementedError
-
-    def _begin_read(self) -> None:
-        raise NotImplementedError
-
-    def _commit(self) -> None:
-        raise NotImplementedError
-
-    def _rollback(self) -> None:
-        raise NotImplementedError
-
-    first_mutation_savepoint = True
-    """Whether a transaction's first mutation is a savepoint too. An engine for which a savepoint is a round trip
-    to a server says False: a transaction that has written nothing has nothing for a savepoint to keep, so when
-    its first mutation fails the transaction is rolled back and begun again instead (`_mutation`)."""
-
-    def _restart_write(self) -> None:
-        """Roll the writing transaction back and begin it again (its first mutation failed, and it had no
-        savepoint: `first_mutation_savepoint`). Never raises: the mutation's own failure is what its caller hears."""
-        with contextlib.suppress(Exception):
-            self._rollback()
-        with contextlib.suppress(Exception):
-            self._begin_write()
-
-    def _begin_single(self) -> bool:
-        """Make ready for a read of one statement outside any transaction (a single statement sees one state
-        of the database by itself); False where the engine wants `_begin_read` for it."""
-        return False
-
-    def _failure(self, error: Exception) -> Optional[problems.FsProblem]:
-        """The problem an exception of the engine stands for; None when it is not the engine's."""
-        raise NotImplementedError
-
-    def _reopen(self, tenant: str, actor: Optional[str]) -> SqlStore:
-        """A store over the same database for `tenant`, with this one's bounds and `actor`."""
-        raise NotImplementedError
+        self.engine.begin_write(self._command_or(""))
 
     def close(self) -> None:
-        raise NotImplementedError
+        self.engine.close()
 
     # -- statements ----------------------------------------------------------------------------------
 
@@ -243,7 +264,7 @@ class SqlStore:
         except problems.FsProblem:
             raise
         except Exception as error:
-            problem = self._failure(error)
+            problem = self.engine.failure(error)
             if problem is None:
                 raise
             raise problem from None
@@ -264,9 +285,7 @@ class SqlStore:
             self._finished(cursor)
 
     def _finished(self, cursor: Any) -> None:
-        """Done with the rows of a statement's cursor: closed, unless the engine keeps one cursor for every
-        statement."""
-        cursor.close()
+        self.engine.finished(cursor)
 
     # -- transactions --------------------------------------------------------------------------------
 
@@ -290,15 +309,15 @@ class SqlStore:
                 self._depth = 0
                 self._release = None
                 with contextlib.suppress(Exception):
-                    self._rollback()
+                    self.engine.rollback()
                 raise
             self._depth = 0
             self._release = None  # COMMIT releases every savepoint still open
             try:
-                self._commit()
+                self.engine.commit()
             except BaseException:
                 with contextlib.suppress(Exception):
-                    self._rollback()
+                    self.engine.rollback()
                 raise
 
     @contextlib.contextmanager
@@ -316,13 +335,14 @@ class SqlStore:
                 return
             with self.locked():
                 self._mutations += 1
-                if self._mutations == 1 and not self.first_mutation_savepoint:
+                if self._mutations == 1 and not self.engine.first_mutation_savepoint:
                     try:
                         yield
                     except BaseException:
                         self._release = None
                         self._mutations = 0
-                        self._restart_write()  # nothing but this mutation was written: the transaction goes whole
+                        # nothing but this mutation was written: the transaction goes whole
+                        self.engine.restart_write(self._command_or(""))
                         raise
                     return
                 self._savepoints += 1
@@ -343,26 +363,26 @@ class SqlStore:
     @contextlib.contextmanager
     def _read(self, single: bool = False) -> Iterator[None]:
         """A consistent read: inside the caller's transaction, or a read transaction of its own; a `single`
-        statement's read none where the engine allows (`_begin_single`): one statement sees one state."""
+        statement's read none where the engine allows (`Engine.begin_single`): one statement sees one state."""
         with self._guard:
             if self._depth or self._reading:
                 yield
                 return
-            if single and self._begin_single():
+            if single and self.engine.begin_single():
                 self._reading = True
                 try:
                     yield
                 finally:
                     self._reading = False
                 return
-            self._begin_read()
+            self.engine.begin_read()
             self._reading = True
             try:
                 yield
             finally:
                 self._reading = False
                 with contextlib.suppress(Exception):
-                    self._rollback()  # a read changes nothing: ending it without a commit costs nothing
+                    self.engine.rollback()  # a read changes nothing: ending it without a commit costs nothing
 
     # -- queries -------------------------------------------------------------------------------------
 
@@ -717,7 +737,7 @@ class SqlStore:
     def record_use(self, path: VirtualPath, opened: ReadFile) -> None:
         """A view's use, unless one was recorded (or the file written) within `USE_GRANULARITY` seconds; best effort
         and never waiting (D-STORE-SQL-USES): written only when no writer of the tenant holds its lock at that moment
-        (`_use_unwaiting`), else left to the next view, so a view never queues behind a write."""
+        (`Engine.use_unwaiting`), else left to the next view, so a view never queues behind a write."""
         now = time.time()
         used = getattr(opened, "used", None)
         if isinstance(used, (int, float)) and 0 <= now - used < USE_GRANULARITY:
@@ -728,12 +748,7 @@ class SqlStore:
                 if self._depth:  # inside this store's own writing transaction: written with it
                     self._run(self.queries.use, params)
                 elif not self._reading:
-                    self._use_unwaiting(params)
-
-    def _use_unwaiting(self, params: Tuple[Any, ...]) -> None:
-        """The engine's part of `record_use`: the statement `queries.use` with `params`, in a transaction of its own,
-        if and only if the write lock it needs is free now; nothing, and no wait, otherwise."""
-        raise NotImplementedError
+                    self.engine.use_unwaiting(params)
 
     def last_access(self, path: VirtualPath) -> Optional[float]:
         with self._read(single=True):
@@ -747,7 +762,8 @@ class SqlStore:
         from ..store_protocol import tenant_name
 
         name = tenant_name(tenant)
-        return self._reopen(name, self.actor if actor is None else history.actor_name(actor, self.history_limits))
+        named = self.actor if actor is None else history.actor_name(actor, self.history_limits)
+        return self.engine.reopen(name, named, self)
 
 
 def _as_store(store: SqlStore) -> Store:

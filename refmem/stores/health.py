@@ -1,7 +1,8 @@
 """What an operator asks of a database store as a whole: `refmem db check` (is it healthy?) and `refmem db tenants`
 (who keeps what?), for SQLite and PostgreSQL alike (D-STORE-DB-CHECK, D-STORE-DB-TENANTS).
 
-`check(location, app_role)` reads, never writes: the store reachable, its schema at this refmem's version with every
+`check_sqlite(path)` and `check_postgres(dsn, app_role)` (the `db check` of their rows in `location.SCHEMES`,
+D-STORE-SCHEMES) read, never write: the store reachable, its schema at this refmem's version with every
 table there, and per engine what can go wrong with it. SQLite: the database, `-wal` and `-shm` open to no other user
 (D-STORE-SQL-MODE). PostgreSQL: row-level security enabled and forced, with its policy, on every table of tenant rows
 (D-STORE-PG-RLS), and the application's role no wider than `db init --app-role` grants (D-STORE-PG-ROLE): not a
@@ -21,7 +22,6 @@ from urllib.parse import quote
 from .. import messages as m
 from ..problems import FILE
 from . import StoreError
-from .location import is_postgres, sqlite_path
 from .schema import SCHEMA_VERSION, SQLITE, TABLES, Queries
 
 Tenant = Tuple[str, int, int, int, int]
@@ -31,14 +31,6 @@ ROW_PRIVILEGES = ("SELECT", "INSERT", "UPDATE", "DELETE")
 """What the application's role may do on a table of rows (D-STORE-PG-ROLE); on `refmem_schema`, SELECT alone."""
 OTHER_PRIVILEGES = ("TRUNCATE", "REFERENCES", "TRIGGER")
 READ_ONLY_TABLES = ("refmem_schema",)
-
-
-def check(location: str, app_role: Optional[str] = None) -> Tuple[List[str], str]:
-    """(the problems found, one line each; the line that says the store is healthy, when there are none).
-    StoreError only for a location that is not one (`location.sqlite_path`)."""
-    if is_postgres(location):
-        return _check_postgres(location, app_role)
-    return _check_sqlite(sqlite_path(location))
 
 
 def _healthy(engine: str, more: str = "") -> str:
@@ -67,7 +59,7 @@ def _read_only(path: str) -> sqlite3.Connection:
     return sqlite3.connect(uri, uri=True, timeout=BUSY_SECONDS, isolation_level=None)
 
 
-def _check_sqlite(path: str) -> Tuple[List[str], str]:
+def check_sqlite(path: str) -> Tuple[List[str], str]:
     from .sqlite import _schema_version, reason_of
 
     if not os.path.isfile(path):
@@ -97,7 +89,7 @@ def _check_sqlite(path: str) -> Tuple[List[str], str]:
 # --- PostgreSQL -------------------------------------------------------------------------------------------------
 
 
-def _check_postgres(dsn: str, app_role: Optional[str]) -> Tuple[List[str], str]:
+def check_postgres(dsn: str, app_role: Optional[str]) -> Tuple[List[str], str]:
     from .postgres import _TENANT_TABLES, _driver, connect, reason_of, schema_version
 
     try:
@@ -170,15 +162,11 @@ def _one(connection: Any, sql: str, params: Tuple[Any, ...]) -> Any:
 # --- every tenant -----------------------------------------------------------------------------------------------
 
 
-def tenants(location: str) -> List[Tenant]:
-    """Every tenant of the store, by name ("" the default one), with its files, their bytes, its versions and what
-    they count (`Tenant`); StoreError when the store cannot be read so, or (PostgreSQL) when the role is held by
-    row-level security, which would show it no tenant at all (D-STORE-DB-TENANTS)."""
-    if is_postgres(location):
-        return _tenants_postgres(location)
+def tenants_sqlite(path: str) -> List[Tenant]:
+    """Every tenant of the SQLite database at `path`, by name ("" the default one), with its files, their bytes, its
+    versions and what they count (`Tenant`); StoreError when the store cannot be read so (D-STORE-DB-TENANTS)."""
     from .sqlite import _schema_version, reason_of
 
-    path = sqlite_path(location)
     if not os.path.isfile(path):
         raise StoreError(m.CHECK_NO_DATABASE)
     try:
@@ -197,7 +185,9 @@ def tenants(location: str) -> List[Tenant]:
     return [_tenant(row) for row in rows]
 
 
-def _tenants_postgres(dsn: str) -> List[Tenant]:
+def tenants_postgres(dsn: str) -> List[Tenant]:
+    """`tenants_sqlite` of the PostgreSQL database at `dsn`; StoreError, too, when the role is held by row-level
+    security, which would show it no tenant at all (D-STORE-DB-TENANTS)."""
     from .postgres import QUERIES, _driver, check_schema, connect, reason_of
 
     connection = connect(dsn)

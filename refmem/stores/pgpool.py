@@ -37,24 +37,27 @@ from ..store_protocol import tenant_name
 from . import StoreError
 from .core import SqlStore
 from .postgres import (
+    _LOCKING,
     CONNECT_SECONDS,
+    EDITS,
     QUERIES,
     RECONNECTS,
     TENANT_PREFIX,
     TENANT_SETTING,
-    PostgresStore,
     _connect_reason,
     _driver,
     check_schema,
     connect,
+    failure_of,
     migrate,
     reason_of,
     require_utf8,
     session_settings,
     tenant_lock_key,
+    use_if_free,
 )
 from .quota import Quota
-from .schema import POSTGRES
+from .schema import DEFAULT_TENANT, POSTGRES
 
 KNOWN_TENANTS = 65536
 """Tenants whose row the pool remembers having made (then forgets them all and makes each again, once)."""
@@ -62,6 +65,10 @@ _SET_TENANT = f"SELECT set_config('{TENANT_SETTING}', %s, true)"
 _BEGIN_WRITE = f"{POSTGRES.begin_write}; {_SET_TENANT}, pg_advisory_xact_lock(%s)"
 _BEGIN_READ = f"BEGIN ISOLATION LEVEL REPEATABLE READ; {_SET_TENANT}"
 _BEGIN_SINGLE = f"BEGIN; {_SET_TENANT}; "  # then the statement, then "; COMMIT"
+_BEGIN_LOCKING = f"{POSTGRES.begin_write}; {_SET_TENANT}; "
+"""An edit's first message: then its read, which takes the tenant's lock itself (`postgres._LOCKING`), executed
+prepared (`prepared`) as a view's read is, so an edit is BEGIN with the read, the write, COMMIT: three messages, where
+BEGIN with the lock and then the read were four (D-STORE-PG-POOL-EDIT)."""
 _PREPARED_KEPT = 256
 _NO_SUCH_STATEMENT = "26000"  # invalid_sql_statement_name: a prepared statement the connection no longer has
 _ALREADY_PREPARED = "42P05"  # duplicate_prepared_statement: one the connection has, though not counted as there
@@ -257,27 +264,40 @@ class PostgresPool:
         self.close()
 
 
-class PooledStore(PostgresStore):
-    """A `PostgresStore` whose transactions each run on a connection borrowed from its `PostgresPool` (see the
-    module docstring); made by `PostgresPool.store`, never opened directly."""
+class PooledEngine:
+    """The pooled PostgreSQL engine of `SqlStore` (`core.Engine`): no connection of its own; one borrowed from `pool`
+    for each transaction (see the module docstring), for the tenant `tenant_key`."""
 
-    prepare_reads = True
-    """Whether a read of one statement executes it prepared (`prepared`) rather than sends its text (bench/pool.py
-    measures both)."""
+    queries = QUERIES
+    first_mutation_savepoint = False  # a SAVEPOINT is a round trip (D-STORE-PG-WRITERS)
 
-    def __init__(self, pool: PostgresPool, tenant: Optional[str], actor: Optional[str]) -> None:  # noqa: D107
-        SqlStore.__init__(self, tenant, actor, pool.history_limits, pool.limits, pool.quota)  # no connection of its own
-        self._pool = pool
+    def __init__(
+        self,
+        pool: PostgresPool,
+        tenant_key: str,
+        prepare_reads: bool = True,
+        one_message: bool = True,
+        edit_locks_in_read: bool = True,
+    ) -> None:
+        """`prepare_reads`: a read of one statement executes it prepared (`prepared`) rather than sends its text;
+        `one_message`: such a read is one message (else a read transaction of its own); `edit_locks_in_read`: an
+        edit's first message is BEGIN with its read, which takes the tenant's lock (else BEGIN with the lock, then
+        the read: a message more). bench/pool.py measures each."""
+        self.pool = pool
+        self.tenant_key = tenant_key
+        self.prepare_reads = prepare_reads
+        self.one_message = one_message
+        self.edit_locks_in_read = edit_locks_in_read
         self._psycopg = pool._psycopg
-        self._conn: Any = None  # the connection borrowed for the transaction under way, if any
+        self.conn: Any = None  # the connection borrowed for the transaction under way, if any
         self._closed = False
-        self._unbegun = False
+        self._unbegun = False  # a writing transaction to begin at its next statement (`begin_write`)
         self._single = False  # the next statement is a read of one statement: sent in one message
         self._reading_only = False  # the transaction under way is a read's
-        self._setting = TENANT_PREFIX + self.tenant_key
-        self._lock_key = tenant_lock_key(pool.schema, self.tenant_key)
+        self._setting = TENANT_PREFIX + tenant_key
+        self.lock_key = tenant_lock_key(pool.schema, tenant_key)
 
-    def _send_first_retrying(
+    def send_first_retrying(
         self, message: str, params: Sequence[Any], prepare: Optional[Tuple[str, str, int]] = None
     ) -> Any:
         """Send a command's first message on a borrowed connection (bound on the client, so several statements
@@ -292,13 +312,13 @@ class PooledStore(PostgresStore):
         pool checks the others, and the command starts on another."""
         if self._closed:
             raise OsFailure("os")
-        self._rollback()  # never run a command inside what an earlier one left open
+        self.rollback()  # never run a command inside what an earlier one left open
         attempt, recounts = 0, 0
         while True:
-            self._conn = self._pool.borrow()
-            known = None if prepare is None else self._pool.prepared_on(self._conn)
+            self.conn = self.pool.borrow()
+            known = None if prepare is None else self.pool.prepared_on(self.conn)
             try:
-                cursor = self._psycopg.ClientCursor(self._conn)
+                cursor = self._psycopg.ClientCursor(self.conn)
                 if prepare is None or known is None or prepare[0] in known:
                     cursor.execute(message, params)
                     return cursor
@@ -307,47 +327,74 @@ class PooledStore(PostgresStore):
                 cursor.nextset()
                 return cursor
             except self._psycopg.Error as error:
-                reason = reason_of(error, self._conn)
+                reason = reason_of(error, self.conn)
                 state = getattr(error, "sqlstate", None)
                 recount = state in (_NO_SUCH_STATEMENT, _ALREADY_PREPARED) and recounts < _RECOUNTS
                 if prepare is not None and known is not None and recount:
                     if state == _NO_SUCH_STATEMENT:
-                        known.clear()  # all of them deallocated on the server since (`_rollback`)
+                        known.clear()  # all of them deallocated on the server since (`rollback`)
                     else:
                         known.add(prepare[0])
                     recounts += 1
-                    self._rollback()
+                    self.rollback()
                     continue
                 if prepare is not None:
                     with contextlib.suppress(Exception):
-                        self._conn.close()
-                self._rollback()
+                        self.conn.close()
+                self.rollback()
                 if reason != "disconnected" or attempt == RECONNECTS:
                     raise OsFailure(reason) from None
-                self._pool.check()
+                self.pool.check()
                 if attempt:
                     time.sleep(0.05 * 2**attempt)
                 attempt += 1
 
-    # -- the engine's part of SqlStore ---------------------------------------------------------------
+    def begin_write(self, command: str) -> None:
+        """BEGIN, the tenant's setting and its lock, one message; for the tool's edits (`EDITS`), nothing yet, as on
+        one connection (`PostgresEngine.begin_write`): their transaction begins with its first statement, the
+        file's read taking the lock itself, sent in the same message as the BEGIN and the setting (`execute`)."""
+        if command in EDITS and self.edit_locks_in_read:
+            if self._closed:
+                raise OsFailure("os")
+            self.rollback()
+            self._unbegun = True
+            return
+        self.send_first_retrying(_BEGIN_WRITE, (self._setting, self.lock_key))
 
-    def _begin_write(self) -> None:
-        self._send_first_retrying(_BEGIN_WRITE, (self._setting, self._lock_key))
+    def restart_write(self, command: str) -> None:
+        """The transaction rolled back (its connection given back) and begun again only at its next statement."""
+        self.rollback()
+        self._unbegun = True
 
-    def _begin_read(self) -> None:
-        self._send_first_retrying(_BEGIN_READ, (self._setting,))
+    def begin_read(self) -> None:
+        self.send_first_retrying(_BEGIN_READ, (self._setting,))
         self._reading_only = True
 
-    def _begin_single(self) -> bool:
+    def begin_single(self) -> bool:
+        if not self.one_message:
+            return False
         if self._closed:
             raise OsFailure("os")
         self._single = True
         return True
 
-    def _execute(self, sql: str, params: Sequence[Any]) -> Any:
+    def execute(self, sql: str, params: Sequence[Any]) -> Any:
         if self._unbegun:
             self._unbegun = False
-            self._begin_write()
+            locking = _LOCKING.get(sql)
+            if locking is not None:  # BEGIN, the tenant, and the read that takes the tenant's lock: one message
+                prepare = prepared(locking) if self.prepare_reads else None
+                if prepare is not None:
+                    read = f"EXECUTE {prepare[0]}({', '.join(['%s'] * prepare[2])})"
+                else:
+                    read = locking
+                cursor = self.send_first_retrying(
+                    _BEGIN_LOCKING + read, (self._setting, *params, self.lock_key), prepare
+                )
+                cursor.nextset()
+                cursor.nextset()
+                return cursor
+            self.send_first_retrying(_BEGIN_WRITE, (self._setting, self.lock_key))
         if self._single:  # BEGIN, the tenant, the statement and COMMIT: one message, the connection back at once
             self._single = False
             prepare = prepared(sql) if self.prepare_reads else None
@@ -356,37 +403,40 @@ class PooledStore(PostgresStore):
                 message = f"{_BEGIN_SINGLE}EXECUTE {prepare[0]}({arguments}); COMMIT"
             else:
                 message = f"{_BEGIN_SINGLE}{sql}; COMMIT"
-            cursor = self._send_first_retrying(message, (self._setting, *params), prepare)
+            cursor = self.send_first_retrying(message, (self._setting, *params), prepare)
             try:
                 cursor.nextset()
                 cursor.nextset()
                 return Rows(cursor.fetchall())
             finally:
-                self._rollback()
-        if self._conn is None:  # a statement outside any transaction: never sent without its tenant
+                self.rollback()
+        if self.conn is None:  # a statement outside any transaction: never sent without its tenant
             raise OsFailure("os")
-        return self._conn.execute(sql, tuple(params) if params else None)
+        return self.conn.execute(sql, tuple(params) if params else None)
 
-    def _commit(self) -> None:
+    def finished(self, cursor: Any) -> None:
+        """Nothing to close: a borrowed connection's cursors go with its transaction."""
+
+    def commit(self) -> None:
         if self._unbegun:  # rolled back, and nothing sent since: nothing to commit, no connection held
             self._unbegun = False
             return
-        if self._conn is None:
+        if self.conn is None:
             raise OsFailure("os")
         try:
-            self._conn.execute("COMMIT")
+            self.conn.execute("COMMIT")
         except self._psycopg.Error as error:
-            reason = reason_of(error, self._conn)
+            reason = reason_of(error, self.conn)
             raise OsFailure("commit_unknown" if reason == "disconnected" else reason) from None
         finally:
-            self._rollback()  # the connection back to the pool, idle
+            self.rollback()  # the connection back to the pool, idle
 
-    def _rollback(self) -> None:
+    def rollback(self) -> None:
         """The transaction ended (rolled back if still open) and its connection given back; never raises."""
         self._unbegun = False
         self._single = False
         reading_only, self._reading_only = self._reading_only, False
-        connection, self._conn = self._conn, None
+        connection, self.conn = self.conn, None
         if connection is None:
             return
         try:
@@ -394,18 +444,41 @@ class PooledStore(PostgresStore):
             if not (connection.broken or connection.closed) and status != self._psycopg.pq.TransactionStatus.IDLE:
                 # A read that went well ends with COMMIT: the same for the server, and psycopg deallocates every
                 # prepared statement of the connection after a ROLLBACK (a read of one statement then prepares
-                # its own again: `_send_first_retrying`).
+                # its own again: `send_first_retrying`).
                 ended = reading_only and status == self._psycopg.pq.TransactionStatus.INTRANS
                 connection.execute("COMMIT" if ended else "ROLLBACK")
         except Exception:  # noqa: BLE001  # one that cannot be rolled back is closed: the pool discards it
             with contextlib.suppress(Exception):
                 connection.close()
-        self._pool.give_back(connection)
+        self.pool.give_back(connection)
 
-    def _reopen(self, tenant: str, actor: Optional[str]) -> PooledStore:
-        return self._pool.store(tenant, actor)
+    def use_unwaiting(self, params: Tuple[Any, ...]) -> None:
+        use_if_free(self, params)
+
+    def failure(self, error: Exception) -> Optional[FsProblem]:
+        return failure_of(self._psycopg, error, self.conn)
+
+    def reopen(self, tenant: str, actor: Optional[str], like: SqlStore) -> PooledStore:
+        return self.pool.store(tenant, actor)
 
     def close(self) -> None:
         """Give back a connection still held; later commands are answered with an error. The pool stays open."""
         self._closed = True
-        self._rollback()
+        self.rollback()
+
+
+class PooledStore(SqlStore):
+    """`SqlStore` over a `PooledEngine`: each transaction runs on a connection borrowed from its `PostgresPool` (see
+    the module docstring); made by `PostgresPool.store`."""
+
+    engine: PooledEngine
+
+    def __init__(self, pool: PostgresPool, tenant: Optional[str], actor: Optional[str]) -> None:
+        """`tenant`: a name `store_protocol.tenant_name` accepted (None: the default tenant)."""
+        engine = PooledEngine(pool, DEFAULT_TENANT if tenant is None else tenant)
+        super().__init__(engine, tenant, actor, pool.history_limits, pool.limits, pool.quota)
+
+    @property
+    def _conn(self) -> Any:
+        """The connection borrowed for the transaction under way, if any."""
+        return self.engine.conn

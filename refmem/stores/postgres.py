@@ -53,11 +53,11 @@ from ..store_protocol import tenant_name
 from . import StoreError
 from .core import SqlStore
 from .quota import Quota
-from .schema import POSTGRES, RECOUNTS, SCHEMA_VERSION, TABLES, UPGRADES, Queries, upgrade
+from .schema import DEFAULT_TENANT, POSTGRES, RECOUNTS, SCHEMA_VERSION, TABLES, UPGRADES, Queries, upgrade
 
 QUERIES = Queries(POSTGRES)
 USE_IF_FREE = QUERIES.use + " AND pg_try_advisory_xact_lock(%s) RETURNING 1"
-"""A view's use, written only when its tenant's lock is free (`PostgresStore._use_unwaiting`)."""
+"""A view's use, written only when its tenant's lock is free (`use_if_free`)."""
 RECONNECTS = 2
 """Times a command that found its connection broken before it began opens a new one and starts again."""
 LOCK_SECONDS = 30
@@ -314,11 +314,205 @@ def check_schema(dsn: str, create: bool, connection: Any = None) -> bool:
     return False
 
 
-class PostgresStore(SqlStore):
-    """Memories in a PostgreSQL database (`store_protocol.Store`; see the module docstring)."""
+class PostgresEngine:
+    """The PostgreSQL engine of `SqlStore` (`core.Engine`): one connection to `dsn`, its tenant's (`tenant_key`) for
+    its whole life. With `create`, a database without the schema gets it; StoreError when it cannot serve (see
+    `PostgresStore`)."""
 
     queries = QUERIES
     first_mutation_savepoint = False  # a SAVEPOINT is a round trip (D-STORE-PG-WRITERS)
+
+    def __init__(self, dsn: str, tenant_key: str, create: bool = True) -> None:
+        self.dsn = dsn
+        self.tenant_key = tenant_key
+        self.create = create
+        self._psycopg = _driver()
+        if create and check_schema(dsn, create):
+            migrate(dsn)
+        self._begin_locked = ""
+        self.lock_key = 0
+        self._unbegun = False  # a writing transaction to begin at its next statement (`begin_write`)
+        self._cursor: Any = None
+        self._cursor_of: Any = None  # the connection `_cursor` belongs to
+        self.conn: Any = None
+        self.conn = self._connect()
+        try:
+            if not create:
+                check_schema(dsn, create, self.conn)
+            self._begin(POSTGRES.begin_write)
+            try:
+                self._send(QUERIES.add_tenant, (tenant_key,))
+            except self._psycopg.Error as error:
+                raise failure_of(self._psycopg, error, self.conn) or problems.OsFailure("os") from None
+            self.commit()
+        except problems.FsProblem as failure:
+            self.close()
+            reason = io_reason(failure.code)
+            raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason=reason)) from None
+        except BaseException:
+            self.close()
+            raise
+
+    def execute(self, sql: str, params: Sequence[Any]) -> Any:
+        if self._unbegun:
+            self._unbegun = False
+            locking = _LOCKING.get(sql)
+            if locking is not None:  # BEGIN alone, then the statement that takes the tenant's lock itself
+                self._begin(POSTGRES.begin_write)
+                return self._send(locking, tuple(params) + (self.lock_key,))
+            self._begin(self._begin_locked)
+        return self._send(sql, tuple(params) if params else None)
+
+    def _send(self, sql: str, params: Optional[Sequence[Any]] = None) -> Any:
+        """One message to the server on the connection's one cursor, made once per connection: a cursor per
+        statement (psycopg's `Connection.execute`) costs a new cursor and its adapters in every statement,
+        12 µs of the 100 µs a statement took here. The cursor is the statement's (`finished` keeps it open)."""
+        connection = self.conn
+        if self._cursor_of is not connection:
+            self._cursor, self._cursor_of = connection.cursor(), connection
+        return self._cursor.execute(sql, params)
+
+    def finished(self, cursor: Any) -> None:
+        """The connection's one cursor stays open for its next statement (`_send`)."""
+
+    def restart_write(self, command: str) -> None:
+        """The transaction rolled back now and begun again only at its next statement, if one comes: a caller that
+        gives up after the failure sends nothing more, and never waits for the tenant's lock again."""
+        with contextlib.suppress(Exception):
+            self.rollback()
+        self._unbegun = True
+
+    def _connect(self) -> Any:
+        """The engine's connection: its tenant's for its whole life (`connect`). A store is one connection for one
+        tenant, never shared nor pooled, so the setting row-level security reads is set once per connection, not
+        per transaction (D-STORE-PG-RLS); and a writer's BEGIN and its tenant's lock are one message of two
+        statements (the simple protocol; the lock's key is a number, `tenant_lock_key`)."""
+        connection = connect(self.dsn, self.tenant_key)
+        try:
+            row = connection.execute("SELECT current_schema()").fetchone()
+        except self._psycopg.Error as error:
+            connection.close()
+            raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason=IO_REASONS[reason_of(error)])) from None
+        key = tenant_lock_key(str(row[0]) if row and row[0] is not None else "", self.tenant_key)
+        self.lock_key = key
+        self._begin_locked = f"{POSTGRES.begin_write}; SELECT pg_advisory_xact_lock({key:d})"
+        return connection
+
+    def _begin(self, begin: Optional[str]) -> None:
+        """`begin` (a transaction's first message: BEGIN, and for a writer its tenant's lock), or nothing for a
+        read of one statement. A connection found broken here is opened again (nothing of the command has been
+        sent), at most RECONNECTS times."""
+        for attempt in range(RECONNECTS + 1):
+            try:
+                if self.conn.broken or self.conn.closed:
+                    self._reconnect()
+                self.rollback()  # never run a command inside what an earlier one left open
+                if begin is not None:
+                    self._send(begin)
+                return
+            except self._psycopg.Error as error:
+                reason = reason_of(error, self.conn)
+                self.rollback()
+                if reason != "disconnected" or attempt == RECONNECTS:
+                    raise problems.OsFailure(reason) from None
+                time.sleep(0.05 * 2**attempt)
+            except StoreError:
+                if attempt == RECONNECTS:
+                    raise problems.OsFailure("disconnected") from None
+                time.sleep(0.05 * 2**attempt)
+
+    def _reconnect(self) -> None:
+        old = self.conn
+        self.conn = self._connect()
+        with contextlib.suppress(Exception):  # a broken connection's close may fail; it is gone either way
+            old.close()
+
+    def begin_write(self, command: str) -> None:
+        """BEGIN and the tenant's lock, one message; for the tool's edits (`EDITS`), nothing yet: their transaction
+        begins with its first statement (`execute`), the file's read, which takes the lock itself (`_LOCKING`)
+        after a bare BEGIN, as a locked read-modify-write does (any other first statement would follow BEGIN and
+        the lock, as here). Every other writer holds the lock for its whole block, statements or not
+        (store_protocol.Store.locked)."""
+        if command in EDITS:
+            self._unbegun = True
+            return
+        self._begin(self._begin_locked)
+
+    def begin_read(self) -> None:
+        self._begin("BEGIN ISOLATION LEVEL REPEATABLE READ")  # one snapshot for every statement of the read
+
+    def begin_single(self) -> bool:
+        self._begin(None)  # autocommit: the statement is a transaction of its own, one snapshot
+        return True
+
+    def commit(self) -> None:
+        if self._unbegun:  # not begun, or rolled back, and nothing sent since: nothing to commit
+            self._unbegun = False
+            return
+        try:
+            self._send("COMMIT")
+        except self._psycopg.Error as error:
+            reason = reason_of(error, self.conn)
+            raise problems.OsFailure("commit_unknown" if reason == "disconnected" else reason) from None
+
+    def rollback(self) -> None:
+        self._unbegun = False
+        connection = self.conn
+        if connection is None or connection.broken or connection.closed:
+            return
+        if connection.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
+            self._send("ROLLBACK")
+
+    def use_unwaiting(self, params: Tuple[Any, ...]) -> None:
+        use_if_free(self, params)
+
+    def failure(self, error: Exception) -> Optional[problems.FsProblem]:
+        return failure_of(self._psycopg, error, self.conn)
+
+    def reopen(self, tenant: str, actor: Optional[str], like: SqlStore) -> PostgresStore:
+        return PostgresStore(
+            self.dsn, tenant=tenant, create=False, actor=actor, history=like.history_limits, limits=like.limits,
+            quota=like.quota,
+        )
+
+    def close(self) -> None:
+        connection = self.conn
+        if connection is not None:
+            self.conn = None
+            with contextlib.suppress(Exception):
+                connection.close()
+
+
+def use_if_free(engine: Any, params: Tuple[Any, ...]) -> None:
+    """A view's use (`core.Engine.use_unwaiting`) on a PostgreSQL engine: one statement of its own that writes it only
+    if it gets its tenant's lock at once (`pg_try_advisory_xact_lock`, D-STORE-SQL-USES): with the lock, no writer of
+    the tenant holds the row, so nothing waits; without it, nothing is written and nothing waited for."""
+    if not engine.begin_single():
+        engine.begin_read()
+    try:
+        cursor = engine.execute(USE_IF_FREE, params + (engine.lock_key,))
+        try:
+            cursor.fetchone()
+        finally:
+            engine.finished(cursor)
+    finally:
+        engine.rollback()
+
+
+def failure_of(psycopg: Any, error: Exception, connection: Any) -> Optional[problems.FsProblem]:
+    """The problem a psycopg error stands for (`core.Engine.failure`); None for any other exception."""
+    if isinstance(error, psycopg.Error):
+        if getattr(error, "sqlstate", None) == "23505":  # unique_violation: the path is taken
+            return problems.Exists()
+        return problems.OsFailure(reason_of(error, connection))
+    return None
+
+
+class PostgresStore(SqlStore):
+    """Memories in a PostgreSQL database (`store_protocol.Store`; see the module docstring): `SqlStore` over a
+    `PostgresEngine`."""
+
+    engine: PostgresEngine
 
     def __init__(
         self,
@@ -335,173 +529,20 @@ class PostgresStore(SqlStore):
         the schema gets it (as `refmem db init`); without, StoreError. StoreError, too, when the schema is
         older (`refmem db migrate`) or newer than this refmem's, or the server cannot be reached. `actor`,
         `history` and `limits`: `core.SqlStore`."""
-        super().__init__(None if tenant is None else tenant_name(tenant), actor, history, limits, quota)
-        self._dsn = dsn
-        self._create = create
-        self._psycopg = _driver()
-        if create:
-            migrate_needed = self._check_schema()
-            if migrate_needed:
-                migrate(dsn)
-        self._begin_locked = ""
-        self._lock_key = 0
-        self._unbegun = False  # a writing transaction to begin at its next statement (`_begin_write`)
-        self._cursor: Any = None
-        self._cursor_of: Any = None  # the connection `_cursor` belongs to
-        self._conn = self._connect()
-        try:
-            if not create:
-                self._check_schema(self._conn)
-            self._begin(POSTGRES.begin_write)
-            self._run(QUERIES.add_tenant, (self.tenant_key,))
-            self._commit()
-        except problems.FsProblem as failure:
-            self.close()
-            reason = io_reason(failure.code)
-            raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason=reason)) from None
-        except BaseException:
-            self.close()
-            raise
+        name = None if tenant is None else tenant_name(tenant)
+        engine = PostgresEngine(dsn, DEFAULT_TENANT if name is None else name, create)
+        super().__init__(engine, name, actor, history, limits, quota)
 
-    def _check_schema(self, connection: Any = None) -> bool:
-        """Whether the schema is missing (with `create`, it is then made); StoreError when it cannot be used."""
-        return check_schema(self._dsn, self._create, connection)
+    @property
+    def _conn(self) -> Any:
+        """The engine's connection (tests end its session on the server)."""
+        return self.engine.conn
 
-    # -- the engine's part of SqlStore ---------------------------------------------------------------
+    @_conn.setter
+    def _conn(self, connection: Any) -> None:
+        """A wrapper of the engine's connection (bench/stores.py counts the statements through one)."""
+        self.engine.conn = connection
 
-    def _execute(self, sql: str, params: Sequence[Any]) -> Any:
-        if self._unbegun:
-            self._unbegun = False
-            locking = _LOCKING.get(sql)
-            if locking is not None:  # BEGIN alone, then the statement that takes the tenant's lock itself
-                self._begin(POSTGRES.begin_write)
-                return self._send(locking, tuple(params) + (self._lock_key,))
-            self._begin(self._begin_locked)
-        return self._send(sql, tuple(params) if params else None)
-
-    def _send(self, sql: str, params: Optional[Sequence[Any]] = None) -> Any:
-        """One message to the server on the connection's one cursor, made once per connection: a cursor per
-        statement (psycopg's `Connection.execute`) costs a new cursor and its adapters in every statement,
-        12 µs of the 100 µs a statement took here. The cursor is the statement's (`_finished` keeps it open)."""
-        connection = self._conn
-        if self._cursor_of is not connection:
-            self._cursor, self._cursor_of = connection.cursor(), connection
-        return self._cursor.execute(sql, params)
-
-    def _finished(self, cursor: Any) -> None:
-        """The connection's one cursor stays open for its next statement (`_send`)."""
-
-    def _restart_write(self) -> None:
-        """The transaction rolled back now and begun again only at its next statement, if one comes: a caller that
-        gives up after the failure sends nothing more, and never waits for the tenant's lock again."""
-        with contextlib.suppress(Exception):
-            self._rollback()
-        self._unbegun = True
-
-    def _connect(self) -> Any:
-        """The store's connection: its tenant's for its whole life (`connect`). A store is one connection for one
-        tenant, never shared nor pooled, so the setting row-level security reads is set once per connection, not
-        per transaction (D-STORE-PG-RLS); and a writer's BEGIN and its tenant's lock are one message of two
-        statements (the simple protocol; the lock's key is a number, `tenant_lock_key`)."""
-        connection = connect(self._dsn, self.tenant_key)
-        try:
-            row = connection.execute("SELECT current_schema()").fetchone()
-        except self._psycopg.Error as error:
-            connection.close()
-            raise StoreError(STORE_PG_CANNOT_CONNECT.format(reason=IO_REASONS[reason_of(error)])) from None
-        key = tenant_lock_key(str(row[0]) if row and row[0] is not None else "", self.tenant_key)
-        self._lock_key = key
-        self._begin_locked = f"{POSTGRES.begin_write}; SELECT pg_advisory_xact_lock({key:d})"
-        return connection
-
-    def _begin(self, begin: Optional[str]) -> None:
-        """`begin` (a transaction's first message: BEGIN, and for a writer its tenant's lock), or nothing for a
-        read of one statement. A connection found broken here is opened again (nothing of the command has been
-        sent), at most RECONNECTS times."""
-        for attempt in range(RECONNECTS + 1):
-            try:
-                if self._conn.broken or self._conn.closed:
-                    self._reconnect()
-                self._rollback()  # never run a command inside what an earlier one left open
-                if begin is not None:
-                    self._send(begin)
-                return
-            except self._psycopg.Error as error:
-                reason = reason_of(error, self._conn)
-                self._rollback()
-                if reason != "disconnected" or attempt == RECONNECTS:
-                    raise problems.OsFailure(reason) from None
-                time.sleep(0.05 * 2**attempt)
-            except StoreError:
-                if attempt == RECONNECTS:
-                    raise problems.OsFailure("disconnected") from None
-                time.sleep(0.05 * 2**attempt)
-
-    def _reconnect(self) -> None:
-        old = self._conn
-        self._conn = self._connect()
-        with contextlib.suppress(Exception):  # a broken connection's close may fail; it is gone either way
-            old.close()
-
-    def _begin_write(self) -> None:
-        """BEGIN and the tenant's lock, one message; for the tool's edits (`EDITS`), nothing yet: their transaction
-        begins with its first statement (`_execute`), the file's read, which takes the lock itself (`_LOCKING`)
-        after a bare BEGIN, as a locked read-modify-write does (any other first statement would follow BEGIN and
-        the lock, as here). Every other writer holds the lock for its whole block, statements or not
-        (store_protocol.Store.locked)."""
-        if self._command_or("") in EDITS:
-            self._unbegun = True
-            return
-        self._begin(self._begin_locked)
-
-    def _begin_read(self) -> None:
-        self._begin("BEGIN ISOLATION LEVEL REPEATABLE READ")  # one snapshot for every statement of the read
-
-    def _begin_single(self) -> bool:
-        self._begin(None)  # autocommit: the statement is a transaction of its own, one snapshot
-        return True
-
-    def _commit(self) -> None:
-        if self._unbegun:  # not begun, or rolled back, and nothing sent since: nothing to commit
-            self._unbegun = False
-            return
-        try:
-            self._send("COMMIT")
-        except self._psycopg.Error as error:
-            reason = reason_of(error, self._conn)
-            raise problems.OsFailure("commit_unknown" if reason == "disconnected" else reason) from None
-
-    def _rollback(self) -> None:
-        self._unbegun = False
-        connection = self._conn
-        if connection is None or connection.broken or connection.closed:
-            return
-        if connection.info.transaction_status != self._psycopg.pq.TransactionStatus.IDLE:
-            self._send("ROLLBACK")
-
-    def _use_unwaiting(self, params: Tuple[Any, ...]) -> None:
-        """One statement of its own that writes the use only if it gets its tenant's lock at once
-        (`pg_try_advisory_xact_lock`, D-STORE-SQL-USES): with the lock, no writer of the tenant holds the row, so
-        nothing waits; without it, nothing is written and nothing waited for."""
-        with self._read(single=True):
-            self._one(USE_IF_FREE, params + (self._lock_key,))
-
-    def _failure(self, error: Exception) -> Optional[problems.FsProblem]:
-        if isinstance(error, self._psycopg.Error):
-            if getattr(error, "sqlstate", None) == "23505":  # unique_violation: the path is taken
-                return problems.Exists()
-            return problems.OsFailure(reason_of(error, self._conn))
-        return None
-
-    def _reopen(self, tenant: str, actor: Optional[str]) -> PostgresStore:
-        return PostgresStore(
-            self._dsn, tenant=tenant, create=False, actor=actor, history=self.history_limits, limits=self.limits,
-            quota=self.quota,
-        )
-
-    def close(self) -> None:
-        connection = getattr(self, "_conn", None)
-        if connection is not None:
-            self._conn = None
-            with contextlib.suppress(Exception):
-                connection.close()
+    @property
+    def _dsn(self) -> str:
+        return self.engine.dsn

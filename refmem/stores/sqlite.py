@@ -24,6 +24,7 @@ stores after a fork, never before: a connection must not cross into a child proc
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sqlite3
@@ -47,7 +48,7 @@ from . import StoreError, mounts
 from .core import SqlStore
 from .gate import WriterGate
 from .quota import Quota
-from .schema import RECOUNTS, SCHEMA_VERSION, SQLITE, Queries, upgrade
+from .schema import DEFAULT_TENANT, RECOUNTS, SCHEMA_VERSION, SQLITE, Queries, upgrade
 
 BUSY_SECONDS = 5.0
 """How long one attempt waits for another writer's transaction (SQLite's busy handler)."""
@@ -176,10 +177,191 @@ def _busy(error: sqlite3.Error) -> bool:
     return isinstance(error, sqlite3.OperationalError) and reason_of(error) == "busy"
 
 
-class SqliteStore(SqlStore):
-    """Memories in one SQLite database file (`store_protocol.Store`; see the module docstring)."""
+class SqliteEngine:
+    """The SQLite engine of `SqlStore` (`core.Engine`): one connection to the database file at `path`, for the tenant
+    `tenant_key` (whose row it makes). StoreError when the database cannot serve (see `SqliteStore`)."""
 
     queries = QUERIES
+    first_mutation_savepoint = True
+
+    def __init__(
+        self,
+        path: Union[str, os.PathLike[str]],
+        tenant_key: str,
+        busy_seconds: float = BUSY_SECONDS,
+        busy_retries: int = BUSY_RETRIES,
+        allow_network_filesystem: bool = False,
+    ) -> None:
+        self.path = os.fspath(path)
+        self.tenant_key = tenant_key
+        self.busy_seconds = busy_seconds
+        self.busy_retries = busy_retries
+        self.allow_network = allow_network_filesystem
+        self.gate = WriterGate(self.path)  # writers queue here before SQLite's lock (D-STORE-SQL-GATE)
+        if not allow_network_filesystem:
+            kind = mounts.network_type_of(os.path.dirname(os.path.abspath(self.path)) or ".")
+            if kind is not None:
+                raise StoreError(STORE_NETWORK_FS.format(kind=kind))
+        make_private(self.path)
+        try:
+            self.db = sqlite3.connect(self.path, timeout=busy_seconds, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as error:
+            raise StoreError(STORE_CANNOT_OPEN.format(reason=IO_REASONS[reason_of(error)])) from None
+        try:
+            self.db.create_function("refmem_sha256", 1, _sha256_hex, deterministic=True)
+            self._prepare()
+        except BaseException:
+            self.db.close()
+            raise
+
+    def _prepare(self) -> None:
+        """Pragmas, then the schema: made where missing, refused when newer than this refmem's."""
+        try:
+            mode = self._retrying(lambda: self.db.execute("PRAGMA journal_mode=WAL").fetchone())
+            if mode is None or str(mode[0]).lower() != "wal":
+                raise StoreError(STORE_NO_WAL)
+            for pragma in ("synchronous=FULL", "trusted_schema=OFF", "foreign_keys=OFF"):
+                self.db.execute(f"PRAGMA {pragma}")
+            self.begin_write("")
+            try:
+                found = _schema_version(self.db)
+                if found is not None and found > SCHEMA_VERSION:
+                    raise StoreError(STORE_SCHEMA_NEWER.format(found=found, known=SCHEMA_VERSION))
+                if found is not None and found < SCHEMA_VERSION:
+                    raise StoreError(STORE_SCHEMA_OLDER.format(found=found, known=SCHEMA_VERSION))
+                for statement in QUERIES.ddl:
+                    self.db.execute(statement)
+                if found is None:
+                    self.db.execute(QUERIES.set_schema_version, (SCHEMA_VERSION,))
+                self.db.execute(QUERIES.add_tenant, (self.tenant_key,))
+            except BaseException:
+                self.rollback()
+                raise
+            self.commit()
+        except sqlite3.DatabaseError as error:
+            if reason_of(error) == "io":
+                raise StoreError(STORE_NOT_A_DATABASE) from None
+            raise StoreError(STORE_CANNOT_OPEN.format(reason=IO_REASONS[reason_of(error)])) from None
+        except problems.OsFailure as failure:
+            raise StoreError(STORE_CANNOT_OPEN.format(reason=io_reason(failure.code))) from None
+
+    def execute(self, sql: str, params: Sequence[Any]) -> Any:
+        return self.db.execute(sql, tuple(params))
+
+    def finished(self, cursor: Any) -> None:
+        cursor.close()
+
+    def _retrying(self, attempt: Any) -> Any:
+        """`attempt()`, tried again while the database is busy, at most `busy_retries` more times."""
+        for tries in range(self.busy_retries + 1):
+            try:
+                return attempt()
+            except sqlite3.OperationalError as error:
+                if not _busy(error):
+                    raise
+                if tries == self.busy_retries:
+                    raise problems.OsFailure("busy") from None
+                time.sleep(min(0.05 * 2**tries, 1.0))
+        raise problems.OsFailure("busy")  # not reached: the loop returns or raises
+
+    def begin_write(self, command: str) -> None:
+        if not self.gate.acquire(self.busy_seconds * (self.busy_retries + 1)):
+            raise problems.OsFailure("busy")
+        try:
+            self._retrying(lambda: self.db.execute(SQLITE.begin_write))
+        except BaseException as error:
+            self.gate.release()
+            if isinstance(error, sqlite3.Error):
+                raise problems.OsFailure(reason_of(error)) from None
+            raise
+
+    def restart_write(self, command: str) -> None:
+        """Never raises: the mutation's own failure is what its caller hears."""
+        with contextlib.suppress(Exception):
+            self.rollback()
+        with contextlib.suppress(Exception):
+            self.begin_write(command)
+
+    def begin_read(self) -> None:
+        try:
+            self._retrying(lambda: self.db.execute("BEGIN"))
+        except sqlite3.Error as error:
+            raise problems.OsFailure(reason_of(error)) from None
+
+    def begin_single(self) -> bool:
+        return True  # autocommit (isolation_level None): the statement is a read transaction of its own
+
+    def commit(self) -> None:
+        try:
+            self._retrying(lambda: self.db.execute("COMMIT"))
+        except sqlite3.Error as error:
+            raise problems.OsFailure(reason_of(error)) from None
+        finally:
+            if not self.db.in_transaction:
+                self.gate.release()
+
+    def rollback(self) -> None:
+        try:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+        finally:
+            self.gate.release()
+
+    def use_unwaiting(self, params: Tuple[Any, ...]) -> None:
+        """The gate and SQLite's write lock each tried once, without waiting (D-STORE-SQL-USES): a view's use is not
+        worth a wait behind a writer."""
+        if not self.gate.acquire(0):
+            return
+        try:
+            self.db.execute("PRAGMA busy_timeout = 0")
+            try:
+                self.db.execute(SQLITE.begin_write)
+            except sqlite3.Error:
+                return  # another process's writer holds the database's lock: the next view tries again
+            finally:
+                self.db.execute(f"PRAGMA busy_timeout = {int(self.busy_seconds * 1000)}")
+            try:
+                self.db.execute(QUERIES.use, params)
+                self.db.execute("COMMIT")
+            except sqlite3.Error:
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
+        finally:
+            self.gate.release()
+
+    def failure(self, error: Exception) -> Optional[problems.FsProblem]:
+        if isinstance(error, sqlite3.Error):
+            return problems.OsFailure(reason_of(error))
+        return None
+
+    def reopen(self, tenant: str, actor: Optional[str], like: SqlStore) -> SqliteStore:
+        return SqliteStore(
+            self.path,
+            tenant=tenant,
+            busy_seconds=self.busy_seconds,
+            busy_retries=self.busy_retries,
+            allow_network_filesystem=self.allow_network,
+            actor=actor,
+            history=like.history_limits,
+            limits=like.limits,
+            quota=like.quota,
+        )
+
+    def close(self) -> None:
+        db = getattr(self, "db", None)
+        if db is not None:
+            self.db = None  # type: ignore[assignment]
+            db.close()
+        gate = getattr(self, "gate", None)
+        if gate is not None:
+            gate.close()
+
+
+class SqliteStore(SqlStore):
+    """Memories in one SQLite database file (`store_protocol.Store`; see the module docstring): `SqlStore` over a
+    `SqliteEngine`."""
+
+    engine: SqliteEngine
 
     def __init__(
         self,
@@ -197,160 +379,33 @@ class SqliteStore(SqlStore):
         """Open (making it if missing) the database at `path`. Raises StoreError, whose text names no host path,
         when it lies on a network filesystem, is not a database, or has an older (`refmem db migrate`) or newer
         schema than this refmem's. `actor`, `history`, `limits` and `quota`: `core.SqlStore`."""
-        super().__init__(None if tenant is None else tenant_name(tenant), actor, history, limits, quota)
-        self.path = os.fspath(path)
-        self.busy_seconds = busy_seconds
-        self.busy_retries = busy_retries
-        self._allow_network = allow_network_filesystem
-        self._gate = WriterGate(self.path)  # writers queue here before SQLite's lock (D-STORE-SQL-GATE)
-        if not allow_network_filesystem:
-            kind = mounts.network_type_of(os.path.dirname(os.path.abspath(self.path)) or ".")
-            if kind is not None:
-                raise StoreError(STORE_NETWORK_FS.format(kind=kind))
-        make_private(self.path)
-        try:
-            self._db = sqlite3.connect(
-                self.path, timeout=busy_seconds, isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.Error as error:
-            raise StoreError(STORE_CANNOT_OPEN.format(reason=IO_REASONS[reason_of(error)])) from None
-        try:
-            self._db.create_function("refmem_sha256", 1, _sha256_hex, deterministic=True)
-            self._prepare()
-        except BaseException:
-            self._db.close()
-            raise
+        name = None if tenant is None else tenant_name(tenant)
+        key = DEFAULT_TENANT if name is None else name
+        engine = SqliteEngine(path, key, busy_seconds, busy_retries, allow_network_filesystem)
+        super().__init__(engine, name, actor, history, limits, quota)
 
-    def _prepare(self) -> None:
-        """Pragmas, then the schema: made where missing, refused when newer than this refmem's."""
-        try:
-            mode = self._retrying(lambda: self._db.execute("PRAGMA journal_mode=WAL").fetchone())
-            if mode is None or str(mode[0]).lower() != "wal":
-                raise StoreError(STORE_NO_WAL)
-            for pragma in ("synchronous=FULL", "trusted_schema=OFF", "foreign_keys=OFF"):
-                self._db.execute(f"PRAGMA {pragma}")
-            self._begin_write()
-            try:
-                found = _schema_version(self._db)
-                if found is not None and found > SCHEMA_VERSION:
-                    raise StoreError(STORE_SCHEMA_NEWER.format(found=found, known=SCHEMA_VERSION))
-                if found is not None and found < SCHEMA_VERSION:
-                    raise StoreError(STORE_SCHEMA_OLDER.format(found=found, known=SCHEMA_VERSION))
-                for statement in QUERIES.ddl:
-                    self._db.execute(statement)
-                if found is None:
-                    self._db.execute(QUERIES.set_schema_version, (SCHEMA_VERSION,))
-                self._db.execute(QUERIES.add_tenant, (self.tenant_key,))
-            except BaseException:
-                self._rollback()
-                raise
-            self._commit()
-        except sqlite3.DatabaseError as error:
-            if reason_of(error) == "io":
-                raise StoreError(STORE_NOT_A_DATABASE) from None
-            raise StoreError(STORE_CANNOT_OPEN.format(reason=IO_REASONS[reason_of(error)])) from None
-        except problems.OsFailure as failure:
-            raise StoreError(STORE_CANNOT_OPEN.format(reason=io_reason(failure.code))) from None
+    @property
+    def path(self) -> str:
+        return self.engine.path
 
-    # -- the engine's part of SqlStore ---------------------------------------------------------------
+    @property
+    def busy_seconds(self) -> float:
+        return self.engine.busy_seconds
 
-    def _execute(self, sql: str, params: Sequence[Any]) -> Any:
-        return self._db.execute(sql, tuple(params))
+    @property
+    def busy_retries(self) -> int:
+        return self.engine.busy_retries
 
-    def _retrying(self, attempt: Any) -> Any:
-        """`attempt()`, tried again while the database is busy, at most `busy_retries` more times."""
-        for tries in range(self.busy_retries + 1):
-            try:
-                return attempt()
-            except sqlite3.OperationalError as error:
-                if not _busy(error):
-                    raise
-                if tries == self.busy_retries:
-                    raise problems.OsFailure("busy") from None
-                time.sleep(min(0.05 * 2**tries, 1.0))
-        raise problems.OsFailure("busy")  # not reached: the loop returns or raises
+    @property
+    def _db(self) -> sqlite3.Connection:
+        """The engine's connection (tests read SQLite's own counters on it)."""
+        return self.engine.db
 
-    def _begin_write(self) -> None:
-        if not self._gate.acquire(self.busy_seconds * (self.busy_retries + 1)):
-            raise problems.OsFailure("busy")
-        try:
-            self._retrying(lambda: self._db.execute(SQLITE.begin_write))
-        except BaseException as error:
-            self._gate.release()
-            if isinstance(error, sqlite3.Error):
-                raise problems.OsFailure(reason_of(error)) from None
-            raise
+    @_db.setter
+    def _db(self, connection: sqlite3.Connection) -> None:
+        """A wrapper of the engine's connection (bench/stores.py counts the statements through one)."""
+        self.engine.db = connection
 
-    def _begin_read(self) -> None:
-        try:
-            self._retrying(lambda: self._db.execute("BEGIN"))
-        except sqlite3.Error as error:
-            raise problems.OsFailure(reason_of(error)) from None
-
-    def _begin_single(self) -> bool:
-        return True  # autocommit (isolation_level None): the statement is a read transaction of its own
-
-    def _commit(self) -> None:
-        try:
-            self._retrying(lambda: self._db.execute("COMMIT"))
-        except sqlite3.Error as error:
-            raise problems.OsFailure(reason_of(error)) from None
-        finally:
-            if not self._db.in_transaction:
-                self._gate.release()
-
-    def _rollback(self) -> None:
-        try:
-            if self._db.in_transaction:
-                self._db.execute("ROLLBACK")
-        finally:
-            self._gate.release()
-
-    def _use_unwaiting(self, params: Tuple[Any, ...]) -> None:
-        """The gate and SQLite's write lock each tried once, without waiting (D-STORE-SQL-USES): a view's use is not
-        worth a wait behind a writer."""
-        if not self._gate.acquire(0):
-            return
-        try:
-            self._db.execute("PRAGMA busy_timeout = 0")
-            try:
-                self._db.execute(SQLITE.begin_write)
-            except sqlite3.Error:
-                return  # another process's writer holds the database's lock: the next view tries again
-            finally:
-                self._db.execute(f"PRAGMA busy_timeout = {int(self.busy_seconds * 1000)}")
-            try:
-                self._db.execute(QUERIES.use, params)
-                self._db.execute("COMMIT")
-            except sqlite3.Error:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-        finally:
-            self._gate.release()
-
-    def _failure(self, error: Exception) -> Optional[problems.FsProblem]:
-        if isinstance(error, sqlite3.Error):
-            return problems.OsFailure(reason_of(error))
-        return None
-
-    def _reopen(self, tenant: str, actor: Optional[str]) -> SqliteStore:
-        return SqliteStore(
-            self.path,
-            tenant=tenant,
-            busy_seconds=self.busy_seconds,
-            busy_retries=self.busy_retries,
-            allow_network_filesystem=self._allow_network,
-            actor=actor,
-            history=self.history_limits,
-            limits=self.limits,
-            quota=self.quota,
-        )
-
-    def close(self) -> None:
-        db = getattr(self, "_db", None)
-        if db is not None:
-            self._db = None  # type: ignore[assignment]
-            db.close()
-        gate = getattr(self, "_gate", None)
-        if gate is not None:
-            gate.close()
+    @property
+    def _gate(self) -> WriterGate:
+        return self.engine.gate

@@ -22,8 +22,9 @@ from refmem.stores import StoreError
 
 psycopg = import_psycopg()
 
-from refmem.stores.pgpool import PooledStore, PostgresPool  # noqa: E402
-from refmem.stores.postgres import TENANT_SETTING, migrate  # noqa: E402
+from refmem.stores.core import SqlStore  # noqa: E402
+from refmem.stores.pgpool import PooledEngine, PooledStore, PostgresPool, prepared  # noqa: E402
+from refmem.stores.postgres import QUERIES, TENANT_SETTING, migrate  # noqa: E402
 from refmem.stores.schema import SCHEMA_VERSION  # noqa: E402
 
 
@@ -308,17 +309,17 @@ def test_connections_terminated_between_commands_are_replaced(postgres: Cluster,
     assert "n0.md" in listing and "n2.md" in listing
 
 
-class CutStore(PooledStore):
+class CutEngine(PooledEngine):
     """A pooled store whose connection the server terminates just before the transaction's next statement."""
 
     cut = False
     admin: Any = None
 
-    def _execute(self, sql: str, params: Any) -> Any:
-        if self.cut and self._conn is not None:
+    def execute(self, sql: str, params: Any) -> Any:
+        if self.cut and self.conn is not None:
             self.cut = False
-            self.admin.execute("SELECT pg_terminate_backend(%s, 5000)", (self._conn.info.backend_pid,))
-        return super()._execute(sql, params)
+            self.admin.execute("SELECT pg_terminate_backend(%s, 5000)", (self.conn.info.backend_pid,))
+        return super().execute(sql, params)
 
 
 def test_a_connection_cut_mid_command_is_answered_and_the_pool_goes_on(
@@ -328,11 +329,12 @@ def test_a_connection_cut_mid_command_is_answered_and_the_pool_goes_on(
     pool = PostgresPool(dsn, max_size=1)
     pools.append(pool)
     pool.store(tenant="alice")  # the tenant's row
-    store = CutStore(pool, "alice", None)
-    store.admin = postgres.admin()
+    cut = CutEngine(pool, "alice")
+    store = SqlStore(cut, "alice")
+    cut.admin = postgres.admin()
     try:
         run(store, command="create", path="/memories/e.md", file_text="one\n")
-        store.cut = True
+        cut.cut = True
         result = MemoryHandler(store).execute(
             {"command": "str_replace", "path": "/memories/e.md", "old_str": "one", "new_str": "ONE"}
         )
@@ -342,7 +344,7 @@ def test_a_connection_cut_mid_command_is_answered_and_the_pool_goes_on(
         assert "one" in run(store, command="view", path="/memories/e.md")  # nothing half made; the pool goes on
         run(store, command="str_replace", path="/memories/e.md", old_str="one", new_str="ONE")
     finally:
-        store.admin.close()
+        cut.admin.close()
 
 
 def test_a_closed_store_or_pool_answers_with_an_error(postgres: Cluster) -> None:
@@ -402,45 +404,53 @@ def test_reads_go_on_after_what_drops_the_connection_s_prepared_statements(
     assert "one" in run(store, command="view", path="/memories/d/e.md").lower()
 
 
-class MessageCountingStore(PooledStore):
+class MessageCountingEngine(PooledEngine):
     """Counts the messages (round trips) the store sends: its first message of a transaction, and each statement
     after it on the borrowed connection."""
 
     sent: List[str] = []
+    first: List[str] = []
 
-    def _send_first_retrying(self, message: str, params: Any, prepare: Any = None) -> Any:
+    def send_first_retrying(self, message: str, params: Any, prepare: Any = None) -> Any:
         self.sent.append(message.split(";")[0].split()[0] + "..." if ";" in message else message.split()[0])
-        cursor = super()._send_first_retrying(message, params, prepare)
-        execute = self._conn.execute
+        self.first.append(message)
+        cursor = super().send_first_retrying(message, params, prepare)
+        execute = self.conn.execute
 
         def counted(query: Any, *args: Any, **kwargs: Any) -> Any:
             self.sent.append(str(query).split()[0])
             return execute(query, *args, **kwargs)
 
-        self._conn.execute = counted
+        self.conn.execute = counted
         return cursor
 
-    def _rollback(self) -> None:
-        connection = self._conn
-        super()._rollback()  # its end of a transaction counted too (this test's one thread: nobody borrowed it)
+    def rollback(self) -> None:
+        connection = self.conn
+        super().rollback()  # its end of a transaction counted too (this test's one thread: nobody borrowed it)
         if connection is not None:
             connection.__dict__.pop("execute", None)  # the pool's connection as it was, for its next borrower
 
 
-def test_a_view_is_one_message_and_an_edit_four(postgres: Cluster, pools: List[PostgresPool]) -> None:
-    """A view: BEGIN, the tenant, the prepared statement and COMMIT in one message. An edit: what a
-    single-connection store sends (BEGIN with the tenant and its lock; SELECT ... FOR UPDATE; the write; COMMIT)."""
+def test_a_view_is_one_message_and_an_edit_three(postgres: Cluster, pools: List[PostgresPool]) -> None:
+    """A view: BEGIN, the tenant, the prepared statement and COMMIT in one message. An edit: the single-connection
+    store's cheaper edit (its read takes the tenant's lock, D-STORE-PG-WRITERS), its BEGIN and the tenant's setting
+    in the same message as that read (prepared, as a view's); then the write; COMMIT (D-STORE-PG-POOL-EDIT)."""
     pool = PostgresPool(fresh_dsn(postgres, "messages"), max_size=1)
     pools.append(pool)
     pool.store(tenant="alice")
-    store = MessageCountingStore(pool, "alice", None)
+    counted = MessageCountingEngine(pool, "alice")
+    store = SqlStore(counted, "alice")
+    locking = QUERIES.read_for_edit_locking
+    assert locking is not None
     run(store, command="create", path="/memories/e.md", file_text="one\ntwo\n")
     run(store, command="view", path="/memories/e.md")  # its use recorded once (D-STORE-SQL-USES)
     for number in range(3):
-        store.sent = []
+        counted.sent = []
         run(store, command="view", path="/memories/e.md")
-        assert store.sent == ["BEGIN..."], store.sent
-        store.sent = []
+        assert counted.sent == ["BEGIN..."], counted.sent
+        counted.sent, counted.first = [], []
         old, new = ("two", "TWO") if number % 2 == 0 else ("TWO", "two")
         run(store, command="str_replace", path="/memories/e.md", old_str=old, new_str=new)
-        assert len(store.sent) == 4 and store.sent[0] == "BEGIN..." and store.sent[-1] == "COMMIT", store.sent
+        assert counted.sent == ["BEGIN...", "WITH", "COMMIT"], counted.sent
+        assert f"EXECUTE {prepared(locking)[0]}(" in counted.first[0], counted.first  # the read, prepared
+    assert "pg_advisory_xact_lock" in locking and "FOR UPDATE" in locking  # ... which takes the lock, then the row

@@ -26,7 +26,8 @@ from refmem.stores import StoreError
 
 psycopg = import_psycopg()
 
-from refmem.stores.postgres import TENANT_PREFIX, TENANT_SETTING, PostgresStore  # noqa: E402
+from refmem.stores.core import SqlStore  # noqa: E402
+from refmem.stores.postgres import TENANT_PREFIX, TENANT_SETTING, PostgresEngine, PostgresStore  # noqa: E402
 
 
 def vp(path: str) -> VirtualPath:
@@ -152,7 +153,7 @@ def test_sixteen_writers_lose_no_token(postgres: Cluster) -> None:
 # --- a connection cut in the middle of a command -------------------------------------------------------
 
 
-class CutStore(PostgresStore):
+class CutEngine(PostgresEngine):
     """A store whose connection the server terminates (pg_terminate_backend, from another connection) just
     before its `cut_at`-th statement of the next command: the cut a network failure or a restart makes. A writing
     transaction begins with its first statement (`_begin_write`): the cut comes after its BEGIN, as a cut before
@@ -163,18 +164,18 @@ class CutStore(PostgresStore):
     admin: Any = None
     armed = False
 
-    def _execute(self, sql: str, params: Sequence[Any]) -> Any:
+    def execute(self, sql: str, params: Sequence[Any]) -> Any:
         if self.cut_at is not None:
             self.cut_at -= 1
             if self.cut_at == 0:
                 self.cut_at = None
                 self.armed = True
-        return super()._execute(sql, params)
+        return super().execute(sql, params)
 
     def _send(self, sql: str, params: Optional[Sequence[Any]] = None) -> Any:
         if self.armed and not sql.startswith("BEGIN"):
             self.armed = False
-            self.admin.execute("SELECT pg_terminate_backend(%s, 5000)", (self._conn.info.backend_pid,))
+            self.admin.execute("SELECT pg_terminate_backend(%s, 5000)", (self.conn.info.backend_pid,))
         return super()._send(sql, params)
 
 
@@ -189,8 +190,9 @@ COMMANDS = [
 
 def test_a_connection_cut_mid_command_changes_nothing_and_is_answered(postgres: Cluster) -> None:
     dsn = fresh_dsn(postgres, "cut")
-    store = CutStore(dsn)
-    store.admin = postgres.admin()
+    cut = CutEngine(dsn, "")
+    store = SqlStore(cut, None)
+    cut.admin = postgres.admin()
     handler = MemoryHandler(store)
     try:
         for path in ("/memories/d/e/f.md", "/memories/d/g.md", "/memories/d/e/h/i.md"):
@@ -199,10 +201,10 @@ def test_a_connection_cut_mid_command_changes_nothing_and_is_answered(postgres: 
         cuts = 0
         for command in COMMANDS:
             for cut_at in range(1, 40):
-                store.cut_at = cut_at
+                cut.cut_at = cut_at
                 result = handler.execute(command)
-                if store.cut_at is not None:  # the command ran fewer statements than cut_at: all cut points done
-                    store.cut_at = None
+                if cut.cut_at is not None:  # the command ran fewer statements than cut_at: all cut points done
+                    cut.cut_at = None
                     assert not result.is_error, result
                     break
                 cuts += 1
@@ -220,7 +222,7 @@ def test_a_connection_cut_mid_command_changes_nothing_and_is_answered(postgres: 
             before = rows(postgres, dsn)
         assert cuts >= 20  # every statement of the five commands was a cut point once (46 when written, 24 now)
     finally:
-        store.admin.close()
+        cut.admin.close()
         store.close()
 
 
@@ -238,21 +240,22 @@ def test_a_connection_lost_between_commands_is_opened_again(postgres: Cluster) -
         store.close()
 
 
-class CommitCutStore(PostgresStore):
-    def _commit(self) -> None:
+class CommitCutEngine(PostgresEngine):
+    def commit(self) -> None:
         if getattr(self, "cut", False):
             self.cut = False
-            with psycopg.connect(self._dsn.split(" options=")[0].replace("refmem_app", "postgres")) as admin:
-                admin.execute("SELECT pg_terminate_backend(%s, 5000)", (self._conn.info.backend_pid,))
-        super()._commit()
+            with psycopg.connect(self.dsn.split(" options=")[0].replace("refmem_app", "postgres")) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s, 5000)", (self.conn.info.backend_pid,))
+        super().commit()
 
 
 def test_a_connection_lost_at_commit_says_the_change_may_have_been_made(postgres: Cluster) -> None:
     dsn = fresh_dsn(postgres, "commit-cut")
-    store = CommitCutStore(dsn)
+    engine = CommitCutEngine(dsn, "")
+    store = SqlStore(engine, None)
     handler = MemoryHandler(store)
     try:
-        store.cut = True
+        engine.cut = True
         result = handler.execute({"command": "create", "path": "/memories/c.md", "file_text": "x\n"})
         assert result.is_error and IO_REASONS["commit_unknown"] in result.output, result
         assert rows(postgres, dsn) == []  # here the COMMIT never reached the server: nothing was made
@@ -399,7 +402,7 @@ def test_the_same_tenant_in_two_schemas_takes_two_locks() -> None:
     assert len(keys) == 6 and all(-(2**63) <= key < 2**63 for key in keys)
 
 
-class MessageCountingStore(PostgresStore):
+class MessageCountingEngine(PostgresEngine):
     """Counts what the store sends to the server, one message (a round trip) at a time."""
 
     messages = 0
@@ -417,6 +420,11 @@ class MessageCountingStore(PostgresStore):
         return super()._send(sql, params)
 
 
+def message_counting_store(dsn: str) -> Tuple[SqlStore, MessageCountingEngine]:
+    engine = MessageCountingEngine(dsn, "")
+    return SqlStore(engine, None), engine
+
+
 @pytest.mark.parametrize(
     "command",
     [
@@ -429,7 +437,7 @@ def test_an_edit_is_four_round_trips(postgres: Cluster, command: Dict[str, Any])
     SELECT ... FOR UPDATE (which takes its tenant's lock first), the whole write (one statement: generation,
     journal, version kept, the conditional rewrite), COMMIT; no SAVEPOINT, as the write is the transaction's
     first."""
-    store = MessageCountingStore(fresh_dsn(postgres, f"messages-{command['command']}"))
+    store, counted = message_counting_store(fresh_dsn(postgres, f"messages-{command['command']}"))
     handler = MemoryHandler(store)
     try:
         assert not handler.execute({"command": "create", "path": "/memories/e.md", "file_text": "one\ntwo\n"}).is_error
@@ -438,11 +446,11 @@ def test_an_edit_is_four_round_trips(postgres: Cluster, command: Dict[str, Any])
                 sent = dict(command, old_str=command["new_str"], new_str=command["old_str"])
             else:
                 sent = command
-            store.messages, store.sent, store.texts = 0, [], []
+            counted.messages, counted.sent, counted.texts = 0, [], []
             assert not handler.execute(sent).is_error
-            assert store.messages == 4
-            assert store.sent == ["BEGIN", "SELECT", "WITH", "COMMIT"], store.sent
-            assert ";" not in store.texts[0] and "pg_advisory_xact_lock" in store.texts[1], store.texts
+            assert counted.messages == 4
+            assert counted.sent == ["BEGIN", "SELECT", "WITH", "COMMIT"], counted.sent
+            assert ";" not in counted.texts[0] and "pg_advisory_xact_lock" in counted.texts[1], counted.texts
     finally:
         store.close()
 
@@ -493,21 +501,22 @@ def test_an_edit_takes_its_tenants_lock_before_it_locks_the_files_row(postgres: 
 def test_a_refused_first_mutation_rolls_back_and_begins_nothing_more(postgres: Cluster) -> None:
     """A create refused `exists` (its transaction's first mutation, no savepoint): the transaction is rolled back
     and nothing more is sent, so the refusal is what the model hears, never a wait for the tenant's lock again."""
-    store = MessageCountingStore(fresh_dsn(postgres, "refused-first"))
+    store, counted = message_counting_store(fresh_dsn(postgres, "refused-first"))
     handler = MemoryHandler(store)
     try:
         create = {"command": "create", "path": "/memories/e.md", "file_text": "one\n"}
         assert not handler.execute(create).is_error
-        store.sent = []
+        counted.sent = []
         result = handler.execute(create)
         assert result.is_error and "already exists" in result.output, result
-        assert store.sent[0] == "BEGIN" and store.sent.count("BEGIN") == 1 and store.sent[-1] == "ROLLBACK", store.sent
-        assert "SAVEPOINT" not in store.sent
+        sent = counted.sent
+        assert sent[0] == "BEGIN" and sent.count("BEGIN") == 1 and sent[-1] == "ROLLBACK", sent
+        assert "SAVEPOINT" not in sent
     finally:
         store.close()
 
 
-class CursorCountingStore(PostgresStore):
+class CursorCountingEngine(PostgresEngine):
     """Counts the cursors made on the store's connection."""
 
     cursors = 0
@@ -527,7 +536,8 @@ class CursorCountingStore(PostgresStore):
 def test_a_connection_sends_every_statement_on_one_cursor(postgres: Cluster) -> None:
     """A cursor per statement (psycopg's `Connection.execute`) costs a cursor and its adapters each time: the store
     makes one per connection, kept open after each statement's rows are read, for a listing's nested reads too."""
-    store = CursorCountingStore(fresh_dsn(postgres, "one-cursor"))
+    counted = CursorCountingEngine(fresh_dsn(postgres, "one-cursor"), "")
+    store = SqlStore(counted, None)
     handler = MemoryHandler(store)
     try:
         commands: List[Dict[str, Any]] = [
@@ -541,7 +551,7 @@ def test_a_connection_sends_every_statement_on_one_cursor(postgres: Cluster) -> 
         ]
         for command in commands:
             assert not handler.execute(command).is_error, command
-        assert store.cursors == 1
+        assert counted.cursors == 1
         assert [v.command for v in store.history(vp("/memories/a/b.md"))] == ["insert", "str_replace"]
         assert [v.command for v in store.history(vp("/memories/c/b.md"))] == ["delete"]
     finally:
