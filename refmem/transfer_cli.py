@@ -27,7 +27,7 @@ def run(location: str, args: argparse.Namespace) -> int:
     from .problems import FsProblem
     from .store_protocol import TenantError
     from .stores import StoreError
-    from .stores.location import is_postgres, open_location, sqlite_path
+    from .stores.location import find, open_location
     from .stores.transfer import TransferError, export_tenant, import_tenant
 
     exporting = args.db_action == "export"
@@ -35,10 +35,7 @@ def run(location: str, args: argparse.Namespace) -> int:
         return _fail(TRANSFER_NEEDS_FILE.format(action=args.db_action, stream="output" if exporting else "input"))
     if args.yes or args.app_role is not None or (args.replace and exporting):
         return _fail("--yes and --app-role are for db erase and db init; --replace is for db import")
-    try:
-        if not is_postgres(location):
-            sqlite_path(location)
-    except StoreError:
+    if find(location) is None:
         return _fail(TRANSFER_NEEDS_TENANT_STORE)
     try:
         store: Any = open_location(location, tenant=args.tenant)
