@@ -34,7 +34,7 @@ from .figures import run_verdict
 from .matrixpage import matrix_page
 from .reports import as_json, describe_failure, summary, write_json, write_junit, write_markdown
 from .results import CaseResult, RunResult
-from .runner import DeploymentRunner, StressRunner, run_suite
+from .runner import DeploymentRunner, StressRunner, SuiteOptions, run_suite
 from .scaffold import LANGUAGES, ScaffoldError, new_adapter
 from .tiers import PROFILES, default_profile
 from .trend import TrendError, check_one_implementation, one_implementation
@@ -424,9 +424,7 @@ def _execute_on(
     out: TextIO,
     err: TextIO,
 ) -> Tuple[RunResult, List[expect.Expectation]]:
-    run = run_suite(
-        target,
-        chosen,
+    options = SuiteOptions(
         timeout=args.timeout,
         keep=args.keep,
         progress=_progress(args, out, err, len(chosen)),
@@ -438,6 +436,7 @@ def _execute_on(
         classify=lambda result: expect.classify(result, entries),
         skipped=_skipped_by(entries),
     )
+    run = run_suite(target, chosen, options)
     run.stale = [entry.as_dict() for entry in expect.stale(entries, (case.id for case in cases))]
     run.warnings = list(warnings)
     if protocol_log is not None:
