@@ -69,8 +69,7 @@ _CONCERNS = (_SELECTION, _VERDICT, _TIERS_ASKED, _REPORTS, _SUBCOMMAND, _PROPERT
 
 _OPTIONS: Tuple[Option, ...] = (
     _option(
-        _SELECTION, "--target",
-        default="refmem",
+        _SELECTION, "--target", default="refmem",
         help="refmem (default), refmem+sqlite (the reference over the SQLite store), refmem+postgres (over the "
         "PostgreSQL store, its DSN in REFMEM_CONFORMANCE_POSTGRES), python:MODULE:CALLABLE, or "
         "'cmd:COMMAND LINE' (adapter protocol)",
@@ -81,40 +80,32 @@ _OPTIONS: Tuple[Option, ...] = (
     _option(_SELECTION, "--skip-features", action="append", metavar="A,B", help="skip cases tagged with any of these"),
     _option(_SELECTION, "--level", action="append", choices=("must", "should"), help="run only cases of this level"),
     _option(
-        _SELECTION, "--cases-dir",
-        type=pathlib.Path,
-        default=CASES_DIR,
-        metavar="DIR",
+        _SELECTION, "--cases-dir", type=pathlib.Path, default=CASES_DIR, metavar="DIR",
         help="read hand-written case files from DIR instead of the suite's own (e.g. a case written by "
         "refmem-fuzz to-case); the generated security matrix is added unless --no-matrix",
     ),
     _option(_SELECTION, "--no-matrix", action="store_true", help="leave out the generated security matrix"),
     _option(
-        _VERDICT, "--profile",
-        choices=sorted(PROFILES),
-        default=None,
+        _VERDICT, "--profile", choices=sorted(PROFILES), default=None,
         help="what decides pass or fail (and the exit status): documented (the documentation's must cases; the "
         "default for every target but the reference), standard (adds its wording and the reference's decisions; "
         "the reference's default), hardening (adds safe refusals not required on this platform); safety, "
         "signalling and robustness always count, and a safety finding always fails the run",
     ),
     _option(
-        _VERDICT, "--error-prefix",
-        metavar="TEXT",
-        action="append",
+        _VERDICT, "--error-prefix", metavar="TEXT", action="append",
         help="python targets: a plain string result starting with TEXT is an error; repeat it for several "
         "(the documentation's own error strings need three: --error-prefix Error: --error-prefix 'The path' "
         "--error-prefix 'No replacement'), like a module-level SIGNALLING = {'error_prefix': ['Error:', 'The "
         "path', 'No replacement']}; the summary suggests the list when plain errors were read as successes",
     ),
     _option(
-        _VERDICT, "--timeout", type=float, default=DEFAULT_STEP_TIMEOUT, help="seconds per step (default %(default)s)"
+        _VERDICT, "--timeout", type=float, default=DEFAULT_STEP_TIMEOUT, help="seconds per step (default %(default)s)",
     ),
     _option(_VERDICT, "--expectations", type=pathlib.Path, metavar="FILE", help="known deviations (JSON)"),
     _option(_VERDICT, "--strict", action="store_true", help="an unexpected pass or a stale expectation fails the run"),
     _option(
-        _VERDICT, "--validate",
-        action="store_true",
+        _VERDICT, "--validate", action="store_true",
         help="cmd: targets: check every adapter protocol message, both ways, against the published schemas "
         "(conformance/schema/protocol/; needs jsonschema, the conformance extra); a message that does not follow "
         "its schema fails the run",
@@ -124,7 +115,7 @@ _OPTIONS: Tuple[Option, ...] = (
         help="also run the stress tier (conformance/stress.py): safety and cost",
     ),
     _option(
-        _TIERS_ASKED, "--stress-quick", action="store_true", help="the stress tier's quick variant (implies --stress)"
+        _TIERS_ASKED, "--stress-quick", action="store_true", help="the stress tier's quick variant (implies --stress)",
     ),
     _option(
         _TIERS_ASKED, "--deployment", action="store_true",
@@ -135,30 +126,22 @@ _OPTIONS: Tuple[Option, ...] = (
     _option(_REPORTS, "--junit", type=pathlib.Path, metavar="FILE"),
     _option(_REPORTS, "--markdown", type=pathlib.Path, metavar="FILE"),
     _option(
-        _REPORTS, "--html",
-        type=pathlib.Path,
-        metavar="FILE",
+        _REPORTS, "--html", type=pathlib.Path, metavar="FILE",
         help="one self-contained HTML page (figures, features by outcome, every failure); with matrix, the "
         "implementations side by side",
     ),
     _option(
-        _REPORTS, "--badges",
-        type=pathlib.Path,
-        metavar="DIR",
+        _REPORTS, "--badges", type=pathlib.Path, metavar="DIR",
         help="write shields.io endpoint badges into DIR: safe.json (yes/no) and documented.json (x/y must cases)",
     ),
     _option(
-        _REPORTS, "--trend",
-        action="store_true",
+        _REPORTS, "--trend", action="store_true",
         help="matrix: the reports are of one implementation (versions of it, or suite editions), oldest first: "
         "show what changed from each to the next",
     ),
     _option(_REPORTS, "--title", default="", help="title of the Markdown report"),
     _option(
-        _SUBCOMMAND, "--output",
-        "--out",
-        type=pathlib.Path,
-        metavar="FILE",
+        _SUBCOMMAND, "--output", "--out", type=pathlib.Path, metavar="FILE",
         help="baseline: where to write (default: --expectations or stdout); new-adapter: the file to write "
         "(default: memory_adapter.py or memory-adapter.mjs here)",
     ),
@@ -167,20 +150,16 @@ _OPTIONS: Tuple[Option, ...] = (
     _option(_SUBCOMMAND, "--force", action="store_true", help="new-adapter: replace an existing file"),
     _option(_RUNNING, "--keep", action="store_true", help="keep the case directories (for debugging)"),
     _option(
-        _RUNNING, "--workdir",
-        type=pathlib.Path,
-        metavar="DIR",
+        _RUNNING, "--workdir", type=pathlib.Path, metavar="DIR",
         help="make case directories under DIR (default: the system temporary directory; "
         "a tmpfs such as /dev/shm is much faster when the implementation fsyncs)",
     ),
     _option(
-        _RUNNING, "--full-diff",
-        action="store_true",
+        _RUNNING, "--full-diff", action="store_true",
         help="print every line of each failure's diff and output (default: the first difference, then a count)",
     ),
     _option(
-        _RUNNING, "--progress",
-        action="store_true",
+        _RUNNING, "--progress", action="store_true",
         help="show a running count and the current group on stderr even when it is not a terminal",
     ),
     _option(_RUNNING, "-v", "--verbose", action="store_true", help="print every case as it finishes"),
@@ -196,9 +175,7 @@ def _property_options() -> Tuple[Option, ...]:
 
     return (
         _option(
-            _PROPERTIES, "--properties",
-            type=_positive,
-            metavar="N",
+            _PROPERTIES, "--properties", type=_positive, metavar="N",
             help="run the property-based suite instead of the cases: random command sequences, N for each class "
             "the profile judges (safety, robustness, signalling, documented; the reference's outputs under "
             "standard), each failure shrunk to its shortest sequence and written as a finding file to replay; "
@@ -209,15 +186,11 @@ def _property_options() -> Tuple[Option, ...]:
             help="with --properties: the seed (default %(default)s): the same seed draws the same sequences",
         ),
         _option(
-            _PROPERTIES, "--findings",
-            type=pathlib.Path,
-            metavar="DIR",
+            _PROPERTIES, "--findings", type=pathlib.Path, metavar="DIR",
             help="with --properties: where each failure's finding file goes (default: a new temporary folder)",
         ),
         _option(
-            _PROPERTIES, "--replay",
-            type=pathlib.Path,
-            metavar="FILE",
+            _PROPERTIES, "--replay", type=pathlib.Path, metavar="FILE",
             help="run the commands of a finding file (what --properties or refmem-fuzz writes) on --target, every "
             "property check of the profile after each step; the file's own target is never started",
         ),

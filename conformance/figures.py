@@ -36,7 +36,6 @@ from .tiers import (
     HARDENING,
     MUST,
     REFERENCE,
-    SAFETY,
     SHOULD,
     SIGNALLING,
     FindingClass,
@@ -44,6 +43,7 @@ from .tiers import (
     describe_profile,
     gates,
     gating_case,
+    unsafe_classes,
 )
 
 
@@ -144,15 +144,16 @@ def figures(run: RunResult) -> Figures:
     def tier(name: str) -> List[CaseResult]:
         return [r for r in ran if r.case.tier == name]
 
+    unsafe = unsafe_classes()  # the rows' classes that make a run unsafe (safety)
     stress = run.stress or []
-    stress_safety = sum(item.get("class") == SAFETY for item in stress)
+    stress_safety = sum(item.get("class") in unsafe for item in stress)
     deployment = run.deployment or {}
-    deployment_safety = sum(item.get("class") == SAFETY for item in deployment.get("findings", []))
+    deployment_safety = sum(item.get("class") in unsafe for item in deployment.get("findings", []))
     lost = deployment.get("figures", {}).get("lost-updates")
     return Figures(
-        safety_findings=sum(finding.cls == SAFETY for r in ran for finding in r.findings) + stress_safety
+        safety_findings=sum(finding.cls in unsafe for r in ran for finding in r.findings) + stress_safety
         + deployment_safety,
-        unsafe_cases=sum(result.failed_in(SAFETY) for result in ran),
+        unsafe_cases=sum(any(finding.cls in unsafe for finding in result.findings) for result in ran),
         stress_safety=stress_safety,
         documented=_ratio([r for r in tier(DOCUMENTED) if r.case.level == MUST], tier_passed),
         wording=_ratio(doc(SHOULD, False), tier_passed),

@@ -93,3 +93,21 @@ def test_the_schema_file_names_the_classes_the_rows_name() -> None:
     for row in tiers.class_rows():
         if row.figure is not None:
             assert {f"{row.slug}_findings", f"{row.slug}_cases"} <= set(written["figures"]["properties"])
+
+
+def test_an_unsafe_class_added_as_a_row_makes_the_run_unsafe_in_the_figures_and_the_badges(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: pathlib.Path
+) -> None:
+    hazard = tiers.FindingClass("hazard", "a planted unsafe class", "#000000", gates=tiers.EVERY_PROFILE, unsafe=True)
+    monkeypatch.setattr(tiers, "CLASS_ROWS", [*tiers.CLASS_ROWS, hazard])
+    planted = tuple((flag, message, "hazard" if flag == "raised" else cls) for flag, message, cls in checks.MISBEHAVIOUR)
+    monkeypatch.setattr(checks, "MISBEHAVIOUR", planted)
+    cases, report, badges = write_cases(tmp_path / "cases", CASES), tmp_path / "r.json", tmp_path / "badges"
+    status, out, _ = run_cli(
+        "--cases-dir", str(cases), "--no-matrix", "--target", "python:fake_backends:raiser", "--profile", "documented",
+        "--report-json", str(report), "--badges", str(badges),
+    )
+    figures = json.loads(report.read_text())["figures"]
+    assert status == 1 and figures["safe"] is False and figures["unsafe_cases"] == 1
+    assert "safe: NO" in out
+    assert json.loads((badges / "safe.json").read_text())["message"] == "no"
