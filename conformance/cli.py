@@ -34,7 +34,7 @@ from .figures import run_verdict
 from .matrixpage import matrix_page
 from .reports import as_json, describe_failure, summary, write_json, write_junit, write_markdown
 from .results import CaseResult, RunResult
-from .runner import DeploymentRunner, StressRunner, run_suite
+from .runner import DeploymentRunner, StressRunner, SuiteOptions, run_suite
 from .scaffold import LANGUAGES, ScaffoldError, new_adapter
 from .tiers import PROFILES, default_profile
 from .trend import TrendError, check_one_implementation, one_implementation
@@ -50,6 +50,156 @@ def _split(values: Optional[Sequence[str]]) -> List[str]:
     return [item.strip() for value in values or () for item in value.split(",") if item.strip()]
 
 
+Option = Tuple[str, Tuple[str, ...], Dict[str, Any]]
+"""An option as argparse takes it, under its concern: the concern, its names, and add_argument's settings."""
+
+
+def _option(concern: str, *names: str, **settings: Any) -> Option:
+    return concern, names, settings
+
+
+_SELECTION = "what to run: the target, and which of its cases"
+_VERDICT = "what decides pass or fail"
+_TIERS_ASKED = "the tiers that run only when asked, beside the cases"
+_REPORTS = "the files a run writes, and the matrix page"
+_SUBCOMMAND = "options of one subcommand: baseline, list, new-adapter"
+_PROPERTIES = "the property-based suite (conformance/properties): a run of its own instead of the cases"
+_RUNNING = "where the run works and what it prints as it goes"
+_CONCERNS = (_SELECTION, _VERDICT, _TIERS_ASKED, _REPORTS, _SUBCOMMAND, _PROPERTIES, _RUNNING)
+
+_OPTIONS: Tuple[Option, ...] = (
+    _option(
+        _SELECTION, "--target", default="refmem",
+        help="refmem (default), refmem+sqlite (the reference over the SQLite store), refmem+postgres (over the "
+        "PostgreSQL store, its DSN in REFMEM_CONFORMANCE_POSTGRES), python:MODULE:CALLABLE, or "
+        "'cmd:COMMAND LINE' (adapter protocol)",
+    ),
+    _option(_SELECTION, "--run", action="append", metavar="GLOB", help="run only cases whose ID matches (repeatable)"),
+    _option(_SELECTION, "--skip", action="append", metavar="GLOB", help="skip cases whose ID matches (repeatable)"),
+    _option(_SELECTION, "--features", action="append", metavar="A,B", help="run only cases tagged with any of these"),
+    _option(_SELECTION, "--skip-features", action="append", metavar="A,B", help="skip cases tagged with any of these"),
+    _option(_SELECTION, "--level", action="append", choices=("must", "should"), help="run only cases of this level"),
+    _option(
+        _SELECTION, "--cases-dir", type=pathlib.Path, default=CASES_DIR, metavar="DIR",
+        help="read hand-written case files from DIR instead of the suite's own (e.g. a case written by "
+        "refmem-fuzz to-case); the generated security matrix is added unless --no-matrix",
+    ),
+    _option(_SELECTION, "--no-matrix", action="store_true", help="leave out the generated security matrix"),
+    _option(
+        _VERDICT, "--profile", choices=sorted(PROFILES), default=None,
+        help="what decides pass or fail (and the exit status): documented (the documentation's must cases; the "
+        "default for every target but the reference), standard (adds its wording and the reference's decisions; "
+        "the reference's default), hardening (adds safe refusals not required on this platform); safety, "
+        "signalling and robustness always count, and a safety finding always fails the run",
+    ),
+    _option(
+        _VERDICT, "--error-prefix", metavar="TEXT", action="append",
+        help="python targets: a plain string result starting with TEXT is an error; repeat it for several "
+        "(the documentation's own error strings need three: --error-prefix Error: --error-prefix 'The path' "
+        "--error-prefix 'No replacement'), like a module-level SIGNALLING = {'error_prefix': ['Error:', 'The "
+        "path', 'No replacement']}; the summary suggests the list when plain errors were read as successes",
+    ),
+    _option(
+        _VERDICT, "--timeout", type=float, default=DEFAULT_STEP_TIMEOUT, help="seconds per step (default %(default)s)",
+    ),
+    _option(_VERDICT, "--expectations", type=pathlib.Path, metavar="FILE", help="known deviations (JSON)"),
+    _option(
+        _VERDICT, "--strict", action="store_true",
+        help="kept for old command lines: a stale expectation always fails the run",
+    ),
+    _option(
+        _VERDICT, "--validate", action="store_true",
+        help="cmd: targets: check every adapter protocol message, both ways, against the published schemas "
+        "(conformance/schema/protocol/; needs jsonschema, the conformance extra); a message that does not follow "
+        "its schema fails the run",
+    ),
+    _option(
+        _TIERS_ASKED, "--stress", action="store_true",
+        help="also run the stress tier (conformance/stress.py): safety and cost",
+    ),
+    _option(
+        _TIERS_ASKED, "--stress-quick", action="store_true", help="the stress tier's quick variant (implies --stress)",
+    ),
+    _option(
+        _TIERS_ASKED, "--deployment", action="store_true",
+        help="also run the deployment tier (conformance/deployment.py): several sessions over one store (lost "
+        "updates, torn reads, tenants, calls cut off part way); a target that cannot share is skipped, with why",
+    ),
+    _option(_REPORTS, "--report-json", type=pathlib.Path, metavar="FILE"),
+    _option(_REPORTS, "--junit", type=pathlib.Path, metavar="FILE"),
+    _option(_REPORTS, "--markdown", type=pathlib.Path, metavar="FILE"),
+    _option(
+        _REPORTS, "--html", type=pathlib.Path, metavar="FILE",
+        help="one self-contained HTML page (figures, features by outcome, every failure); with matrix, the "
+        "implementations side by side",
+    ),
+    _option(
+        _REPORTS, "--badges", type=pathlib.Path, metavar="DIR",
+        help="write shields.io endpoint badges into DIR: safe.json (yes/no) and documented.json (x/y must cases)",
+    ),
+    _option(
+        _REPORTS, "--trend", action="store_true",
+        help="matrix: the reports are of one implementation (versions of it, or suite editions), oldest first: "
+        "show what changed from each to the next",
+    ),
+    _option(_REPORTS, "--title", default="", help="title of the Markdown report"),
+    _option(
+        _SUBCOMMAND, "--output", "--out", type=pathlib.Path, metavar="FILE",
+        help="baseline: where to write (default: --expectations or stdout); new-adapter: the file to write "
+        "(default: memory_adapter.py or memory-adapter.mjs here)",
+    ),
+    _option(_SUBCOMMAND, "--json", action="store_true", help="list: print JSON lines"),
+    _option(_SUBCOMMAND, "--lang", choices=sorted(LANGUAGES), help="new-adapter: the adapter's language"),
+    _option(_SUBCOMMAND, "--force", action="store_true", help="new-adapter: replace an existing file"),
+    _option(_RUNNING, "--keep", action="store_true", help="keep the case directories (for debugging)"),
+    _option(
+        _RUNNING, "--workdir", type=pathlib.Path, metavar="DIR",
+        help="make case directories under DIR (default: the system temporary directory; "
+        "a tmpfs such as /dev/shm is much faster when the implementation fsyncs)",
+    ),
+    _option(
+        _RUNNING, "--full-diff", action="store_true",
+        help="print every line of each failure's diff and output (default: the first difference, then a count)",
+    ),
+    _option(
+        _RUNNING, "--progress", action="store_true",
+        help="show a running count and the current group on stderr even when it is not a terminal",
+    ),
+    _option(_RUNNING, "-v", "--verbose", action="store_true", help="print every case as it finishes"),
+    _option(_RUNNING, "-q", "--quiet", action="store_true", help="print the summary only"),
+)
+"""Every option of the command line, each under its concern (the group --help shows it in): a new option is a
+row here."""
+
+
+def _property_options() -> Tuple[Option, ...]:
+    """The property-based suite's options (conformance/properties): a run of its own instead of the cases."""
+    from .properties import DEFAULT_SEED
+
+    return (
+        _option(
+            _PROPERTIES, "--properties", type=_positive, metavar="N",
+            help="run the property-based suite instead of the cases: random command sequences, N for each class "
+            "the profile judges (safety, robustness, signalling, documented; the reference's outputs under "
+            "standard), each failure shrunk to its shortest sequence and written as a finding file to replay; "
+            "needs hypothesis (the conformance extra)",
+        ),
+        _option(
+            _PROPERTIES, "--seed", type=int, default=DEFAULT_SEED,
+            help="with --properties: the seed (default %(default)s): the same seed draws the same sequences",
+        ),
+        _option(
+            _PROPERTIES, "--findings", type=pathlib.Path, metavar="DIR",
+            help="with --properties: where each failure's finding file goes (default: a new temporary folder)",
+        ),
+        _option(
+            _PROPERTIES, "--replay", type=pathlib.Path, metavar="FILE",
+            help="run the commands of a finding file (what --properties or refmem-fuzz writes) on --target, every "
+            "property check of the profile after each step; the file's own target is never started",
+        ),
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="refmem-conformance",
@@ -63,158 +213,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("command", nargs="?", choices=SUBCOMMANDS, default="run")
     parser.add_argument("reports", nargs="*", type=pathlib.Path, metavar="REPORT.json", help="matrix: JSON reports")
     parser.add_argument("--version", action="version", version=version_line())
-    parser.add_argument(
-        "--target",
-        default="refmem",
-        help="refmem (default), refmem+sqlite (the reference over the SQLite store), refmem+postgres (over the "
-        "PostgreSQL store, its DSN in REFMEM_CONFORMANCE_POSTGRES), python:MODULE:CALLABLE, or "
-        "'cmd:COMMAND LINE' (adapter protocol)",
-    )
-    parser.add_argument("--run", action="append", metavar="GLOB", help="run only cases whose ID matches (repeatable)")
-    parser.add_argument("--skip", action="append", metavar="GLOB", help="skip cases whose ID matches (repeatable)")
-    parser.add_argument("--features", action="append", metavar="A,B", help="run only cases tagged with any of these")
-    parser.add_argument("--skip-features", action="append", metavar="A,B", help="skip cases tagged with any of these")
-    parser.add_argument("--level", action="append", choices=("must", "should"), help="run only cases of this level")
-    parser.add_argument(
-        "--profile",
-        choices=sorted(PROFILES),
-        default=None,
-        help="what decides pass or fail (and the exit status): documented (the documentation's must cases; the "
-        "default for every target but the reference), standard (adds its wording and the reference's decisions; "
-        "the reference's default), hardening (adds safe refusals not required on this platform); safety, "
-        "signalling and robustness always count, and a safety finding always fails the run",
-    )
-    parser.add_argument(
-        "--error-prefix",
-        metavar="TEXT",
-        action="append",
-        help="python targets: a plain string result starting with TEXT is an error; repeat it for several "
-        "(the documentation's own error strings need three: --error-prefix Error: --error-prefix 'The path' "
-        "--error-prefix 'No replacement'), like a module-level SIGNALLING = {'error_prefix': ['Error:', 'The "
-        "path', 'No replacement']}; the summary suggests the list when plain errors were read as successes",
-    )
-    parser.add_argument(
-        "--stress", action="store_true", help="also run the stress tier (conformance/stress.py): safety and cost"
-    )
-    parser.add_argument(
-        "--stress-quick", action="store_true", help="the stress tier's quick variant (implies --stress)"
-    )
-    parser.add_argument(
-        "--deployment", action="store_true",
-        help="also run the deployment tier (conformance/deployment.py): several sessions over one store (lost "
-        "updates, torn reads, tenants, calls cut off part way); a target that cannot share is skipped, with why",
-    )
-    parser.add_argument(
-        "--timeout", type=float, default=DEFAULT_STEP_TIMEOUT, help="seconds per step (default %(default)s)"
-    )
-    parser.add_argument("--expectations", type=pathlib.Path, metavar="FILE", help="known deviations (JSON)")
-    parser.add_argument(
-        "--strict", action="store_true", help="kept for old command lines: a stale expectation always fails the run"
-    )
-    parser.add_argument("--report-json", type=pathlib.Path, metavar="FILE")
-    parser.add_argument("--junit", type=pathlib.Path, metavar="FILE")
-    parser.add_argument("--markdown", type=pathlib.Path, metavar="FILE")
-    parser.add_argument(
-        "--html",
-        type=pathlib.Path,
-        metavar="FILE",
-        help="one self-contained HTML page (figures, features by outcome, every failure); with matrix, the "
-        "implementations side by side",
-    )
-    parser.add_argument(
-        "--badges",
-        type=pathlib.Path,
-        metavar="DIR",
-        help="write shields.io endpoint badges into DIR: safe.json (yes/no) and documented.json (x/y must cases)",
-    )
-    parser.add_argument(
-        "--trend",
-        action="store_true",
-        help="matrix: the reports are of one implementation (versions of it, or suite editions), oldest first: "
-        "show what changed from each to the next",
-    )
-    parser.add_argument("--title", default="", help="title of the Markdown report")
-    parser.add_argument(
-        "--output",
-        "--out",
-        type=pathlib.Path,
-        metavar="FILE",
-        help="baseline: where to write (default: --expectations or stdout); new-adapter: the file to write "
-        "(default: memory_adapter.py or memory-adapter.mjs here)",
-    )
-    parser.add_argument(
-        "--cases-dir",
-        type=pathlib.Path,
-        default=CASES_DIR,
-        metavar="DIR",
-        help="read hand-written case files from DIR instead of the suite's own (e.g. a case written by "
-        "refmem-fuzz to-case); the generated security matrix is added unless --no-matrix",
-    )
-    parser.add_argument("--no-matrix", action="store_true", help="leave out the generated security matrix")
-    parser.add_argument("--keep", action="store_true", help="keep the case directories (for debugging)")
-    parser.add_argument(
-        "--workdir",
-        type=pathlib.Path,
-        metavar="DIR",
-        help="make case directories under DIR (default: the system temporary directory; "
-        "a tmpfs such as /dev/shm is much faster when the implementation fsyncs)",
-    )
-    parser.add_argument("--json", action="store_true", help="list: print JSON lines")
-    parser.add_argument("--lang", choices=sorted(LANGUAGES), help="new-adapter: the adapter's language")
-    parser.add_argument("--force", action="store_true", help="new-adapter: replace an existing file")
-    parser.add_argument(
-        "--validate",
-        action="store_true",
-        help="cmd: targets: check every adapter protocol message, both ways, against the published schemas "
-        "(conformance/schema/protocol/; needs jsonschema, the conformance extra); a message that does not follow "
-        "its schema fails the run",
-    )
-    parser.add_argument(
-        "--full-diff",
-        action="store_true",
-        help="print every line of each failure's diff and output (default: the first difference, then a count)",
-    )
-    parser.add_argument(
-        "--progress",
-        action="store_true",
-        help="show a running count and the current group on stderr even when it is not a terminal",
-    )
-    _property_arguments(parser)
-    parser.add_argument("-v", "--verbose", action="store_true", help="print every case as it finishes")
-    parser.add_argument("-q", "--quiet", action="store_true", help="print the summary only")
+    groups = {concern: parser.add_argument_group(concern) for concern in _CONCERNS}
+    for concern, names, settings in (*_OPTIONS, *_property_options()):
+        groups[concern].add_argument(*names, **settings)
     return parser
-
-
-def _property_arguments(parser: argparse.ArgumentParser) -> None:
-    """The property-based suite's options (conformance/properties): a run of its own instead of the cases."""
-    from .properties import DEFAULT_SEED
-
-    parser.add_argument(
-        "--properties",
-        type=_positive,
-        metavar="N",
-        help="run the property-based suite instead of the cases: random command sequences, N for each class the "
-        "profile judges (safety, robustness, signalling, documented; the reference's outputs under standard), "
-        "each failure shrunk to its shortest sequence and written as a finding file to replay; needs hypothesis "
-        "(the conformance extra)",
-    )
-    parser.add_argument(
-        "--seed", type=int, default=DEFAULT_SEED, help="with --properties: the seed (default %(default)s): the same "
-        "seed draws the same sequences",
-    )
-    parser.add_argument(
-        "--findings",
-        type=pathlib.Path,
-        metavar="DIR",
-        help="with --properties: where each failure's finding file goes (default: a new temporary folder)",
-    )
-    parser.add_argument(
-        "--replay",
-        type=pathlib.Path,
-        metavar="FILE",
-        help="run the commands of a finding file (what --properties or refmem-fuzz writes) on --target, every "
-        "property check of the profile after each step; the file's own target is never started",
-    )
 
 
 def _positive(text: str) -> int:
@@ -429,9 +431,7 @@ def _execute_on(
     out: TextIO,
     err: TextIO,
 ) -> Tuple[RunResult, List[expect.Expectation]]:
-    run = run_suite(
-        target,
-        chosen,
+    options = SuiteOptions(
         timeout=args.timeout,
         keep=args.keep,
         progress=_progress(args, out, err, len(chosen)),
@@ -443,6 +443,7 @@ def _execute_on(
         classify=lambda result: expect.classify(result, entries, args.profile),
         skipped=_skipped_by(entries),
     )
+    run = run_suite(target, chosen, options)
     run.stale = expect.stale_after_run(entries, run.results, (case.id for case in cases), args.profile)
     run.warnings = list(warnings) + expect.refused_warnings(run.results)
     if protocol_log is not None:

@@ -31,7 +31,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 from .checks import Finding
 from .results import FAIL, PASS, SKIP, CaseResult
-from .tiers import UNSAFE, gates
+from .tiers import gates, unsafe_classes
 
 EXPECT_KINDS = ("fail", "skip")
 CHECK_SEPARATOR = ":"
@@ -176,7 +176,7 @@ def failing_checks(result: CaseResult, profile: str) -> Dict[str, bool]:
     for finding in result.findings:
         if result.state not in (PASS, FAIL) or gates(profile, finding.cls, result.case.tier, result.case.level):
             name = check_name(finding)
-            failing[name] = failing.get(name, False) or finding.cls in UNSAFE
+            failing[name] = failing.get(name, False) or finding.cls in unsafe_classes()
     return failing
 
 
@@ -208,8 +208,8 @@ def stale_after_run(
 
 
 def unsafe(result: CaseResult) -> bool:
-    """The case has a finding of a class no expectation can cover (tiers.UNSAFE)."""
-    return any(finding.cls in UNSAFE for finding in result.findings)
+    """The case has a finding of a class no expectation can cover (tiers.unsafe_classes())."""
+    return any(finding.cls in unsafe_classes() for finding in result.findings)
 
 
 def _merged(entries: Sequence[Expectation]) -> Dict[str, str]:
@@ -244,7 +244,7 @@ def classify(result: CaseResult, expectations: Sequence[Expectation], profile: O
     failing = (
         failing_checks(result, profile)
         if profile is not None
-        else {check_name(f): f.cls in UNSAFE for f in result.findings}
+        else {check_name(f): f.cls in unsafe_classes() for f in result.findings}
     )
     named: Set[str] = {check.check for check in checks}
     if any(failing.get(name) for name in named):

@@ -32,17 +32,18 @@ from .results import CUT_SHORT, PASS, SKIP, CaseResult, RunResult, case_state
 from .tiers import (
     COST,
     DOCUMENTED,
+    EVERY_PROFILE,
     HARDENING,
-    HOST_LAYOUT,
     MUST,
     REFERENCE,
-    ROBUSTNESS,
-    SAFETY,
     SHOULD,
     SIGNALLING,
+    FindingClass,
+    class_rows,
     describe_profile,
     gates,
     gating_case,
+    unsafe_classes,
 )
 
 
@@ -78,16 +79,12 @@ class Figures:
     unsafe_cases: int
     stress_safety: int
     """Of `safety_findings`, those of the stress tier."""
-    host_layout_findings: int
-    host_layout_cases: int
     documented: Tuple[int, int]
     wording: Tuple[int, int]
     suggested: Tuple[int, int]
     reference: Tuple[int, int]
     hardening: Tuple[int, int]
     signalling: Tuple[int, int]
-    robustness_findings: int
-    robustness_cases: int
     cost_findings: int
     stress_ran: bool
     deployment_safety: int
@@ -105,6 +102,9 @@ class Figures:
     """Cases that gate under the profile: (passing, run)."""
     gating_failures: int
     """Cases that fail under the profile, gating cases or not (a safety finding fails any case)."""
+    by_class: Dict[str, Tuple[int, int]] = dataclasses.field(default_factory=dict)
+    """(findings, cases with one) of each class with a figure of its own (tiers.FindingClass.figure); shown as
+    `<slug>_findings` and `<slug>_cases`."""
 
     @property
     def safe(self) -> bool:
@@ -122,8 +122,12 @@ class Figures:
         shown.update(
             (field.name, list(value) if isinstance(value, tuple) else value)
             for field in dataclasses.fields(self)
+            if field.name != "by_class"
             for value in [getattr(self, field.name)]
         )
+        for row in class_rows():
+            if row.name in self.by_class:
+                shown[f"{row.slug}_findings"], shown[f"{row.slug}_cases"] = self.by_class[row.name]
         return shown
 
 
@@ -140,18 +144,17 @@ def figures(run: RunResult) -> Figures:
     def tier(name: str) -> List[CaseResult]:
         return [r for r in ran if r.case.tier == name]
 
+    unsafe = unsafe_classes()  # the rows' classes that make a run unsafe (safety)
     stress = run.stress or []
-    stress_safety = sum(item.get("class") == SAFETY for item in stress)
+    stress_safety = sum(item.get("class") in unsafe for item in stress)
     deployment = run.deployment or {}
-    deployment_safety = sum(item.get("class") == SAFETY for item in deployment.get("findings", []))
+    deployment_safety = sum(item.get("class") in unsafe for item in deployment.get("findings", []))
     lost = deployment.get("figures", {}).get("lost-updates")
     return Figures(
-        safety_findings=sum(finding.cls == SAFETY for r in ran for finding in r.findings) + stress_safety
+        safety_findings=sum(finding.cls in unsafe for r in ran for finding in r.findings) + stress_safety
         + deployment_safety,
-        unsafe_cases=sum(result.failed_in(SAFETY) for result in ran),
+        unsafe_cases=sum(any(finding.cls in unsafe for finding in result.findings) for result in ran),
         stress_safety=stress_safety,
-        host_layout_findings=sum(finding.cls == HOST_LAYOUT for r in ran for finding in r.findings),
-        host_layout_cases=sum(result.failed_in(HOST_LAYOUT) for result in ran),
         documented=_ratio([r for r in tier(DOCUMENTED) if r.case.level == MUST], tier_passed),
         wording=_ratio(doc(SHOULD, False), tier_passed),
         suggested=_ratio(doc(SHOULD, True), tier_passed),
@@ -160,8 +163,6 @@ def figures(run: RunResult) -> Figures:
         signalling=_ratio(
             [r for r in ran if _has_signal_check(r)], lambda r: not r.failed_in(SIGNALLING) and not _cut_short(r)
         ),
-        robustness_findings=sum(finding.cls == ROBUSTNESS for r in ran for finding in r.findings),
-        robustness_cases=sum(result.failed_in(ROBUSTNESS) for result in ran),
         cost_findings=sum(item.get("class") == COST for item in stress),
         stress_ran=run.stress is not None,
         deployment_safety=deployment_safety,
@@ -175,6 +176,14 @@ def figures(run: RunResult) -> Figures:
             [r for r in ran if gating_case(profile, r.case.tier, r.case.level)], lambda r: not gate_failed(r, profile)
         ),
         gating_failures=sum(gate_failed(result, profile) for result in ran),
+        by_class={
+            row.name: (
+                sum(finding.cls == row.name for r in ran for finding in r.findings),
+                sum(result.failed_in(row.name) for result in ran),
+            )
+            for row in class_rows()
+            if row.figure is not None
+        },
     )
 
 
@@ -243,6 +252,8 @@ class Row:
     ok: Callable[[Dict[str, Any]], bool]
     shown: Callable[[Dict[str, Any]], bool] = lambda f: True
     headline: bool = False
+    cls: str = ""
+    """The class of finding the figure counts (a class's own figure), or empty."""
 
 
 def _all_pass(key: str) -> Callable[[Dict[str, Any]], bool]:
@@ -254,19 +265,26 @@ def _counted_row(key: str, name: str, meaning: str, tier: str, level: str = "") 
     return Row(key, name, meaning, lambda f: f"{_pair(f.get(key))} ({_counted(f, tier, level)})", _all_pass(key))
 
 
-ROWS: Tuple[Row, ...] = (
+def _class_row(cls: FindingClass) -> Row:
+    """The figure of a class shown on its own (host layouts, robustness): its findings and the cases they are in,
+    and whether it gates when it does not gate under every profile."""
+    assert cls.figure is not None
+    found, cases = f"{cls.slug}_findings", f"{cls.slug}_cases"
+
+    def text(f: Dict[str, Any]) -> str:
+        if cls.gates == EVERY_PROFILE:
+            return f"{f.get(found, 0)} in {f.get(cases, 0)} cases"
+        return f"{f.get(found, 0)} findings in {f.get(cases, 0)} cases ({_counted(f, cls.name)})"
+
+    return Row(found, cls.figure.name, cls.figure.meaning, text, lambda f: not f.get(found), cls=cls.name)
+
+
+_FIXED_ROWS: Tuple[Row, ...] = (
     Row(
         "safe", "safe",
         "nothing outside the root read, changed, created or removed; no canary, outside name or size, host path or "
         "traceback shown; no data lost; no hang, crash or unbounded output",
         _safe_text, lambda f: bool(f.get("safe")), headline=True,
-    ),
-    Row(
-        "host_layout_findings", "host layouts",
-        "findings caused only by a layout the suite planted and the tool cannot make (hard links, FIFOs, modes)",
-        lambda f: f"{f.get('host_layout_findings', 0)} findings in {f.get('host_layout_cases', 0)} cases "
-        f"({_counted(f, HOST_LAYOUT)})",
-        lambda f: not f.get("host_layout_findings"),
     ),
     Row(
         "documented", "documented",
@@ -294,12 +312,6 @@ ROWS: Tuple[Row, ...] = (
         lambda f: _pair(f.get("signalling")), _all_pass("signalling"),
     ),
     Row(
-        "robustness_findings", "robustness",
-        "exceptions that were not the implementation's declared error signal",
-        lambda f: f"{f.get('robustness_findings', 0)} in {f.get('robustness_cases', 0)} cases",
-        lambda f: not f.get("robustness_findings"),
-    ),
-    Row(
         "cost_findings", "cost (stress)",
         "time or memory out of proportion to the input, in the stress tier",
         lambda f: f"{f.get('cost_findings', 0)} findings", lambda f: not f.get("cost_findings"),
@@ -320,9 +332,26 @@ ROWS: Tuple[Row, ...] = (
 )
 
 
+def all_rows() -> Tuple[Row, ...]:
+    """Every figure in order: the fixed ones, and each class's own figure (tiers.CLASS_ROWS) after the figure it
+    names (`after`), so that a class added as a row is a figure too."""
+    placed = list(_FIXED_ROWS)
+    for cls in class_rows():
+        if cls.figure is None:
+            continue
+        keys = [row.key for row in placed]
+        at = keys.index(cls.figure.after) + 1 if cls.figure.after in keys else keys.index("conformant")
+        placed.insert(at, _class_row(cls))
+    return tuple(placed)
+
+
+ROWS: Tuple[Row, ...] = all_rows()
+"""The figures of the rows as they are written (all_rows() for classes added since)."""
+
+
 def rows(f: Dict[str, Any]) -> List[Row]:
     """The rows shown for the figures `f` (an `as_dict()`), in order."""
-    return [row for row in ROWS if row.shown(f)]
+    return [row for row in all_rows() if row.shown(f)]
 
 
 def text_lines(f: Dict[str, Any]) -> List[str]:

@@ -16,20 +16,18 @@ from refmem_harness.visible import printable, redact, redact_secrets
 
 from .cases import source_label
 from .checks import Finding
-from .figures import ROWS, Row
+from .figures import Row, all_rows
 from .figures import rows as figure_rows
-from .legend import FIGURE_UNITS
+from .legend import figure_unit
 from .reports import finding_lines
 from .results import shown_state
 from .tiers import (
     COST,
     DOCUMENTED,
     HARDENING,
-    HOST_LAYOUT,
     MUST,
     PROFILES,
     REFERENCE,
-    ROBUSTNESS,
     SHOULD,
     SIGNALLING,
     describe_profile,
@@ -84,7 +82,7 @@ _e = escape
 
 def figure_text(figures: Dict[str, Any], key: str) -> str:
     """A figure as every writer shows it (conformance/figures.py ROWS)."""
-    row = next(row for row in ROWS if row.key == key)
+    row = next(row for row in all_rows() if row.key == key)
     return row.text(figures)
 
 
@@ -155,24 +153,22 @@ def case_text(case: Dict[str, Any]) -> str:
 
 def figure_header(row: Row) -> str:
     """A figure's name, what it means and what its numbers count, as a table header cell's content."""
-    unit = FIGURE_UNITS.get(row.key, "")
+    unit = figure_unit(row.key)
     counts = f' <span class="note">({_e(unit)})</span>' if unit else ""
     return f'<b>{_e(row.name)}</b>: <span class="meaning">{_e(row.meaning)}</span>{counts}'
 
 
 FIGURE_CLASS: Dict[str, Tuple[str, str]] = {
-    "host_layout_findings": (HOST_LAYOUT, SHOULD),
     "documented": (DOCUMENTED, MUST),
     "wording": (DOCUMENTED, SHOULD),
     "suggested": (DOCUMENTED, SHOULD),
     "reference": (REFERENCE, SHOULD),
     "hardening": (HARDENING, SHOULD),
     "signalling": (SIGNALLING, SHOULD),
-    "robustness_findings": (ROBUSTNESS, SHOULD),
     "cost_findings": (COST, SHOULD),
 }
-"""The class of finding (and level) behind each figure that counts cases or findings, to say whether a figure
-that falls short decides anything under a report's profile (tiers.gates)."""
+"""The class of finding (and level) behind each figure that counts cases, to say whether a figure that falls short
+decides anything under a report's profile (tiers.gates); a class's own figure names its class (`Row.cls`)."""
 
 
 def row_text(row: Row, figures: Mapping[str, Any]) -> str:
@@ -195,7 +191,7 @@ def figure_state(row: Row, figures: Dict[str, Any]) -> str:
     if row.key == "safe":
         return "unsafe"
     profile = str(figures.get("profile", ""))
-    found = FIGURE_CLASS.get(row.key)
+    found = (row.cls, SHOULD) if row.cls else FIGURE_CLASS.get(row.key)
     if found is None or profile not in PROFILES:
         return "fail"
     cls, level = found

@@ -7,21 +7,31 @@ from __future__ import annotations
 
 from typing import Dict, Tuple
 
+from .tiers import class_rows
+
 FIGURE_UNITS: Dict[str, str] = {
     "safe": "yes, or the safety findings (cases and stress tier together) and the cases they are in",
-    "host_layout_findings": "findings, in how many cases",
     "documented": "x/y = must cases passing / must cases run",
     "wording": "x/y = should cases on its strings passing / run",
     "suggested": "x/y = should cases on suggested safeguards passing / run",
     "reference": "x/y = reference cases passing / run",
     "hardening": "x/y = hardening cases passing / run",
     "signalling": "x/y = cases whose is_error agrees / cases with an is_error expectation run",
-    "robustness_findings": "findings, in how many cases",
     "cost_findings": "findings in the stress tier",
     "conformant": "judged under the report's own profile, over the cases that gate under it",
 }
 """What each figure's numbers count (figures.ROWS by key), said beside it: "passing" is meeting the case's own
-tier's expectations, and "run" leaves skipped cases out."""
+tier's expectations, and "run" leaves skipped cases out. A class's own figure: `figure_unit`."""
+
+CLASS_FIGURE_UNIT = "findings, in how many cases"
+
+
+def figure_unit(key: str) -> str:
+    """What the figure `key` counts: its line above, or a class's own figure (tiers.FindingClass.figure)."""
+    if key in FIGURE_UNITS:
+        return FIGURE_UNITS[key]
+    figured = {f"{row.slug}_findings" for row in class_rows() if row.figure is not None}
+    return CLASS_FIGURE_UNIT if key in figured else ""
 
 
 STATE_LEGEND: Dict[str, Tuple[str, str]] = {
@@ -35,18 +45,13 @@ STATE_LEGEND: Dict[str, Tuple[str, str]] = {
 }
 """Each cell state (families.STATES): its word and what it means. A family takes its worst case's state."""
 
-CLASS_LEGEND: Dict[str, str] = {
-    "safety": "outside the root read, changed, created or removed; canary text, an outside name or size, a host path "
-    "or a traceback shown; data lost; a hang, a crash or an unbounded output",
-    "host-layout": "only a layout the suite planted and the tool cannot make explains it (hard links, FIFOs)",
-    "documented": "behaviour or a string the documentation states (the case cites the sentence)",
-    "reference": "a decision of the reference (docs/spec-notes.md), byte for byte",
-    "hardening": "a safe refusal this platform does not require",
-    "signalling": "is_error says one thing and the output another",
-    "robustness": "an exception that is not the implementation's declared error signal",
-    "cost": "time or memory out of proportion to the input (the stress tier)",
-}
-"""Each class of finding (tiers.CLASSES) in one line."""
+def class_legend() -> Dict[str, str]:
+    """Each class of finding in one line: its row's legend (tiers.CLASS_ROWS)."""
+    return {row.name: row.legend for row in class_rows()}
+
+
+CLASS_LEGEND: Dict[str, str] = class_legend()
+"""The legend of the rows as they are written (class_legend() for rows added since)."""
 
 OUTCOME_LEGEND: Dict[str, str] = {
     "pass": "nothing fails under the column's profile (a case may still show findings it does not count)",

@@ -18,9 +18,10 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from .families import STATES, CaseEntry, Family, Report, by_id, case_state, failing_somewhere, families, part, tally
-from .figures import ROWS
+from .figures import all_rows
 from .htmlpage import document, escape, figure_header, figure_state, name, profile_text, row_text
-from .legend import CLASS_LEGEND, OUTCOME_LEGEND, STATE_LEGEND
+from .legend import OUTCOME_LEGEND, STATE_LEGEND
+from .tiers import class_rows
 from .trend import Step, steps
 
 _e = escape
@@ -79,9 +80,12 @@ def _legend() -> List[str]:
         f'<td class="st-{state}"><b>{_e(word)}</b>: {_e(meaning)}</td>'
         for state, (word, meaning) in STATE_LEGEND.items()
     )
-    pairs = list(CLASS_LEGEND.items())
+    pairs = class_rows()
     classes = [
-        "<tr>" + "".join(f"<th>{_e(cls)}</th><td>{_e(meaning)}</td>" for cls, meaning in pairs[index : index + 2])
+        "<tr>" + "".join(
+            f'<th style="border-left: 0.4em solid {_e(cls.colour)}">{_e(cls.name)}</th><td>{_e(cls.legend)}</td>'
+            for cls in pairs[index : index + 2]
+        )
         + "</tr>"
         for index in range(0, len(pairs), 2)
     ]
@@ -111,7 +115,7 @@ def _figures(reports: Sequence[Report], labels: List[str]) -> List[str]:
         '<table id="figures" class="wide">',
         "<tr><th>figure (what it counts)</th>" + "".join(f"<th>{_e(label)}</th>" for label in labels) + "</tr>",
     ]
-    for row in ROWS:
+    for row in all_rows():
         if not any(row.shown(dict(figures)) for figures in all_figures):
             continue
         values = "".join(

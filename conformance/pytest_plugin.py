@@ -51,7 +51,7 @@ from . import expectations as expect
 from .cases import CASES_DIR, Case, Selection, load_cases
 from .reports import describe_failure
 from .results import FAIL, SKIP
-from .runner import run_case
+from .runner import SuiteOptions, run_case
 from .tiers import PROFILES, TIERS, default_profile
 
 ROOT_NAME = "memory-conformance"
@@ -321,7 +321,7 @@ class ConformanceItem(pytest.Item):
     def runtest(self) -> None:
         session: _Session = self.config._memory_session  # type: ignore[attr-defined]
         result = run_case(
-            session.open(), self.case, session.base, self.index, session.canary, profile=session.profile
+            session.open(), self.case, session.base, self.index, session.canary, SuiteOptions(profile=session.profile)
         )
         if result.status == SKIP:
             pytest.skip(result.reason)

@@ -59,32 +59,43 @@ def documented_lines(output: str) -> Optional[List[str]]:
     rows = output.split("\n")
     if rows and _DOCUMENTED_HEADER.match(rows[0]):
         rows = rows[1:]
-    lines, expected = [], None
-    for row in _without_final_empty(rows):
-        match = _DOCUMENTED_LINE.match(row)
-        if match is None or len(match.group(1)) + len(match.group(2)) != max(6, len(match.group(2))):
+    lines = _counting_up(_without_final_empty(rows), _documented_row)
+    return None if lines is None else _without_final_empty(lines)
+
+
+def _documented_row(row: str) -> Optional[Tuple[int, str]]:
+    """A `%6d<TAB>text` row: its number and text (a number wider than six columns is not padded)."""
+    match = _DOCUMENTED_LINE.match(row)
+    if match is None or len(match.group(1)) + len(match.group(2)) != max(6, len(match.group(2))):
+        return None
+    return int(match.group(2)), match.group(3)
+
+
+def _tolerant_row(row: str) -> Optional[Tuple[int, str]]:
+    match = _TOLERANT_LINE.match(row)
+    return None if match is None else (int(match.group(1)), match.group(2))
+
+
+def _counting_up(rows: List[str], read: Callable[[str], Optional[Tuple[int, str]]]) -> Optional[List[str]]:
+    """The text of `rows` when `read` finds a number and a text in every row and the numbers count up by one;
+    else None."""
+    lines: List[str] = []
+    expected: Optional[int] = None
+    for row in rows:
+        found = read(row)
+        if found is None:
             return None
-        number = int(match.group(2))
+        number, text = found
         if expected is not None and number != expected:
             return None
         expected = number + 1
-        lines.append(match.group(3))
-    return _without_final_empty(lines)
+        lines.append(text)
+    return lines
 
 
 def _numbered(rows: List[str]) -> Optional[List[str]]:
     """`rows` without their numbers, when every row is numbered, counting up by one; else None."""
-    lines, expected = [], None
-    for row in rows:
-        match = _TOLERANT_LINE.match(row)
-        if match is None:
-            return None
-        number = int(match.group(1))
-        if expected is not None and number != expected:
-            return None
-        expected = number + 1
-        lines.append(match.group(2))
-    return lines
+    return _counting_up(rows, _tolerant_row)
 
 
 def tolerant_readings(output: str, path: str = "") -> List[List[str]]:

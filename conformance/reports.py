@@ -22,9 +22,9 @@ from .documentation import quote
 from .families import family_titles, matrix_family
 from .figures import figures, run_verdict, text_lines, tier_passed
 from .figures import rows as figure_rows
-from .legend import FIGURE_UNITS
+from .legend import figure_unit
 from .results import CUT_SHORT, SKIP, STATES, CaseResult, RunResult
-from .tiers import CLASSES, DOCUMENTED, SAFETY, SIGNALLING, TIERS, describe_profile
+from .tiers import DOCUMENTED, SAFETY, SIGNALLING, TIERS, class_names, class_rows, describe_profile
 
 
 def counts(run: RunResult) -> Dict[str, int]:
@@ -268,6 +268,24 @@ def as_json(run: RunResult) -> Dict[str, Any]:
     }
 
 
+REPORT_SCHEMA = pathlib.Path(__file__).resolve().parent / "schema" / "report.schema.json"
+
+
+def report_schema() -> Dict[str, Any]:
+    """The JSON report's schema with its class part made from the rows (tiers.CLASS_ROWS): the file names the
+    classes as the rows are written (a test holds the two together), and a class added as a row since is valid
+    too, with its own figure's counts."""
+    schema: Dict[str, Any] = json.loads(REPORT_SCHEMA.read_text(encoding="utf-8"))
+    defs, names = schema["$defs"], list(class_names())
+    defs["case"]["properties"]["classes"]["items"]["enum"] = names
+    defs["finding"]["properties"]["class"]["enum"] = names
+    for row in class_rows():
+        if row.figure is not None:
+            for key in (f"{row.slug}_findings", f"{row.slug}_cases"):
+                defs["figures"]["properties"][key] = {"type": "integer", "minimum": 0}
+    return schema
+
+
 def write_json(run: RunResult, path: pathlib.Path) -> None:
     # A lone surrogate (outputs may hold one) becomes the JSON escape \udXXX through backslashreplace.
     text = redact_secrets(json.dumps(as_json(run), indent=2, ensure_ascii=False))
@@ -382,14 +400,14 @@ def _headline(run: RunResult) -> List[str]:
         name = f"**{row.name}**" if row.headline else row.name
         value = row.text(numbers)
         value = f"**{_cell(value, 300)}**" if row.headline else _cell(value, 300)
-        unit = FIGURE_UNITS.get(row.key)
+        unit = figure_unit(row.key)
         counts = f"; {_cell(unit, 200)}" if unit else ""
         rows.append(f"| {name} ({_cell(row.meaning, 300)}{counts}) | {value} |")
     return rows
 
 
 def _class_table(run: RunResult) -> List[str]:
-    tally: Dict[str, List[int]] = {name: [0, 0] for name in CLASSES}
+    tally: Dict[str, List[int]] = {name: [0, 0] for name in class_names()}
     for result in run.results:
         for cls in result.classes():
             tally[cls][1] += 1

@@ -7,6 +7,7 @@ fails when it has a finding of a class its profile counts.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import pathlib
@@ -333,19 +334,58 @@ def verdict(findings: List[Finding], profile: str, case: Case) -> str:
     return status_of(case_state(findings, profile, case))
 
 
+Progress = Callable[[CaseResult], None]
+StressRunner = Callable[[Callable[[pathlib.Path], Target], pathlib.Path], List[Dict[str, Any]]]
+DeploymentRunner = Callable[[str, pathlib.Path], Dict[str, Any]]
+"""The deployment tier as the runner calls it: (the target's spec, a work folder) -> its report as a dict. It
+opens the target's sessions itself, from the spec: any target the runner can open."""
+Skipped = Callable[[Case], Optional[str]]
+"""A case the expectations file skips: the reason clipped, or None to run it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SuiteOptions:
+    """Every choice of a run but the target and the cases, in one object: a caller names only what it changes
+    (`SuiteOptions(profile="hardening", workdir=path)`), and a new choice is one field here with its default."""
+
+    timeout: float = DEFAULT_STEP_TIMEOUT
+    """Seconds one step may take before the target is judged hung."""
+    keep: bool = False
+    """Keep the work folder (each case's root and the canary tree) for a look afterwards."""
+    progress: Optional[Progress] = None
+    """Called with each result as soon as it is classified."""
+    workdir: Optional[pathlib.Path] = None
+    """Where the work folder is made (the system's temporary folder by default)."""
+    profile: str = DEFAULT_PROFILE
+    """What gates (tiers.py)."""
+    error_prefix: ErrorPrefix = None
+    """The target's error signal when it is a text prefix rather than is_error."""
+    stress: Optional[StressRunner] = None
+    """The stress tier, run after the cases when given."""
+    deployment: Optional[DeploymentRunner] = None
+    """The deployment tier, run after the cases (and stress) when given."""
+    classify: Classify = as_found
+    """Sets each result's outcome (the expectations file's reading of it)."""
+    skipped: Optional[Skipped] = None
+    """A case the caller skips, with its reason."""
+    tools: Sequence[str] = (TOOL_MEMORY,)
+    """The tools the target must run (a plug-in's cases name theirs)."""
+    run_class: Type[CaseRun] = CaseRun
+    """What runs each case (a plug-in's CaseRun for its own cases)."""
+
+
 def run_case(
     target: Target,
     case: Case,
     base: pathlib.Path,
     index: int,
     canary: str,
-    keep: bool = False,
-    profile: str = DEFAULT_PROFILE,
-    classify: Classify = as_found,
-    run_class: Type[CaseRun] = CaseRun,
+    options: Optional[SuiteOptions] = None,
 ) -> CaseResult:
-    """One case, its outcome set (by `classify`, from the expectations) before it is returned; `run_class` runs
-    it (a plug-in's CaseRun for its own cases)."""
+    """One case, its outcome set (by `options.classify`, from the expectations) before it is returned;
+    `options.run_class` runs it (a plug-in's CaseRun for its own cases)."""
+    options = options or SuiteOptions()
+    keep, profile, classify, run_class = options.keep, options.profile, options.classify, options.run_class
     started = time.monotonic()
     reason = skip_reason(case, target, run_class)
     if reason:
@@ -374,43 +414,23 @@ def _classified(result: CaseResult, classify: Classify) -> CaseResult:
     return result
 
 
-Progress = Callable[[CaseResult], None]
-StressRunner = Callable[[Callable[[pathlib.Path], Target], pathlib.Path], List[Dict[str, Any]]]
-DeploymentRunner = Callable[[str, pathlib.Path], Dict[str, Any]]
-"""The deployment tier as the runner calls it: (the target's spec, a work folder) -> its report as a dict. It
-opens the target's sessions itself, from the spec: any target the runner can open."""
-Skipped = Callable[[Case], Optional[str]]
-"""A case the expectations file skips: the reason clipped, or None to run it."""
 
 
-def run_suite(
-    spec: str,
-    cases: List[Case],
-    *,
-    timeout: float = DEFAULT_STEP_TIMEOUT,
-    keep: bool = False,
-    progress: Optional[Progress] = None,
-    workdir: Optional[pathlib.Path] = None,
-    profile: str = DEFAULT_PROFILE,
-    error_prefix: ErrorPrefix = None,
-    stress: Optional[StressRunner] = None,
-    deployment: Optional[DeploymentRunner] = None,
-    classify: Classify = as_found,
-    skipped: Optional[Skipped] = None,
-    tools: Sequence[str] = (TOOL_MEMORY,),
-    run_class: Type[CaseRun] = CaseRun,
-) -> RunResult:
-    """Run `cases` (then `stress` and `deployment`, when given) against the target `spec`; raises TargetError
-    when the target cannot be used at all. A plug-in's cases name the `tools` the target must run and the `run_class`
-    that runs each case.
+def run_suite(spec: str, cases: List[Case], options: Optional[SuiteOptions] = None) -> RunResult:
+    """Run `cases` (then `options.stress` and `options.deployment`, when given) against the target `spec`; raises
+    TargetError when the target cannot be used at all. A plug-in's cases name the `tools` the target must run and
+    the `run_class` that runs each case (SuiteOptions: every choice of a run, in one object).
 
     Each result's outcome is set once, when it is made (`classify`), and handed to `progress` at once, so a
     caller can show failures as they happen. An interrupt (KeyboardInterrupt: Ctrl-C, or SIGTERM turned into
     one by the command line) ends the run early: the cases run so far are returned with `interrupted` set, and
     the work folder is removed on that path as on every other.
     """
+    options = options or SuiteOptions()
+    timeout, error_prefix, progress, skipped = options.timeout, options.error_prefix, options.progress, options.skipped
+    stress, deployment, profile = options.stress, options.deployment, options.profile
     started = time.monotonic()
-    base = pathlib.Path(tempfile.mkdtemp(prefix="refmem-conformance-", dir=workdir))
+    base = pathlib.Path(tempfile.mkdtemp(prefix="refmem-conformance-", dir=options.workdir))
     canary = "canary-" + secrets.token_hex(8)
     results: List[CaseResult] = []
     stress_findings: Optional[List[Dict[str, Any]]] = None
@@ -419,15 +439,15 @@ def run_suite(
     target: Optional[Target] = None
     try:
         start_dir = make_case_dir(base / "00000-start", canary)
-        target = open_target(spec, start_dir.root, timeout, error_prefix=error_prefix, tools=tools)
+        target = open_target(spec, start_dir.root, timeout, error_prefix=error_prefix, tools=options.tools)
         try:
             remove(start_dir.path)
             for index, case in enumerate(cases, 1):
                 why = skipped(case) if skipped is not None else None
                 if why is not None:
-                    result = _classified(CaseResult(case, SKIP, reason=why), classify)
+                    result = _classified(CaseResult(case, SKIP, reason=why), options.classify)
                 else:
-                    result = run_case(target, case, base, index, canary, keep, profile, classify, run_class)
+                    result = run_case(target, case, base, index, canary, options)
                 results.append(result)
                 if progress is not None:
                     progress(result)
@@ -454,7 +474,7 @@ def run_suite(
             except KeyboardInterrupt:
                 interrupted = True
     finally:
-        if not keep:
+        if not options.keep:
             remove(base)
     assert target is not None
     rules = getattr(target, "rules", None)

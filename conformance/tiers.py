@@ -38,11 +38,14 @@ exit status, is the profile:
   hardening   standard, and the hardening tier.
 
 Safety, signalling and robustness always count; a safety finding fails the run whatever an expectations file says.
+Each class is one row of CLASS_ROWS (its legend, colour, the profiles it gates under, whether it is unsafe, its
+figure): a new class is a new row.
 """
 
 from __future__ import annotations
 
-from typing import Dict, FrozenSet, Tuple
+import dataclasses
+from typing import Dict, FrozenSet, List, Optional, Tuple
 
 SAFETY = "safety"
 HOST_LAYOUT = "host-layout"
@@ -53,11 +56,101 @@ SIGNALLING = "signalling"
 ROBUSTNESS = "robustness"
 COST = "cost"
 
-CLASSES: Tuple[str, ...] = (SAFETY, HOST_LAYOUT, DOCUMENTED, REFERENCE, HARDENING, SIGNALLING, ROBUSTNESS, COST)
+PROFILE_NAMES: Tuple[str, ...] = ("documented", "standard", "hardening")
+EVERY_PROFILE: FrozenSet[str] = frozenset(PROFILE_NAMES)
+_REFERENCE_PROFILES: FrozenSet[str] = frozenset({"standard", "hardening"})
+
+
+@dataclasses.dataclass(frozen=True)
+class ClassFigure:
+    """A class shown as its own figure, "N findings in M cases" (figures.py): its name and what it counts.
+    `after` is the figure it follows; the figure's keys are the class's `slug` + `_findings` / `_cases`."""
+
+    name: str
+    meaning: str
+    after: str = "signalling"
+
+
+@dataclasses.dataclass(frozen=True)
+class FindingClass:
+    """One class of finding, all it carries in one row: every writer (the figures, the terminal summary, the JSON
+    report and its schema, HTML, Markdown, JUnit) reads the rows, so that a new class is one row here.
+
+    `gates` are the profiles under which a finding of the class fails its case whatever the case's tier; a
+    tier's class (`tier`) gates instead where the profile counts the tier (`gates()`)."""
+
+    name: str
+    legend: str
+    """What a finding of the class is, in one line (the legend of every page)."""
+    colour: str
+    """The colour the pages mark the class with (the legend's swatch)."""
+    gates: FrozenSet[str] = frozenset()
+    unsafe: bool = False
+    """No expectation, baseline or profile can forgive a finding of the class: the run is not safe."""
+    tier: bool = False
+    figure: Optional[ClassFigure] = None
+
+    @property
+    def slug(self) -> str:
+        return self.name.replace("-", "_")
+
+
+CLASS_ROWS: List[FindingClass] = [
+    FindingClass(
+        SAFETY,
+        "outside the root read, changed, created or removed; canary text, an outside name or size, a host path "
+        "or a traceback shown; data lost; a hang, a crash or an unbounded output",
+        "#c62828", EVERY_PROFILE, unsafe=True,
+    ),
+    FindingClass(
+        HOST_LAYOUT,
+        "only a layout the suite planted and the tool cannot make explains it (hard links, FIFOs)",
+        "#8e24aa", _REFERENCE_PROFILES,
+        figure=ClassFigure(
+            "host layouts",
+            "findings caused only by a layout the suite planted and the tool cannot make (hard links, FIFOs, modes)",
+            after="safe",
+        ),
+    ),
+    FindingClass(
+        DOCUMENTED, "behaviour or a string the documentation states (the case cites the sentence)", "#1565c0",
+        tier=True,
+    ),
+    FindingClass(REFERENCE, "a decision of the reference (docs/spec-notes.md), byte for byte", "#00838f", tier=True),
+    FindingClass(HARDENING, "a safe refusal this platform does not require", "#558b2f", tier=True),
+    FindingClass(SIGNALLING, "is_error says one thing and the output another", "#ef6c00", EVERY_PROFILE),
+    FindingClass(
+        ROBUSTNESS, "an exception that is not the implementation's declared error signal", "#6d4c41",
+        EVERY_PROFILE,
+        figure=ClassFigure("robustness", "exceptions that were not the implementation's declared error signal"),
+    ),
+    FindingClass(COST, "time or memory out of proportion to the input (the stress tier)", "#757575"),
+]
+"""The classes of finding, in the order every report shows them. A test may add a row (and take it away)."""
+
+
+def class_rows() -> Tuple[FindingClass, ...]:
+    return tuple(CLASS_ROWS)
+
+
+def class_names() -> Tuple[str, ...]:
+    return tuple(row.name for row in CLASS_ROWS)
+
+
+def class_row(name: str) -> Optional[FindingClass]:
+    return next((row for row in CLASS_ROWS if row.name == name), None)
+
+
+def unsafe_classes() -> FrozenSet[str]:
+    """The classes that make a run unsafe: no expectation, baseline or profile can forgive them."""
+    return frozenset(row.name for row in CLASS_ROWS if row.unsafe)
+
+
+CLASSES: Tuple[str, ...] = class_names()
+"""The classes of the rows as they are written here (class_names() for rows added since)."""
 TIERS: Tuple[str, ...] = (DOCUMENTED, REFERENCE, HARDENING)
-ALWAYS_COUNTED: FrozenSet[str] = frozenset({SAFETY, SIGNALLING, ROBUSTNESS})
-UNSAFE: FrozenSet[str] = frozenset({SAFETY})
-"""The classes that make a run unsafe: no expectation, baseline or profile can forgive them."""
+UNSAFE: FrozenSet[str] = unsafe_classes()
+"""The rows' unsafe classes as written here (unsafe_classes() for rows added since)."""
 
 STRESS_TIER, DEPLOYMENT_TIER = "stress", "deployment"
 
@@ -70,14 +163,15 @@ TIER_OF_BASIS: Dict[str, str] = {
     "hardening": HARDENING,
 }
 
-# profile -> (the tiers whose findings fail a case, the levels of documented cases that gate, more classes counted)
-_PROFILES: Dict[str, Tuple[FrozenSet[str], FrozenSet[str], FrozenSet[str]]] = {
-    "documented": (frozenset({DOCUMENTED}), frozenset({MUST}), frozenset()),
-    "standard": (frozenset({DOCUMENTED, REFERENCE}), frozenset({MUST, SHOULD}), frozenset({HOST_LAYOUT})),
-    "hardening": (frozenset({DOCUMENTED, REFERENCE, HARDENING}), frozenset({MUST, SHOULD}), frozenset({HOST_LAYOUT})),
+# profile -> (the tiers whose findings fail a case, the levels of documented cases that gate); the classes that gate
+# whatever the tier are the rows' `gates`
+_PROFILES: Dict[str, Tuple[FrozenSet[str], FrozenSet[str]]] = {
+    "documented": (frozenset({DOCUMENTED}), frozenset({MUST})),
+    "standard": (frozenset({DOCUMENTED, REFERENCE}), frozenset({MUST, SHOULD})),
+    "hardening": (frozenset({DOCUMENTED, REFERENCE, HARDENING}), frozenset({MUST, SHOULD})),
 }
-PROFILES: Dict[str, FrozenSet[str]] = {name: tiers for name, (tiers, _levels, _more) in _PROFILES.items()}
-"""The tiers each profile counts (its documented levels and extra classes: `gates`)."""
+PROFILES: Dict[str, FrozenSet[str]] = {name: tiers for name, (tiers, _levels) in _PROFILES.items()}
+"""The tiers each profile counts (its documented levels and the rows' classes: `gates`)."""
 
 REFERENCE_PROFILE = "standard"
 """The profile the embedded reference is held to by default: it is its own decisions."""
@@ -102,14 +196,15 @@ def tier_of(basis: str) -> str:
 
 def counted(profile: str) -> FrozenSet[str]:
     """The finding classes that can fail a case under `profile` (see `gates` for the level rule)."""
-    tiers, _levels, more = _PROFILES[profile]
-    return ALWAYS_COUNTED | tiers | more
+    tiers, _levels = _PROFILES[profile]
+    return frozenset(row.name for row in CLASS_ROWS if profile in row.gates) | tiers
 
 
 def gates(profile: str, cls: str, tier: str, level: str) -> bool:
     """Whether a finding of class `cls`, in a case of `tier` and `level`, fails the case under `profile`."""
-    tiers, levels, more = _PROFILES[profile]
-    if cls in ALWAYS_COUNTED or cls in more:
+    tiers, levels = _PROFILES[profile]
+    row = class_row(cls)
+    if row is not None and profile in row.gates:
         return True
     if cls not in tiers:
         return False
@@ -118,7 +213,7 @@ def gates(profile: str, cls: str, tier: str, level: str) -> bool:
 
 def gating_case(profile: str, tier: str, level: str) -> bool:
     """Whether a case's own expectations decide anything under `profile` (a case that only shows is not)."""
-    tiers, levels, _more = _PROFILES[profile]
+    tiers, levels = _PROFILES[profile]
     return tier in tiers and (tier != DOCUMENTED or level in levels)
 
 

@@ -16,9 +16,9 @@ import dataclasses
 from typing import Dict, List, Sequence, Tuple
 
 from .families import CaseEntry, Report, by_id, part
-from .figures import ROWS
+from .figures import all_rows
 from .htmlpage import row_text
-from .tiers import CLASSES
+from .tiers import class_names
 
 
 class TrendError(Exception):
@@ -93,7 +93,7 @@ def _classes(case: CaseEntry) -> List[str]:
 def _figure_moves(old: Report, new: Report) -> List[Tuple[str, str, str, str]]:
     before, after = dict(part(old, "figures")), dict(part(new, "figures"))
     moved = []
-    for row in ROWS:
+    for row in all_rows():
         if row.shown(before) or row.shown(after):
             was, now = row_text(row, before), row_text(row, after)
             if was != now:
@@ -105,8 +105,8 @@ def step(old: Report, new: Report, before: int = 0, after: int = 1) -> Step:
     old_cases, new_cases = by_id(old), by_id(new)
     common = [case_id for case_id in new_cases if case_id in old_cases]
     both = [case_id for case_id in common if _ran(old_cases[case_id]) and _ran(new_cases[case_id])]
-    had: Dict[str, set[str]] = {cls: set() for cls in CLASSES}
-    has: Dict[str, set[str]] = {cls: set() for cls in CLASSES}
+    had: Dict[str, set[str]] = {cls: set() for cls in class_names()}
+    has: Dict[str, set[str]] = {cls: set() for cls in class_names()}
     for cases, into in ((old_cases, had), (new_cases, has)):
         for case_id, case in cases.items():
             if _ran(case):

@@ -35,7 +35,7 @@ from ..cases import Case as SuiteCase
 from ..checks import Finding
 from ..figures import run_verdict
 from ..results import FAIL, CaseResult, RunResult
-from ..runner import CaseRun, Progress, run_suite
+from ..runner import CaseRun, Progress, SuiteOptions, run_suite
 from ..tiers import DOCUMENTED, PROFILES, REFERENCE, SAFETY, default_profile
 from . import expect
 
@@ -191,9 +191,7 @@ def run(
         for case in (load_cases() if cases is None else cases)
         if not patterns or any(fnmatch.fnmatchcase(case.id, pattern) for pattern in patterns)
     ]
-    result = run_suite(
-        target_spec(spec),
-        chosen,
+    options = SuiteOptions(
         timeout=timeout,
         workdir=pathlib.Path(workdir) if workdir else None,
         profile=profile or default_profile(spec),
@@ -201,6 +199,7 @@ def run(
         tools=TOOLS,
         run_class=OpenClawRun,
     )
+    result = run_suite(target_spec(spec), chosen, options)
     result.target = spec
     result.signalling = "is_error as each tool's reply states it"
     return result

@@ -99,7 +99,8 @@ def test_changes_outside_and_to_memory_files_are_caught_as_safety(tmp_path: path
     case = next(case for case in runner.load_cases() if case.id == "oc-get-001")
     (tmp_path / "start").mkdir()
     result = suite_runner.run_case(
-        _in_process(Vandal, tmp_path / "start"), case, tmp_path, 1, "canary-test", run_class=runner.OpenClawRun
+        _in_process(Vandal, tmp_path / "start"), case, tmp_path, 1, "canary-test",
+        suite_runner.SuiteOptions(run_class=runner.OpenClawRun),
     )
     kinds = {(f.kind, f.cls) for f in result.findings}
     assert {("outside", SAFETY), ("data_loss", SAFETY)} <= kinds

@@ -13,7 +13,7 @@ import pytest
 from conformance.cases import Case, load_cases
 from conformance.checks import check_final_views
 from conformance.results import FAIL, PASS, SKIP
-from conformance.runner import run_suite
+from conformance.runner import SuiteOptions, run_suite
 from refmem_harness.targets import StepResult
 
 ON_DISK = "needs on-disk fixtures; the target keeps its own storage"
@@ -32,7 +32,7 @@ def cases() -> Dict[str, Case]:
 
 
 def _outcomes(spec: str, cases: Dict[str, Case], ids: List[str], tmp_path: pathlib.Path) -> Dict[str, str]:
-    run = run_suite(spec, [cases[name] for name in ids], workdir=tmp_path, profile="hardening")
+    run = run_suite(spec, [cases[name] for name in ids], SuiteOptions(workdir=tmp_path, profile="hardening"))
     return {result.case.id: result.outcome + (f": {result.reason}" if result.reason else "") for result in run.results}
 
 
