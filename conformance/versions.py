@@ -10,6 +10,6 @@ from __future__ import annotations
 
 from refmem import protocol as _protocol
 
-SUITE_VERSION = "suite-4"
+SUITE_VERSION = "suite-5"
 PROTOCOL_VERSION = _protocol.VERSION
 CASE_FORMAT_VERSION = 2
