@@ -66,6 +66,18 @@ ROOT_FIELD = "{root}"
 NOT_AN_OBJECT = "Error: MCP carries only an object as a tool's arguments"
 """The step's text for an input that is not a JSON object: not sent (D-MCP-TARGET)."""
 _READ_CHUNK = 65536
+RESET_METHOD = "refmem/reset"
+"""A server's own fresh start on a new root, asked for instead of a new process when the server advertises it as an
+experimental capability (`refmem mcp --harness`; D-MCP-RESET)."""
+
+
+class ResetParams(types.RequestParams):
+    root: str
+
+
+class ResetRequest(types.Request[ResetParams, str]):
+    method: str = RESET_METHOD
+    params: ResetParams
 
 
 class _Unbounded(Exception):
@@ -253,6 +265,10 @@ class McpTarget(Target):
         self._session: Any = None
         self._process: Any = None
         self._names: Dict[str, str] = {}
+        self.resettable = False
+        """Whether the running server takes `refmem/reset` (else every reset starts it again)."""
+        self.resets = 0
+        """Resets the server made itself, without a new process."""
         self.restarts = -1
         self.implementation = implementation_info(spec, "")
         self.options = frozenset()
@@ -300,6 +316,9 @@ class McpTarget(Target):
                 names[other] = other
         self._names = names
         self.tools = tuple(name for name in P.TOOL_NAMES if name in names)
+        capabilities = getattr(initialized, "capabilities", None)
+        experimental = getattr(capabilities, "experimental", None)
+        self.resettable = isinstance(experimental, dict) and RESET_METHOD in experimental
         info = getattr(initialized, "server_info", None)
         self.implementation = described(
             implementation_info(
@@ -318,8 +337,25 @@ class McpTarget(Target):
         missing = self.unsupported(options)
         if missing is not None:
             raise TargetError(f"{self.spec}: option {missing} not supported")
+        if self._session is not None and self.resettable and self._reset_in_place(pathlib.Path(root)):
+            return
         self._drop()
         self._open(pathlib.Path(root))
+
+    async def _reset(self, root: str) -> Any:
+        with anyio.fail_after(START_TIMEOUT):
+            return await self._session.send_request(ResetRequest(params=ResetParams(root=root)), types.EmptyResult)
+
+    def _reset_in_place(self, root: pathlib.Path) -> bool:
+        """The running server's own fresh start on `root`; False (and the server stopped) when it did not make one,
+        so that a new process is started: a reset never leaves the previous case's state in place."""
+        try:
+            self._portal.call(self._reset, str(root))
+        except Exception:  # noqa: BLE001 - any failure: started again instead
+            self._drop()
+            return False
+        self.resets += 1
+        return True
 
     async def _call(self, name: str, arguments: Any, timeout: float) -> Any:
         with anyio.fail_after(timeout):

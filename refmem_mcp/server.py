@@ -32,6 +32,10 @@ Receive = Callable[[], Awaitable[Any]]
 Send = Callable[[Any], Awaitable[None]]
 ASGI = Callable[[Scope, Receive, Send], Awaitable[None]]
 
+RESET_METHOD = "refmem/reset"
+"""The harness's request for a fresh start on a new root (D-MCP-RESET): served, and advertised as an experimental
+capability of that name, only by `refmem mcp --harness` (stdio only); every other server answers it "method not
+found". Never a tool: it is not listed, and no model's tool call can reach it."""
 MAX_TOKEN_FILE_BYTES = 1 << 20
 MIN_TOKEN_CHARS = 16
 LOOPBACK_NAMES = ("localhost",)
@@ -95,6 +99,12 @@ def read_tokens(path: str) -> Dict[str, Optional[str]]:
     return tokens
 
 
+class ResetParams(types.RequestParams):
+    """`refmem/reset`'s parameters: the directory the next case's memories are in (used with --root only)."""
+
+    root: str
+
+
 class Tokens:
     """Which tenant a request's bearer token picks (compared in constant time with every known token)."""
 
@@ -142,19 +152,32 @@ def build(memories: Memories, tenant: Optional[str], tokens: Optional[Tokens]) -
             content=[types.TextContent(text=output)], is_error=is_error, structured_content=structured
         )
 
-    return Server("refmem", version=refmem.__version__, on_list_tools=list_tools, on_call_tool=call_tool)
+    server: Server[Any] = Server(
+        "refmem", version=refmem.__version__, on_list_tools=list_tools, on_call_tool=call_tool
+    )
+    if memories.settings.harness:
+
+        async def reset(ctx: Any, params: ResetParams) -> types.EmptyResult:
+            await anyio.to_thread.run_sync(memories.reset, params.root)
+            return types.EmptyResult()
+
+        server.add_request_handler(RESET_METHOD, ResetParams, reset)
+    return server
 
 
-async def _stdio(server: Server[Any]) -> None:
+async def _stdio(server: Server[Any], harness: bool) -> None:
     from mcp.server.stdio import stdio_server
 
+    experimental = {RESET_METHOD: {}} if harness else None
     async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+        options = server.create_initialization_options(experimental_capabilities=experimental)
+        await server.run(read_stream, write_stream, options)
 
 
 def run_stdio(memories: Memories, tenant: Optional[str]) -> int:
+    memories.default_tenant = tenant
     try:
-        anyio.run(_stdio, build(memories, tenant, None))
+        anyio.run(_stdio, build(memories, tenant, None), memories.settings.harness)
     finally:
         memories.close()
     return 0
@@ -199,6 +222,8 @@ def run_http(
     import uvicorn
 
     host = host or "127.0.0.1"
+    if memories.settings.harness:
+        raise ConfigError("--harness is for stdio only: over HTTP anyone who reaches the port could reset it")
     tokens = Tokens(read_tokens(token_file)) if token_file is not None else None
     if tokens is None and not is_loopback(host):
         raise ConfigError("serving on an address other machines can reach needs --token-file")
