@@ -65,6 +65,8 @@ TOKEN_VARIABLE = "REFMEM_MCP_TOKEN"  # noqa: S105 - the name of the variable, no
 ROOT_FIELD = "{root}"
 NOT_AN_OBJECT = "Error: MCP carries only an object as a tool's arguments"
 """The step's text for an input that is not a JSON object: not sent (D-MCP-TARGET)."""
+NOT_UTF8 = "MCP carries text as UTF-8, which has no lone surrogate"
+NOT_FINITE = "MCP carries JSON, which has no NaN or infinity"
 _READ_CHUNK = 65536
 RESET_METHOD = "refmem/reset"
 """A server's own fresh start on a new root, asked for instead of a new process when the server advertises it as an
@@ -99,6 +101,30 @@ def memory_tool_name(tools: List[Any]) -> Optional[str]:
         choices = command.get("enum") if isinstance(command, dict) else None
         if isinstance(choices, list) and set(memory_tool.NAMES) <= set(choices):
             return str(listed.name)
+    return None
+
+
+def uncarried(input: Any) -> Optional[str]:
+    """Why MCP cannot carry `input` as a tool's arguments (a message is UTF-8 JSON, arguments an object), or None.
+    Such an input is never sent: the SDK cannot encode it, and a server could not read it (D-MCP-TARGET). Walked
+    without recursion."""
+    if not isinstance(input, dict):
+        return NOT_AN_OBJECT[len("Error: ") :]
+    pending: List[Any] = [input]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, dict):
+            pending.extend(value.keys())
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return NOT_UTF8
+        elif isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+            return NOT_FINITE
     return None
 
 
@@ -367,8 +393,10 @@ class McpTarget(Target):
             return StepResult("", True, crashed=True, detail=f"{self.spec} does not run the tool {clipped(tool, 80)}")
         if self._session is None:
             return StepResult("", True, crashed=True, detail="the MCP server is not running (it failed earlier)")
-        if not isinstance(input, dict):  # MCP carries tool arguments as an object only: an error, no finding
-            return StepResult(NOT_AN_OBJECT, True, detail="MCP carries only an object as a tool's arguments")
+        why = uncarried(input)
+        if why is not None:  # not sent: an error, no finding (the runner skips cases that send one)
+            return StepResult(NOT_AN_OBJECT if why == NOT_AN_OBJECT[len("Error: ") :] else f"Error: {why}", True,
+                              detail=why)
         try:
             result = self._portal.call(self._call, name, input, self._step_timeout)
         except TimeoutError:
@@ -382,7 +410,8 @@ class McpTarget(Target):
     def _failed(self, exc: Exception) -> StepResult:
         """A call that got no result: a server that is gone has crashed; any other failure is the protocol's."""
         process = self._process
-        gone = (process is not None and process.returncode is not None) or isinstance(
+        closed = getattr(getattr(exc, "error", None), "code", None) == types.CONNECTION_CLOSED
+        gone = closed or (process is not None and process.returncode is not None) or isinstance(
             exc, (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, ConnectionError)
         )
         what = f"{type(exc).__name__}: {clipped(str(exc), MESSAGE_CHARS)}"
@@ -390,6 +419,9 @@ class McpTarget(Target):
             self._drop()
             return StepResult("", True, crashed=True, detail=f"{what}\n{self._stderr.text()}".strip())
         return StepResult("", True, raised=True, detail=f"MCP protocol error: {what}")
+
+    def uncarried(self, input: Any) -> Optional[str]:
+        return uncarried(input)
 
     def close(self) -> None:
         self._drop()

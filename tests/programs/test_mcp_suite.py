@@ -1,7 +1,7 @@
 """The suite and the fuzzer through `--target mcp:` against `refmem mcp --harness`, on the filesystem, SQLite and
 PostgreSQL stores: the server is started once per run and reset in place for each case (`refmem/reset`,
 D-MCP-RESET), and a reset in place is pinned to be the fresh start a new process would make. A planted buggy MCP
-server (tests/mcp_planted_support.py) is caught by both the conformance run and the fuzzer through MCP."""
+server (tests/programs/mcp_planted_backend.py) is caught by both the conformance run and the fuzzer through MCP."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from refmem_harness.mcp_target import RESET_METHOD, ResetParams, ResetRequest  #
 from refmem_harness.targets import open_target  # noqa: E402
 
 SERVER = f"{sys.executable} -m refmem mcp"
-PLANTED = f"{sys.executable} {Path(__file__).resolve().parent.parent / 'mcp_planted_support.py'} {{root}}"
+PLANTED = f"{sys.executable} {Path(__file__).resolve().parent / 'mcp_planted_backend.py'} {{root}}"
 SCRATCH = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
 SLICE = ["--run", "*-00[1-2]", "--run", "paths-0[0-4]?"]
 """A slice of the suite in every family (each family's first cases, and the path cases): about 160 cases."""
@@ -274,3 +274,14 @@ def test_the_fuzzer_catches_a_planted_mcp_server_through_mcp(work: Path) -> None
     said = done.stdout + done.stderr
     assert done.returncode != 0, said[-3000:]
     assert list((work / "findings").glob("*")), said[-3000:]
+
+
+def test_what_mcp_cannot_carry_is_never_sent() -> None:
+    from refmem_harness.mcp_target import NOT_FINITE, NOT_UTF8, uncarried
+
+    assert uncarried({"command": "view", "path": "/memories", "view_range": [1, 10 ** 30]}) is None
+    assert uncarried(["view"]) and uncarried("view") and uncarried(None)
+    assert uncarried({"command": "create", "path": "/memories/a", "file_text": "bad \ud800"}) == NOT_UTF8
+    assert uncarried({"command": "view", "nested": [{"\udfff": 1}]}) == NOT_UTF8  # keys too, at any depth
+    assert uncarried({"command": "view", "view_range": [1, float("nan")]}) == NOT_FINITE
+    assert uncarried({"command": "view", "view_range": [float("-inf"), 2]}) == NOT_FINITE

@@ -1,7 +1,7 @@
 """A planted buggy MCP memory server, on the `mcp` SDK's server side, for the tests: the conformance run and the
 fuzzer must both catch it through `--target mcp:`.
 
-    python tests/mcp_planted_support.py ROOT
+    python tests/programs/mcp_planted_backend.py ROOT
 
 It serves a tool named `memory` over stdio and maps `/memories/NAME` to ROOT/NAME by cutting the prefix off the
 string, with no canonical resolution: `/memories/../outside/secret.txt` reads the file beside the root, and
