@@ -168,7 +168,7 @@ def build(memories: Memories, tenant: Optional[str], tokens: Optional[Tokens]) -
 async def _stdio(server: Server[Any], harness: bool) -> None:
     from mcp.server.stdio import stdio_server
 
-    experimental = {RESET_METHOD: {}} if harness else None
+    experimental: Optional[Dict[str, Dict[str, Any]]] = {RESET_METHOD: {}} if harness else None
     async with stdio_server() as (read_stream, write_stream):
         options = server.create_initialization_options(experimental_capabilities=experimental)
         await server.run(read_stream, write_stream, options)
