@@ -227,7 +227,7 @@ def test_the_suite_passes_refmem_through_mcp_on_sqlite(root: Path) -> None:
 
 @pytest.mark.slow
 def test_the_fuzzer_runs_through_mcp(root: Path) -> None:
-    target = f"mcp:stdio:{sys.executable} -m refmem mcp --root {{root}}"
+    target = f"mcp:stdio:{sys.executable} -m refmem mcp --harness --root {{root}}"  # reset in place (D-MCP-RESET)
     command = [sys.executable, "-m", "fuzz", "run", "--target", target, "--runs", "3", "--max-time", "240", "--no-cost"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=root)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
