@@ -1,8 +1,10 @@
 """`--target mcp:...`: an MCP server's memory tool, reached through the official `mcp` SDK's client session.
 
-    mcp:stdio:COMMAND LINE      a server on stdio, started afresh on every reset; `{root}` in the command line
-                                stands for the case's root (then its storage is the root's files), and the
-                                server's working directory is the root either way
+    mcp:stdio:COMMAND LINE      a server on stdio, started afresh on every reset, unless it advertises the
+                                experimental capability `refmem/reset`: then it is sent that request, naming the
+                                new root, and keeps running (`refmem mcp --harness`; D-MCP-RESET); `{root}` in the
+                                command line stands for the case's root (then its storage is the root's files),
+                                and the server's working directory is the first root either way
     mcp:http://127.0.0.1:8765/mcp    a running server, over streamable HTTP (its own storage; a reset opens a new
                                 session, the memories stay); REFMEM_MCP_TOKEN, when set, is sent as the bearer
                                 token (never named in the spec, never clipped)
