@@ -265,6 +265,21 @@ def test_openclaw_tools_through_mcp_on_postgres(work: Path, postgres: Any) -> No
     _openclaw_over(f"mcp:stdio:{SERVER} --harness --openclaw", _root(work, "a"), {"REFMEM_STORE": location})
 
 
+@pytest.mark.slow
+def test_the_openclaw_cases_pass_refmem_through_mcp(work: Path) -> None:
+    """OpenClaw's own cases (conformance/openclaw) through `refmem mcp --openclaw`: they lay their workspace out on
+    disk, so the filesystem store is the one they run on (a database store skips them all)."""
+    report = work / "openclaw.json"
+    target = f"mcp:stdio:{SERVER} --harness --openclaw --root {{root}}"
+    command = [sys.executable, "-m", "refmem_conformance.openclaw.runner", "--target", target, "--profile", "hardening",
+               "--workdir", str(work), "--json", str(report)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    found = json.loads(report.read_text())
+    assert _counts(found) == {"pass": len(found["cases"])} and len(found["cases"]) >= 60
+    assert found["restarts"] == 0
+
+
 # --- a planted buggy MCP server is caught -----------------------------------------------------------------------
 
 
