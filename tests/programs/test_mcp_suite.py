@@ -290,6 +290,7 @@ def test_the_conformance_run_catches_a_planted_mcp_server(work: Path) -> None:
     assert kinds & {"escape", "leak", "outside"}, kinds
 
 
+@pytest.mark.slow
 def test_the_fuzzer_catches_a_planted_mcp_server_through_mcp(work: Path) -> None:
     command = [sys.executable, "-m", "fuzz", "run", "--target", f"mcp:stdio:{PLANTED}", "--runs", "400",
                "--max-time", "240", "--no-cost", "--no-growth", "--engine", "random", "--seed", "1",
