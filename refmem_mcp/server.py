@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import json
 import os
 import stat
 from typing import Any, Awaitable, Callable, Dict, List, MutableMapping, Optional
@@ -23,6 +24,7 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 
 import refmem
+from refmem.protocol import MAX_LINE_BYTES
 
 from .memories import Memories
 from .schema import definitions
@@ -166,10 +168,10 @@ def build(memories: Memories, tenant: Optional[str], tokens: Optional[Tokens]) -
 
 
 async def _stdio(server: Server[Any], harness: bool) -> None:
-    from mcp.server.stdio import stdio_server
+    from .stdio import bounded_stdio
 
     experimental: Optional[Dict[str, Dict[str, Any]]] = {RESET_METHOD: {}} if harness else None
-    async with stdio_server() as (read_stream, write_stream):
+    async with bounded_stdio() as (read_stream, write_stream):  # every line answered (D-MCP-INPUT)
         options = server.create_initialization_options(experimental_capabilities=experimental)
         await server.run(read_stream, write_stream, options)
 
@@ -209,10 +211,59 @@ def _guarded(app: ASGI, tokens: Tokens) -> ASGI:
     return guarded
 
 
+async def _send_json(send: Send, status: int, body: bytes) -> None:
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _bounded(app: ASGI, limit: int) -> ASGI:
+    """`app` with every request body bounded by `limit` bytes (D-MCP-INPUT): the SDK reads a body whole, so a
+    longer one, whether its length is stated or not, is answered 413 with a JSON-RPC parse error (id null) when its
+    first byte over the bound arrives; nothing longer is held."""
+    too_long = json.dumps(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": f"Parse error: a message is at most "
+                                                                          f"{limit} bytes"}}
+    ).encode()
+
+    async def bounded(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") != "http":
+            await app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers", []))
+        stated = headers.get(b"content-length", b"").strip()
+        if stated.isdigit() and int(stated) > limit:
+            await _send_json(send, 413, too_long)
+            return
+        chunks: List[bytes] = []
+        held = 0
+        while True:
+            message = await receive()
+            if message.get("type") != "http.request":
+                break
+            chunk = bytes(message.get("body", b""))
+            held += len(chunk)
+            if held > limit:
+                await _send_json(send, 413, too_long)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                message = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+                break
+        replayed = [message]
+
+        async def replay() -> Any:
+            return replayed.pop() if replayed else await receive()
+
+        await app(scope, replay, send)
+
+    return bounded
+
+
 def http_app(memories: Memories, tenant: Optional[str], tokens: Optional[Tokens], host: str) -> ASGI:
-    """The streamable HTTP app at /mcp (behind the tokens when there are any)."""
+    """The streamable HTTP app at /mcp, its request bodies bounded (behind the tokens when there are any)."""
     server = build(memories, tenant, tokens)
-    app: ASGI = server.streamable_http_app(host=host)
+    app: ASGI = _bounded(server.streamable_http_app(host=host), MAX_LINE_BYTES)
     return _guarded(app, tokens) if tokens is not None else app
 
 
