@@ -8,7 +8,8 @@ UTF-8 and checked with the SDK's own message parser (pydantic's, which is iterat
 nesting instead of recursing without end); a line it takes is passed on unchanged, and any other is answered here
 with a JSON-RPC error: -32700 (parse error) when the line is not JSON the parser takes, -32600 (invalid request)
 when it is JSON but no JSON-RPC message. The error carries the request's id when a linear scan of the line's first
-`ID_SCAN_CHARS` characters finds one at the top level, and null otherwise.
+`ID_SCAN_CHARS` characters finds one at the top level, and null otherwise. An empty line is no message, and is
+skipped.
 """
 
 from __future__ import annotations
@@ -111,6 +112,8 @@ class _Wire:
             line = await anyio.to_thread.run_sync(self._next)
             if line is _END:
                 return
+            if line is not None and not bytes(line).strip():
+                continue  # an empty line is no message: nothing waits for an answer to it
             answer = refusal(line if line is None else bytes(line))
             if answer is None:
                 yield bytes(line).decode("utf-8")
