@@ -323,6 +323,10 @@ class CaseRun:
 def skip_reason(case: Case, target: Target, run_class: Type[CaseRun] = CaseRun) -> str:
     if case.requires == "fixtures" and target.storage != "filesystem" and run_class.own_fixtures(case) is None:
         return "needs on-disk fixtures; the target keeps its own storage"
+    for number, step in enumerate(case.steps, 1):
+        uncarried = target.uncarried(step["input"]) if "input" in step else None
+        if uncarried is not None:
+            return f"step {number}'s input cannot be sent to this target: {uncarried}"
     missing = target.unsupported(case.options)
     if missing is not None:
         return f"option {missing} not supported"

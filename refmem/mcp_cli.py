@@ -53,7 +53,9 @@ def _run(args: argparse.Namespace) -> int:
         except TenantError as exc:
             return _fail(f"cannot use the tenant: {exc}")
     allow = tuple(args.allow) if args.allow else None
-    memories = Memories(Settings(args.root, location, args.read_only, allow, args.openclaw))
+    if args.harness and args.http:
+        return _fail("--harness is for stdio only")
+    memories = Memories(Settings(args.root, location, args.read_only, allow, args.openclaw, args.harness))
     try:  # the default tenant's handler, built now: an unusable root or store is said before a client connects
         memories.handler(None if args.token_file else args.tenant)
     except Exception as exc:  # noqa: BLE001 - said, never a traceback
@@ -93,3 +95,9 @@ def register(commands: Any) -> None:
     parser.add_argument("--host", help="with --http: the address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"with --http (default {DEFAULT_PORT})")
     parser.add_argument("--token-file", metavar="FILE", help="with --http: bearer tokens and their tenants")
+    parser.add_argument(
+        "--harness",
+        action="store_true",
+        help="for the conformance suite and the fuzzer only (stdio): serve their refmem/reset request, and ERASE "
+        "a --store's memories on start and on every reset",
+    )

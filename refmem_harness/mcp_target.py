@@ -1,8 +1,10 @@
 """`--target mcp:...`: an MCP server's memory tool, reached through the official `mcp` SDK's client session.
 
-    mcp:stdio:COMMAND LINE      a server on stdio, started afresh on every reset; `{root}` in the command line
-                                stands for the case's root (then its storage is the root's files), and the
-                                server's working directory is the root either way
+    mcp:stdio:COMMAND LINE      a server on stdio, started afresh on every reset, unless it advertises the
+                                experimental capability `refmem/reset`: then it is sent that request, naming the
+                                new root, and keeps running (`refmem mcp --harness`; D-MCP-RESET); `{root}` in the
+                                command line stands for the case's root (then its storage is the root's files),
+                                and the server's working directory is the first root either way
     mcp:http://127.0.0.1:8765/mcp    a running server, over streamable HTTP (its own storage; a reset opens a new
                                 session, the memories stay); REFMEM_MCP_TOKEN, when set, is sent as the bearer
                                 token (never named in the spec, never clipped)
@@ -65,7 +67,21 @@ TOKEN_VARIABLE = "REFMEM_MCP_TOKEN"  # noqa: S105 - the name of the variable, no
 ROOT_FIELD = "{root}"
 NOT_AN_OBJECT = "Error: MCP carries only an object as a tool's arguments"
 """The step's text for an input that is not a JSON object: not sent (D-MCP-TARGET)."""
+NOT_UTF8 = "MCP carries text as UTF-8, which has no lone surrogate"
+NOT_FINITE = "MCP carries JSON, which has no NaN or infinity"
 _READ_CHUNK = 65536
+RESET_METHOD = "refmem/reset"
+"""A server's own fresh start on a new root, asked for instead of a new process when the server advertises it as an
+experimental capability (`refmem mcp --harness`; D-MCP-RESET)."""
+
+
+class ResetParams(types.RequestParams):
+    root: str
+
+
+class ResetRequest(types.Request[ResetParams, str]):
+    method: str = RESET_METHOD
+    params: ResetParams
 
 
 class _Unbounded(Exception):
@@ -87,6 +103,30 @@ def memory_tool_name(tools: List[Any]) -> Optional[str]:
         choices = command.get("enum") if isinstance(command, dict) else None
         if isinstance(choices, list) and set(memory_tool.NAMES) <= set(choices):
             return str(listed.name)
+    return None
+
+
+def uncarried(input: Any) -> Optional[str]:
+    """Why MCP cannot carry `input` as a tool's arguments (a message is UTF-8 JSON, arguments an object), or None.
+    Such an input is never sent: the SDK cannot encode it, and a server could not read it (D-MCP-TARGET). Walked
+    without recursion."""
+    if not isinstance(input, dict):
+        return NOT_AN_OBJECT[len("Error: ") :]
+    pending: List[Any] = [input]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, dict):
+            pending.extend(value.keys())
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                return NOT_UTF8
+        elif isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
+            return NOT_FINITE
     return None
 
 
@@ -253,6 +293,10 @@ class McpTarget(Target):
         self._session: Any = None
         self._process: Any = None
         self._names: Dict[str, str] = {}
+        self.resettable = False
+        """Whether the running server takes `refmem/reset` (else every reset starts it again)."""
+        self.resets = 0
+        """Resets the server made itself, without a new process."""
         self.restarts = -1
         self.implementation = implementation_info(spec, "")
         self.options = frozenset()
@@ -300,6 +344,9 @@ class McpTarget(Target):
                 names[other] = other
         self._names = names
         self.tools = tuple(name for name in P.TOOL_NAMES if name in names)
+        capabilities = getattr(initialized, "capabilities", None)
+        experimental = getattr(capabilities, "experimental", None)
+        self.resettable = isinstance(experimental, dict) and RESET_METHOD in experimental
         info = getattr(initialized, "server_info", None)
         self.implementation = described(
             implementation_info(
@@ -318,8 +365,25 @@ class McpTarget(Target):
         missing = self.unsupported(options)
         if missing is not None:
             raise TargetError(f"{self.spec}: option {missing} not supported")
+        if self._session is not None and self.resettable and self._reset_in_place(pathlib.Path(root)):
+            return
         self._drop()
         self._open(pathlib.Path(root))
+
+    async def _reset(self, root: str) -> Any:
+        with anyio.fail_after(START_TIMEOUT):
+            return await self._session.send_request(ResetRequest(params=ResetParams(root=root)), types.EmptyResult)
+
+    def _reset_in_place(self, root: pathlib.Path) -> bool:
+        """The running server's own fresh start on `root`; False (and the server stopped) when it did not make one,
+        so that a new process is started: a reset never leaves the previous case's state in place."""
+        try:
+            self._portal.call(self._reset, str(root))
+        except Exception:  # noqa: BLE001 - any failure: started again instead
+            self._drop()
+            return False
+        self.resets += 1
+        return True
 
     async def _call(self, name: str, arguments: Any, timeout: float) -> Any:
         with anyio.fail_after(timeout):
@@ -331,8 +395,10 @@ class McpTarget(Target):
             return StepResult("", True, crashed=True, detail=f"{self.spec} does not run the tool {clipped(tool, 80)}")
         if self._session is None:
             return StepResult("", True, crashed=True, detail="the MCP server is not running (it failed earlier)")
-        if not isinstance(input, dict):  # MCP carries tool arguments as an object only: an error, no finding
-            return StepResult(NOT_AN_OBJECT, True, detail="MCP carries only an object as a tool's arguments")
+        why = uncarried(input)
+        if why is not None:  # not sent: an error, no finding (the runner skips cases that send one)
+            return StepResult(NOT_AN_OBJECT if why == NOT_AN_OBJECT[len("Error: ") :] else f"Error: {why}", True,
+                              detail=why)
         try:
             result = self._portal.call(self._call, name, input, self._step_timeout)
         except TimeoutError:
@@ -346,7 +412,8 @@ class McpTarget(Target):
     def _failed(self, exc: Exception) -> StepResult:
         """A call that got no result: a server that is gone has crashed; any other failure is the protocol's."""
         process = self._process
-        gone = (process is not None and process.returncode is not None) or isinstance(
+        closed = getattr(getattr(exc, "error", None), "code", None) == types.CONNECTION_CLOSED
+        gone = closed or (process is not None and process.returncode is not None) or isinstance(
             exc, (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, ConnectionError)
         )
         what = f"{type(exc).__name__}: {clipped(str(exc), MESSAGE_CHARS)}"
@@ -354,6 +421,9 @@ class McpTarget(Target):
             self._drop()
             return StepResult("", True, crashed=True, detail=f"{what}\n{self._stderr.text()}".strip())
         return StepResult("", True, raised=True, detail=f"MCP protocol error: {what}")
+
+    def uncarried(self, input: Any) -> Optional[str]:
+        return uncarried(input)
 
     def close(self) -> None:
         self._drop()

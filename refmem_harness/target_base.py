@@ -110,6 +110,11 @@ class Target:
                 return name
         return None
 
+    def uncarried(self, input: Any) -> Optional[str]:
+        """Why the way this target is reached cannot carry `input` at all (an MCP server takes only an object of
+        UTF-8 JSON), or None: a case that sends such an input is skipped with the reason, never judged."""
+        return None
+
     def close(self) -> None:
         """Release the target; the default has nothing to release."""
 

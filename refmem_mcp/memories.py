@@ -31,6 +31,9 @@ class Settings:
     allow: Optional[Tuple[str, ...]] = None
     openclaw: bool = False
     """Also serve OpenClaw's memory_get and memory_search over the same store."""
+    harness: bool = False
+    """Serve the conformance suite and the fuzzer (`--harness`, D-MCP-RESET): a store's memories are erased when
+    they are first opened and on every `reset`, and a reset moves a root to the directory it names."""
 
 
 class Memories:
@@ -59,6 +62,10 @@ class Memories:
 
             store = open_location(self.settings.location)
             try:
+                if self.settings.harness:  # a throwaway store: it starts empty, whatever an earlier server left
+                    erase = getattr(store, "erase", None)
+                    if callable(erase):
+                        erase()
                 found = MemoryHandler(store, tenant=tenant, **self._options())  # type: ignore[arg-type]
             except BaseException:
                 with contextlib.suppress(Exception):
@@ -95,17 +102,44 @@ class Memories:
             except Exception as exc:  # noqa: BLE001 - reported to the client, never a crash
                 return _failure(exc), True, None
 
-    def close(self) -> None:
+    def reset(self, root: str) -> None:
+        """A fresh start, as a new server process would make it (D-MCP-RESET): every handler, workspace and store
+        closed (their caches, open descriptors and watches with them), the settings' root moved to `root` (a
+        database store stays where it is, and is erased), and the default tenant's handler built anew. Only for
+        `--harness`; raises what building the handler raises."""
         with self._lock:
-            held = [*self._workspaces.values(), *self._handlers.values(), *self._stores]
-            self._workspaces.clear()
-            self._handlers.clear()
-            self._stores = []
+            self._erase()
+            self._release()
+            if self.settings.root is not None:
+                self.settings = dataclasses.replace(self.settings, root=root)
+            self.handler(self.default_tenant)
+
+    default_tenant: Optional[str] = None
+    """The tenant a reset opens first (the server's `--tenant`)."""
+
+    def _erase(self) -> None:
+        """With --harness: every opened store's memories erased (the suite's throwaway store)."""
+        if not self.settings.harness:
+            return
+        for store in self._stores:
+            erase = getattr(store, "erase", None)
+            if callable(erase):
+                erase()
+
+    def _release(self) -> None:
+        held = [*self._workspaces.values(), *self._handlers.values(), *self._stores]
+        self._workspaces.clear()
+        self._handlers.clear()
+        self._stores = []
         for item in held:
             close = getattr(item, "close", None)
             if callable(close):
                 with contextlib.suppress(Exception):
                     close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._release()
 
 
 def _failure(exc: Exception) -> str:

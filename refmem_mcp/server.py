@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import json
 import os
 import stat
 from typing import Any, Awaitable, Callable, Dict, List, MutableMapping, Optional
@@ -23,6 +24,7 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 
 import refmem
+from refmem.protocol import MAX_LINE_BYTES
 
 from .memories import Memories
 from .schema import definitions
@@ -32,6 +34,10 @@ Receive = Callable[[], Awaitable[Any]]
 Send = Callable[[Any], Awaitable[None]]
 ASGI = Callable[[Scope, Receive, Send], Awaitable[None]]
 
+RESET_METHOD = "refmem/reset"
+"""The harness's request for a fresh start on a new root (D-MCP-RESET): served, and advertised as an experimental
+capability of that name, only by `refmem mcp --harness` (stdio only); every other server answers it "method not
+found". Never a tool: it is not listed, and no model's tool call can reach it."""
 MAX_TOKEN_FILE_BYTES = 1 << 20
 MIN_TOKEN_CHARS = 16
 LOOPBACK_NAMES = ("localhost",)
@@ -95,6 +101,12 @@ def read_tokens(path: str) -> Dict[str, Optional[str]]:
     return tokens
 
 
+class ResetParams(types.RequestParams):
+    """`refmem/reset`'s parameters: the directory the next case's memories are in (used with --root only)."""
+
+    root: str
+
+
 class Tokens:
     """Which tenant a request's bearer token picks (compared in constant time with every known token)."""
 
@@ -142,19 +154,32 @@ def build(memories: Memories, tenant: Optional[str], tokens: Optional[Tokens]) -
             content=[types.TextContent(text=output)], is_error=is_error, structured_content=structured
         )
 
-    return Server("refmem", version=refmem.__version__, on_list_tools=list_tools, on_call_tool=call_tool)
+    server: Server[Any] = Server(
+        "refmem", version=refmem.__version__, on_list_tools=list_tools, on_call_tool=call_tool
+    )
+    if memories.settings.harness:
+
+        async def reset(ctx: Any, params: ResetParams) -> types.EmptyResult:
+            await anyio.to_thread.run_sync(memories.reset, params.root)
+            return types.EmptyResult()
+
+        server.add_request_handler(RESET_METHOD, ResetParams, reset)
+    return server
 
 
-async def _stdio(server: Server[Any]) -> None:
-    from mcp.server.stdio import stdio_server
+async def _stdio(server: Server[Any], harness: bool) -> None:
+    from .stdio import bounded_stdio
 
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    experimental: Optional[Dict[str, Dict[str, Any]]] = {RESET_METHOD: {}} if harness else None
+    async with bounded_stdio() as (read_stream, write_stream):  # every line answered (D-MCP-INPUT)
+        options = server.create_initialization_options(experimental_capabilities=experimental)
+        await server.run(read_stream, write_stream, options)
 
 
 def run_stdio(memories: Memories, tenant: Optional[str]) -> int:
+    memories.default_tenant = tenant
     try:
-        anyio.run(_stdio, build(memories, tenant, None))
+        anyio.run(_stdio, build(memories, tenant, None), memories.settings.harness)
     finally:
         memories.close()
     return 0
@@ -186,10 +211,59 @@ def _guarded(app: ASGI, tokens: Tokens) -> ASGI:
     return guarded
 
 
+async def _send_json(send: Send, status: int, body: bytes) -> None:
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _bounded(app: ASGI, limit: int) -> ASGI:
+    """`app` with every request body bounded by `limit` bytes (D-MCP-INPUT): the SDK reads a body whole, so a
+    longer one, whether its length is stated or not, is answered 413 with a JSON-RPC parse error (id null) when its
+    first byte over the bound arrives; nothing longer is held."""
+    too_long = json.dumps(
+        {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": f"Parse error: a message is at most "
+                                                                          f"{limit} bytes"}}
+    ).encode()
+
+    async def bounded(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") != "http":
+            await app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers", []))
+        stated = headers.get(b"content-length", b"").strip()
+        if stated.isdigit() and int(stated) > limit:
+            await _send_json(send, 413, too_long)
+            return
+        chunks: List[bytes] = []
+        held = 0
+        while True:
+            message = await receive()
+            if message.get("type") != "http.request":
+                break
+            chunk = bytes(message.get("body", b""))
+            held += len(chunk)
+            if held > limit:
+                await _send_json(send, 413, too_long)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                message = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+                break
+        replayed = [message]
+
+        async def replay() -> Any:
+            return replayed.pop() if replayed else await receive()
+
+        await app(scope, replay, send)
+
+    return bounded
+
+
 def http_app(memories: Memories, tenant: Optional[str], tokens: Optional[Tokens], host: str) -> ASGI:
-    """The streamable HTTP app at /mcp (behind the tokens when there are any)."""
+    """The streamable HTTP app at /mcp, its request bodies bounded (behind the tokens when there are any)."""
     server = build(memories, tenant, tokens)
-    app: ASGI = server.streamable_http_app(host=host)
+    app: ASGI = _bounded(server.streamable_http_app(host=host), MAX_LINE_BYTES)
     return _guarded(app, tokens) if tokens is not None else app
 
 
@@ -199,6 +273,8 @@ def run_http(
     import uvicorn
 
     host = host or "127.0.0.1"
+    if memories.settings.harness:
+        raise ConfigError("--harness is for stdio only: over HTTP anyone who reaches the port could reset it")
     tokens = Tokens(read_tokens(token_file)) if token_file is not None else None
     if tokens is None and not is_loopback(host):
         raise ConfigError("serving on an address other machines can reach needs --token-file")

@@ -227,8 +227,171 @@ def test_the_suite_passes_refmem_through_mcp_on_sqlite(root: Path) -> None:
 
 @pytest.mark.slow
 def test_the_fuzzer_runs_through_mcp(root: Path) -> None:
-    target = f"mcp:stdio:{sys.executable} -m refmem mcp --root {{root}}"
+    target = f"mcp:stdio:{sys.executable} -m refmem mcp --harness --root {{root}}"  # reset in place (D-MCP-RESET)
     command = [sys.executable, "-m", "fuzz", "run", "--target", target, "--runs", "3", "--max-time", "240", "--no-cost"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=root)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert " 0 new finding(s)" in done.stdout + done.stderr
+
+
+# Every line gets an answer (D-MCP-INPUT): the SDK's stdio transport answered nothing to a line its parser refused
+# (a tool call's arguments nested 200 deep), and the client waited for its timeout.
+
+ANSWER_SECONDS = 30  # a generous bound on a busy machine; a hang waits for it, an answer takes well under a second
+
+
+def _nested(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+async def _deep_call_then_view(root: Path) -> Dict[str, Any]:
+    from mcp.shared.exceptions import MCPError
+
+    params = StdioServerParameters(command=SERVER[0], args=[*SERVER[1:], "--root", str(root)])
+    seen: Dict[str, Any] = {}
+    async with stdio_client(params) as (read_stream, write_stream):
+        async with ClientSession(read_stream, write_stream) as session:
+            await session.initialize()
+            deep = {"command": "view", "path": "/memories", "view_range": _nested(200)}
+            with anyio.fail_after(ANSWER_SECONDS):
+                try:
+                    await session.call_tool("memory", deep)
+                except MCPError as exc:
+                    seen["deep"] = (exc.error.code, exc.error.message)
+            with anyio.fail_after(ANSWER_SECONDS):
+                view = await session.call_tool("memory", {"command": "view", "path": "/memories"})
+            seen["view"] = (_text(view), view.is_error)
+    return seen
+
+
+def test_arguments_nested_200_deep_get_an_error_not_a_hang(root: Path) -> None:
+    seen = anyio.run(_deep_call_then_view, root)
+    code, message = seen["deep"]
+    assert code == -32700 and "recursion limit" in message
+    text, is_error = seen["view"]
+    assert not is_error and text.startswith("Here're the files and directories up to 2 levels deep in /memories")
+
+
+async def _raw_lines_then_view(root: Path, raw: List[bytes]) -> Dict[str, Any]:
+    """The SDK's ClientSession over the server's pipes, with `raw` written on the same stdin first: lines the SDK's
+    client cannot produce. Replies with a `raw-` id or a null id are the raw lines' answers."""
+    import mcp_types as types
+    from anyio.streams.buffered import BufferedByteReceiveStream
+    from mcp.shared.message import SessionMessage
+
+    process = await anyio.open_process([*SERVER, "--root", str(root)], stderr=subprocess.DEVNULL)
+    assert process.stdin is not None and process.stdout is not None
+    to_client, client_reads = anyio.create_memory_object_stream[Any](16)
+    client_writes, from_client = anyio.create_memory_object_stream[SessionMessage](16)
+    stdout = BufferedByteReceiveStream(process.stdout)
+    answers: List[Dict[str, Any]] = []
+    seen: Dict[str, Any] = {"answers": answers}
+
+    async def pump_out() -> None:
+        while True:
+            line = await stdout.receive_until(b"\n", 1 << 24)
+            reply = json.loads(line)
+            if reply.get("id") is None or str(reply.get("id")).startswith("raw-"):
+                answers.append(reply)
+            else:
+                await to_client.send(SessionMessage(types.jsonrpc_message_adapter.validate_python(reply)))
+
+    async def pump_in() -> None:
+        async for message in from_client:
+            line = message.message.model_dump_json(by_alias=True, exclude_unset=True)
+            await process.stdin.send(line.encode() + b"\n")
+
+    async with process, anyio.create_task_group() as group:
+        group.start_soon(pump_out)
+        group.start_soon(pump_in)
+        with anyio.fail_after(ANSWER_SECONDS * 2):
+            for line in raw:
+                await process.stdin.send(line)
+            while len(answers) < len([line for line in raw if line.strip()]):
+                await anyio.sleep(0.05)
+        async with ClientSession(client_reads, client_writes) as session:
+            with anyio.fail_after(ANSWER_SECONDS):
+                await session.initialize()
+                view = await session.call_tool("memory", {"command": "view", "path": "/memories"})
+            seen["view"] = (_text(view), view.is_error)
+        group.cancel_scope.cancel()
+        process.kill()
+    return seen
+
+
+def test_lines_no_parser_takes_get_an_error_and_the_server_goes_on(root: Path) -> None:
+    deep = b'{"jsonrpc":"2.0","id":"raw-deep","method":"tools/call","params":' + b"[" * 100_000 + b"\n"
+    long = b'{"jsonrpc":"2.0","id":"raw-long","params":"' + b"a" * (17 << 20) + b'"}\n'
+    utf8 = b'{"jsonrpc":"2.0","id":"raw-utf8","method":"ping","params":{"x":"\xff\xfe"}}\n'
+    lines = [deep, long, b"\n", b"  \r\n", utf8, b"not json\n", b'{"id":"raw-x","a":1}\n']  # empty lines: no answer
+    seen = anyio.run(_raw_lines_then_view, root, lines)
+    got = [(answer["id"], answer["error"]["code"]) for answer in seen["answers"]]
+    assert got == [("raw-deep", -32700), (None, -32700), ("raw-utf8", -32700), (None, -32700), ("raw-x", -32600)]
+    assert "recursion limit" in seen["answers"][0]["error"]["message"]
+    assert "at most 16777216 bytes" in seen["answers"][1]["error"]["message"]
+    text, is_error = seen["view"]
+    assert not is_error and text.startswith("Here're the files and directories up to 2 levels deep in /memories")
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ('{"jsonrpc":"2.0","id":7,"params":' + "[" * 1000, 7),
+        ('{"params":{"id":1},"id":"a\\"b","x":[', 'a"b'),
+        ('{"params":{"id":1}}', None),
+        ('{"id":[1]}', None),
+        ('{"id":1.5}', None),
+        ('{"x":"unterminated', None),
+        ('[{"id":1}]', None),
+        ('{"a":"\\"id\\":3","id":4}', 4),
+    ],
+)
+def test_the_id_of_a_refused_line(text: str, found: Any) -> None:
+    from refmem_mcp.stdio import request_id
+
+    assert request_id(text) == found
+
+
+async def _deep_http(url: str) -> Dict[str, Any]:
+    from mcp.shared.exceptions import MCPError
+
+    seen: Dict[str, Any] = {}
+    async with httpx2.AsyncClient() as client:
+        async with streamable_http_client(url, http_client=client) as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                await session.initialize()
+                with anyio.fail_after(ANSWER_SECONDS):
+                    try:
+                        await session.call_tool("memory", {"command": "view", "path": "/memories",
+                                                           "view_range": _nested(200)})
+                    except MCPError as exc:
+                        seen["deep"] = (exc.error.code, exc.error.message)
+                with anyio.fail_after(ANSWER_SECONDS):
+                    view = await session.call_tool("memory", {"command": "view", "path": "/memories"})
+                seen["view"] = (_text(view), view.is_error)
+    return seen
+
+
+def test_http_answers_deep_and_over_long_bodies(root: Path) -> None:
+    port = _free_port()
+    process = _serve_http(["--root", str(root), "--port", str(port)])
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        seen = anyio.run(_deep_http, url)
+        code, message = seen["deep"]
+        assert code == -32700 and "recursion limit" in message
+        assert seen["view"][0].startswith("Here're the files and directories") and not seen["view"][1]
+        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        long = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"' + b"a" * (17 << 20) + b'"}}'
+        stated = httpx2.post(url, content=long, headers=headers, timeout=ANSWER_SECONDS)
+        chunked = httpx2.post(url, content=iter([long[i:i + 65536] for i in range(0, len(long), 65536)]),
+                              headers=headers, timeout=ANSWER_SECONDS)
+        for answer in (stated, chunked):
+            assert answer.status_code == 413
+            assert answer.json()["error"]["code"] == -32700 and "at most 16777216 bytes" in answer.text
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
