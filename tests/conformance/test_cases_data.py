@@ -263,7 +263,7 @@ def test_spec_notes_have_decisions() -> None:
 
 NOT_TOOL_BEHAVIOUR = (
     "D-SERVE-", "D-EXEC-", "D-STORE-", "D-SDK-", "D-DEPLOY-", "D-VERDICT-", "D-HARNESS-", "D-MCP-", "D-OPLOG",
-    "D-PUBLIC-NAMES", "D-VENDOR-SET", "D-VIEW-LIST-RULES", "D-BASELINE-", "D-TRACE",
+    "D-PUBLIC-NAMES", "D-VENDOR-SET", "D-VIEW-LIST-RULES", "D-BASELINE-", "D-TRACE", "D-HOSTED-SHA256",
 )
 """Decisions about the reference's programs (`refmem serve`, `refmem exec`, `refmem mcp`, its command log), its
 storage interface (stores, tenants, the change journal, where the listing rule is decided), its SDK tools (how they
@@ -271,13 +271,19 @@ run the handler), how it is packaged (public names, the vendored set) and the ha
 tier and the MCP target judge a backend) rather than the memory tool's behaviour: no tool input reaches them, so no
 conformance case can pin them; their own tests do (tests/conformance/test_case_states.py, test_effect_classes.py, test_baseline_checks.py, test_traceability.py,
 tests/programs/test_mcp.py, tests/programs/test_oplog.py, tests/project/test_public_names.py, tests/project/test_vendoring.py,
-tests/stores/test_storage_contract.py). The listing itself is pinned by the view-dir and hidden cases."""
+tests/stores/test_storage_contract.py; the hosted store's sha256 precondition is a store call, not a tool input:
+tests/stores/test_hosted_profile.py). The listing itself is pinned by the view-dir and hidden cases."""
 OTHER_TOOL_PREFIX = "D-OPENCLAW-"
 """OpenClaw's workspace-memory tools have their own cases (conformance/openclaw/cases) and their own checks."""
 
 
+HOSTED_CASES = REPO / "conformance" / "hosted" / "hosted.json"
+"""The hosted-store profile's opt-in cases (D-HOSTED-*): run only against a hosted store, so kept apart."""
+
+
 def test_every_decision_is_pinned_by_a_case() -> None:
-    pinned = {case.get("decision") for case in _hand_written()}
+    hosted = json.loads(HOSTED_CASES.read_text(encoding="utf-8"))["cases"]
+    pinned = {case.get("decision") for case in [*_hand_written(), *hosted]}
     decisions = [d for d in _decision_ids() if not d.startswith(OTHER_TOOL_PREFIX)]
     missing = [d for d in decisions if d not in pinned and not d.startswith(NOT_TOOL_BEHAVIOUR)]
     assert not missing, f"decisions without a case: {missing}"
@@ -290,11 +296,10 @@ def test_every_decision_named_by_a_case_exists() -> None:
 
 
 def _doc_templates() -> Dict[str, str]:
-    """The `doc` entries of refmem/messages.py's table, read without importing the handler."""
-    spec = importlib.util.spec_from_file_location("_refmem_messages_under_test", MESSAGES_FILE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    """The `doc` entries of refmem/messages.py's table (the module asks `_optional` for what a vendored copy may
+    leave out, so it is imported as part of its package)."""
+    module = importlib.import_module("refmem.messages")
+    assert pathlib.Path(module.__file__ or "").resolve() == MESSAGES_FILE.resolve()
     return {key: message.template for key, message in module.MESSAGES.items() if message.basis == "doc"}
 
 
