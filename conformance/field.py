@@ -200,8 +200,11 @@ def install(
         venv_python = folder / "bin" / "python"
         if not fresh:
             shutil.rmtree(folder, ignore_errors=True)
-            _run(runner, [python, "-m", "venv", str(folder)], f"{implementation.id}: making its environment")
-            pip = [str(venv_python), "-m", "pip", "install", "--disable-pip-version-check", "-q", *index]
+            # no pip of its own (ensurepip is most of a venv's making): this interpreter's pip installs into it
+            made = [python, "-m", "venv", "--without-pip", str(folder)]
+            _run(runner, made, f"{implementation.id}: making its environment")
+            pip = [python, "-m", "pip", "--python", str(venv_python), "install", "--disable-pip-version-check", "-q",
+                   *index]
             _run(runner, pip + list(implementation.packages), f"{implementation.id}: pip install")
         fill["python"] = str(venv_python)
     else:
@@ -275,6 +278,7 @@ def history_entry(
         "sources": list(implementation.sources),
         "date": date,
         "target": target,
+        "storage": str(report.get("storage", "")),
         "seconds": round(seconds, 1),
         "suite": dict(report.get("versions") or {}),
         "profile": str(report.get("profile", "")),
@@ -346,7 +350,7 @@ def report_from_history(entry: Mapping[str, Any], described: Mapping[str, Mappin
         },
         "versions": entry.get("suite", {}),
         "target": f"{entry.get('id', '')} ({entry.get('date', '')})",
-        "storage": "",
+        "storage": entry.get("storage", ""),
         "profile": entry.get("profile", ""),
         "figures": entry.get("figures", {}),
         "verdict": entry.get("verdict", {}),
