@@ -13,7 +13,8 @@ model sends them, with no renaming: a field the function does not name is droppe
 reach it as the middleware itself would get them, i.e. not at all).
 
 The state middleware keeps its files in the agent's state, which the graph carries from one call to the next: here
-the adapter keeps it (the `update` of each `Command` applied to it), so the storage is the adapter's own and
+the adapter keeps it (the `update` of each `Command` merged into it by the package's own `files_reducer`, as the
+graph's state schema says), so the storage is the adapter's own and
 nothing is on disk. The filesystem middleware keeps `/memories/...` under `root_path/memories`: the root's parent.
 """
 
@@ -43,6 +44,8 @@ class _Middleware:
     def __init__(self, middleware: Any, label: str) -> None:
         self._middleware = middleware
         self._function = middleware.tools[0].func
+        tools_module = importlib.import_module(type(middleware).__module__)
+        self._reducer = getattr(tools_module, "files_reducer", None)
         self.state: Dict[str, Any] = {}
         self.implementation = {"name": f"langchain-anthropic {label}", "language": "python",
                                "version": _version(), "homepage": HOMEPAGE}
@@ -61,7 +64,8 @@ class _Middleware:
             return {"output": value, "is_error": True}
         update = dict(getattr(value, "update", None) or {})
         messages = update.pop("messages", [])
-        self.state.update(update)
+        for key, value in update.items():  # the graph applies each key's reducer: the package's own merge
+            self.state[key] = self._reducer(self.state.get(key), value) if self._reducer else value
         text = "".join(str(getattr(message, "content", "")) for message in messages)
         failed = any(getattr(message, "status", "success") == "error" for message in messages)
         return {"output": text, "is_error": failed}
