@@ -643,6 +643,11 @@ def _main(argv: Optional[Sequence[str]], out: Optional[TextIO], err: Optional[Te
         if hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")  # outputs may hold lone surrogates
     out, err = out or sys.stdout, err or sys.stderr
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["field"]:  # the field has its own options (conformance/field.py)
+        from .field import main as field_main
+
+        return field_main(arguments[1:], out, err)
     try:
         args = _parser().parse_args(argv)
     except SystemExit as exit:
