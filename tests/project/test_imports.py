@@ -56,6 +56,13 @@ DECLARED: Dict[str, Set[str]] = {
     "refmem.mcp_cli": {"refmem_mcp.server", "refmem_mcp.memories"},
     # Whether an optional package (jsonschema, hypothesis) is installed.
     "conformance.cli": set(),
+    # The field's adapters load the implementation they wrap, installed in the field's own environment only
+    # (D-FIELD-ENV), and `field` asks whether jsonschema is installed: third-party modules, none of the project's.
+    "conformance.field": set(),
+    "conformance.adapters.inspect_memory": set(),
+    "conformance.adapters.langchain_anthropic": set(),
+    "conformance.adapters.memory_lake": set(),
+    "conformance.adapters.picoagents_memory": set(),
     "conformance.validate": set(),
     # Runs as a file, outside the packages: loads the two harness modules it needs by their paths.
     "conformance.protocol_relay": {"refmem_harness.adapter_wire", "refmem_harness.visible", "refmem.protocol"},
