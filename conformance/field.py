@@ -191,8 +191,8 @@ def install(
     """Install `implementation` under `cache` (once per pin: a stamp file says what a folder holds) and say how its
     suite is reached. `index` goes to pip as is (`--no-index --find-links DIR` for a local wheel)."""
     fill = {"harness": str(harness_links(cache, repo)), "repo": str(repo)}
-    if implementation.ecosystem == "builtin":
-        return Installed(None, implementation.target.format(**fill))
+    if implementation.ecosystem == "builtin":  # refmem itself, run by this interpreter (`{python}`)
+        return Installed(None, implementation.target.format(python=python, **fill))
     folder = cache / implementation.id
     stamp = folder / ".refmem-field-stamp"
     fresh = stamp.exists() and stamp.read_text(encoding="utf-8") == _stamp(implementation)

@@ -144,13 +144,6 @@ def sort(hits: Sequence[Hit], key: Callable[[Hit], Tuple[Any, ...]]) -> List[Hit
 # --- the keyword score --------------------------------------------------------------------------------
 
 
-def lexical_boost(score: float, query_words: Sequence[str], path: str, text: str, distinct: int) -> float:
-    """OpenClaw's `scoreFallbackKeywordResult`: the BM25 score plus the boost (`boost_of`), capped at 1."""
-    if not query_words:
-        return score
-    return min(1.0, score + boost_of(query_words, path, text, distinct))
-
-
 def boost_of(query_words: Sequence[str], path: str, text: str, distinct: int, vocab: Optional[str] = None) -> float:
     """OpenClaw's lexical boost, computed in its order (so the sums are the same to the last bit): the
     share of query words present x 0.45, plus their density among the chunk's distinct words x 0.2, plus
