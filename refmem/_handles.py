@@ -3,7 +3,8 @@
 `kernel.FdDir` (a descriptor) and `portable.PathDir` (a checked host path) are two answers to one
 question, asked through the methods of `Handle` below. Both modules import this one and neither
 imports the other's module for its flags, so the kernel can pick the portable handle without an
-import circle. Nothing here touches the filesystem except `identity`, which reads a stat result.
+import circle. Nothing here touches the filesystem but `open_file` and `make_dir`, the two steps both
+handles take alike: a handle names the place (a name and its descriptor, or a checked host path and None).
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import os
 from typing import Iterator, Optional, Protocol, Tuple
+
+from .problems import problem_of
 
 O_NOFOLLOW: int = getattr(os, "O_NOFOLLOW", 0)
 O_DIRECTORY: int = getattr(os, "O_DIRECTORY", 0)
@@ -30,6 +33,25 @@ Identity = Tuple[int, int]  # (st_dev, st_ino)
 
 def identity(info: os.stat_result) -> Identity:
     return info.st_dev, info.st_ino
+
+
+def open_file(where: str, flags: int, mode: int, dir_fd: Optional[int]) -> int:
+    """os.open, with its failure as the problem the walk reports."""
+    try:
+        return os.open(where, flags, mode, dir_fd=dir_fd)
+    except OSError as error:
+        raise problem_of(error) from None
+
+
+def make_dir(where: str, dir_fd: Optional[int]) -> bool:
+    """mkdir; False when something was made there meanwhile."""
+    try:
+        os.mkdir(where, DIR_MODE, dir_fd=dir_fd)
+    except FileExistsError:
+        return False
+    except OSError as error:
+        raise problem_of(error) from None
+    return True
 
 
 def inside(where: str, jail: str) -> bool:

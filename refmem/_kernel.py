@@ -26,6 +26,7 @@ import secrets
 import stat
 from typing import TYPE_CHECKING, Callable, Iterator, List, Optional, Tuple, Union, cast
 
+from . import _handles as handles
 from . import _syscalls as syscalls
 from . import problems
 from ._handles import (  # the flags and modes both handles use; re-exported, since callers name them here
@@ -114,20 +115,11 @@ class FdDir:
         return parent
 
     def open_file(self, name: str, flags: int, mode: int = FILE_MODE) -> int:
-        try:
-            return os.open(name, flags, mode, dir_fd=self.fd)
-        except OSError as error:
-            raise problem_of(error) from None
+        return handles.open_file(name, flags, mode, self.fd)
 
     def make_dir(self, name: str) -> bool:
         """mkdir; False when something was made there meanwhile."""
-        try:
-            os.mkdir(name, DIR_MODE, dir_fd=self.fd)
-        except FileExistsError:
-            return False
-        except OSError as error:
-            raise problem_of(error) from None
-        return True
+        return handles.make_dir(name, self.fd)
 
     def unlink(self, name: str) -> None:
         os.unlink(name, dir_fd=self.fd)

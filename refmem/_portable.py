@@ -13,9 +13,10 @@ import os
 import stat
 from typing import Iterator, Optional, Tuple
 
+from . import _handles as handles
 from . import _syscalls as syscalls
-from ._handles import DIR_MODE, FILE_MODE, O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, Identity, identity, inside
-from .problems import Escaped, Missing, OsFailure, os_failure, problem_of
+from ._handles import FILE_MODE, O_CLOEXEC, O_DIRECTORY, O_NOFOLLOW, Identity, identity, inside
+from .problems import Escaped, Missing, OsFailure, os_failure
 
 
 class PathDir:
@@ -72,19 +73,10 @@ class PathDir:
         return parent
 
     def open_file(self, name: str, flags: int, mode: int = FILE_MODE) -> int:
-        try:
-            return os.open(os.path.join(self.path, name), flags, mode)
-        except OSError as error:
-            raise problem_of(error) from None
+        return handles.open_file(os.path.join(self.path, name), flags, mode, None)
 
     def make_dir(self, name: str) -> bool:
-        try:
-            os.mkdir(os.path.join(self.path, name), DIR_MODE)
-        except FileExistsError:
-            return False
-        except OSError as error:
-            raise problem_of(error) from None
-        return True
+        return handles.make_dir(os.path.join(self.path, name), None)
 
     def unlink(self, name: str) -> None:
         self.confirm()

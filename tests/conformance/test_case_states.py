@@ -33,6 +33,25 @@ def _run(cases: pathlib.Path, *options: str) -> Tuple[int, str, Dict[str, Any], 
     return status, out, json.loads(report.read_text()), ET.parse(junit).getroot()
 
 
+
+def _assert_two_cut_short(state: str, status: int, out: str, report: Dict[str, Any], junit: ET.Element) -> None:
+    """The first two cases ended in `state`, the third passed: exit 1, and 2 failures, 1 pass, alike in the
+    summary, the JSON and the JUnit file."""
+    first, second, passing = (entry["id"] for entry in report["cases"])
+    assert status == 1, out
+    assert [entry["state"] for entry in report["cases"]] == [state, state, "pass"]
+    assert [entry["status"] for entry in report["cases"]] == ["fail", "fail", "pass"]
+    assert report["counts"]["fail"] == 2 and report["counts"]["pass"] == 1
+    assert report["states"][state] == 2 and report["verdict"]["exit"] == 1
+    assert report["figures"]["gating_failures"] == 2 <= report["counts"]["fail"]
+    assert report["figures"]["safe"] is False
+    assert f"1 pass, 2 fail, 0 xfail, 0 xpass, 0 skip (2 {state} among the failures)" in out
+    assert "verdict: FAIL (exit 1)" in out and f"{state.upper()} {first}" in out
+    assert junit.get("failures") == "2" and junit.get("tests") == "3"
+    failures = {testcase.get("name"): testcase.find("failure") for testcase in junit.iter("testcase")}
+    assert failures[passing] is None
+    assert all(failures[name] is not None and failures[name].get("type") == state for name in (first, second))
+
 @pytest.mark.parametrize("profile", sorted(PROFILES))
 @pytest.mark.parametrize("mode", sorted(CUT))
 def test_a_hang_or_a_crash_fails_the_run_alike_in_every_output(tmp_path: pathlib.Path, mode: str, profile: str) -> None:
@@ -44,20 +63,8 @@ def test_a_hang_or_a_crash_fails_the_run_alike_in_every_output(tmp_path: pathlib
         status, out, report, junit = _run(cases, "--target", adapter(mode), "--timeout", "2", "--profile", profile)
         if report["cases"][2]["state"] == "pass":
             break
-    state = CUT[mode]
-    assert status == 1, out
-    assert [entry["state"] for entry in report["cases"]] == [state, state, "pass"]
-    assert [entry["status"] for entry in report["cases"]] == ["fail", "fail", "pass"]
-    assert report["counts"]["fail"] == 2 and report["counts"]["pass"] == 1
-    assert report["states"][state] == 2 and report["verdict"]["exit"] == 1
-    assert report["figures"]["gating_failures"] == 2 <= report["counts"]["fail"]
-    assert report["figures"]["safe"] is False
-    assert f"1 pass, 2 fail, 0 xfail, 0 xpass, 0 skip (2 {state} among the failures)" in out
-    assert "verdict: FAIL (exit 1)" in out and f"{state.upper()} t-201" in out
-    assert junit.get("failures") == "2" and junit.get("tests") == "3"
-    failures = {testcase.get("name"): testcase.find("failure") for testcase in junit.iter("testcase")}
-    assert failures["t-203"] is None
-    assert all(failures[name] is not None and failures[name].get("type") == state for name in ("t-201", "t-202"))
+    _assert_two_cut_short(CUT[mode], status, out, report, junit)
+    assert [entry["id"] for entry in report["cases"]] == ["t-201", "t-202", "t-203"]
 
 
 RESTART_CASES = [
@@ -91,20 +98,7 @@ def test_a_restart_or_an_error_fails_the_run_alike_in_every_output(
     else:
         cases, target = write_cases(tmp_path / "cases", ERROR_CASES), "python:state_backends:reset_fails"
     status, out, report, junit = _run(cases, "--target", target, "--profile", profile)
-    first, second, passing = (entry["id"] for entry in report["cases"])
-    assert status == 1, out
-    assert [entry["state"] for entry in report["cases"]] == [state, state, "pass"]
-    assert [entry["status"] for entry in report["cases"]] == ["fail", "fail", "pass"]
-    assert report["counts"]["fail"] == 2 and report["counts"]["pass"] == 1
-    assert report["states"][state] == 2 and report["verdict"]["exit"] == 1
-    assert report["figures"]["gating_failures"] == 2 <= report["counts"]["fail"]
-    assert report["figures"]["safe"] is False
-    assert f"1 pass, 2 fail, 0 xfail, 0 xpass, 0 skip (2 {state} among the failures)" in out
-    assert "verdict: FAIL (exit 1)" in out and f"{state.upper()} {first}" in out
-    assert junit.get("failures") == "2" and junit.get("tests") == "3"
-    failures = {testcase.get("name"): testcase.find("failure") for testcase in junit.iter("testcase")}
-    assert failures[passing] is None
-    assert all(failures[name] is not None and failures[name].get("type") == state for name in (first, second))
+    _assert_two_cut_short(state, status, out, report, junit)
 
 
 def test_the_planted_fifo_hang_fails_under_the_documented_profile(tmp_path: pathlib.Path) -> None:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime
+import http.server
+import json
 import os
 import pathlib
 import shutil
@@ -44,3 +46,29 @@ def openclaw_ready() -> bool:
         return False
     major = version.strip().split(".")[0]
     return major.isdigit() and int(major) >= 24
+
+
+class EmbeddingsEndpoint(http.server.BaseHTTPRequestHandler):
+    """A fake OpenAI-compatible embeddings server's handler: every POST is recorded in `seen` (its path, its
+    Authorization header and its JSON body), then `reply(body)` answers it; `send_json` sends a 200 answer."""
+
+    seen: List[Dict[str, Any]]
+
+    def do_POST(self) -> None:  # noqa: N802 - the http.server name
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.seen.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+        self.reply(body)
+
+    def reply(self, body: Dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def send_json(self, document: Any) -> None:
+        payload = json.dumps(document).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: Any) -> None:
+        pass

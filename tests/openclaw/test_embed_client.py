@@ -18,39 +18,27 @@ import pytest
 from refmem.openclaw import OpenClawLimits, OpenClawMemory
 from refmem.openclaw.embeddings import EmbeddingError, OpenAIEmbeddings, search_deadline
 
-from .openclaw_support import NOW, paths_of, write
+from .openclaw_support import NOW, EmbeddingsEndpoint, paths_of, write
 
 KEY = "sk-test-secret-0123456789"
 RELEASE = threading.Event()  # set when a test ends: a hanging handler returns
 
 
-class Recorder(http.server.BaseHTTPRequestHandler):
+class Recorder(EmbeddingsEndpoint):
     """A server's handler: `behave(handler, body)` answers; every request is recorded."""
 
     protocol_version = "HTTP/1.1"
     behave: Callable[[Recorder, Dict[str, Any]], None]
-    seen: List[Dict[str, Any]]
     sent: List[int]
 
-    def do_POST(self) -> None:  # noqa: N802 - the http.server name
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        self.seen.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+    def reply(self, body: Dict[str, Any]) -> None:
         try:
             self.behave(body)
         except OSError:  # the client went away (what a refused answer does)
             pass
 
     def answer(self, vectors: List[List[float]]) -> None:
-        data = [{"index": i, "embedding": vector} for i, vector in enumerate(vectors)]
-        payload = json.dumps({"data": data}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+        self.send_json({"data": [{"index": i, "embedding": vector} for i, vector in enumerate(vectors)]})
 
 
 Behaviour = Callable[[Recorder, Dict[str, Any]], None]

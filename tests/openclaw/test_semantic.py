@@ -15,7 +15,7 @@ from refmem.openclaw import OpenClawMemory
 from refmem.openclaw.embeddings import EmbeddingError, OpenAIEmbeddings, WordLlamaEmbeddings
 from refmem.openclaw.index import Index, _load_sqlite_vec
 
-from .openclaw_support import NOW, paths_of, write
+from .openclaw_support import NOW, EmbeddingsEndpoint, paths_of, write
 
 KEY = "sk-test-secret-0123456789"
 
@@ -29,27 +29,17 @@ def vector_of(text: str) -> List[float]:
     return vector
 
 
-class Server(http.server.BaseHTTPRequestHandler):
+class Server(EmbeddingsEndpoint):
     failures: List[int] = []  # statuses to answer before a good answer
     seen: List[Dict[str, Any]] = []
 
-    def do_POST(self) -> None:  # noqa: N802 - the http.server name
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        Server.seen.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+    def reply(self, body: Dict[str, Any]) -> None:
         if Server.failures:
             self.send_response(Server.failures.pop(0))
             self.end_headers()
             return
         data = [{"index": i, "embedding": vector_of(text)} for i, text in enumerate(body["input"])]
-        payload = json.dumps({"data": list(reversed(data)), "model": body["model"]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+        self.send_json({"data": list(reversed(data)), "model": body["model"]})
 
 
 @pytest.fixture()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import Any, Callable, List
 from urllib.parse import quote
 
 from postgres_support import APP_ROLE, DATABASE, Cluster
@@ -25,13 +26,24 @@ def _said(done: subprocess.CompletedProcess) -> str:
     return done.stdout + done.stderr
 
 
-def _two_tenants(store_of: object) -> None:
-    for tenant, files in (("alice", ("a.md", "b/c.md")), ("bob", ("z.md",))):
-        handler = MemoryHandler(store_of(tenant))  # type: ignore[operator]
-        for name in files:
-            run(handler, command="create", path=f"/memories/{name}", file_text="12345\n")
-    bob = MemoryHandler(store_of("bob"))  # type: ignore[operator]
-    run(bob, command="str_replace", path="/memories/z.md", old_str="12345", new_str="1")
+def _two_tenants(open_store: Callable[[str], Any]) -> None:
+    """alice with two files, bob with one edited once; every store opened for it is closed again."""
+    opened: List[Any] = []
+
+    def store_of(tenant: str) -> Any:
+        opened.append(open_store(tenant))
+        return opened[-1]
+
+    try:
+        for tenant, files in (("alice", ("a.md", "b/c.md")), ("bob", ("z.md",))):
+            handler = MemoryHandler(store_of(tenant))
+            for name in files:
+                run(handler, command="create", path=f"/memories/{name}", file_text="12345\n")
+        bob = MemoryHandler(store_of("bob"))
+        run(bob, command="str_replace", path="/memories/z.md", old_str="12345", new_str="1")
+    finally:
+        for store in opened:
+            store.close()
 
 
 # --- SQLite -----------------------------------------------------------------------------------------------------
@@ -67,17 +79,7 @@ def test_db_check_names_each_problem_of_an_sqlite_store_on_a_line(tmp_path: Path
 
 def test_db_tenants_lists_every_sqlite_tenant_with_its_sizes(tmp_path: Path) -> None:
     database = tmp_path / "memory.db"
-    opened = []
-
-    def store_of(tenant: str) -> SqliteStore:
-        opened.append(SqliteStore(database, tenant=tenant))
-        return opened[-1]
-
-    try:
-        _two_tenants(store_of)
-    finally:
-        for store in opened:
-            store.close()
+    _two_tenants(lambda tenant: SqliteStore(database, tenant=tenant))
     done = db("tenants", "--store", f"sqlite:///{database}")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
@@ -159,17 +161,7 @@ def test_db_tenants_of_a_postgres_store_needs_a_role_rls_does_not_hold(postgres:
 
     dsn = postgres.location_dsn(tmp_path)
     schema = dsn.split("search_path=")[1].rstrip("'")
-    opened = []
-
-    def store_of(tenant: str) -> PostgresStore:
-        opened.append(PostgresStore(dsn, tenant=tenant))
-        return opened[-1]
-
-    try:
-        _two_tenants(store_of)
-    finally:
-        for store in opened:
-            store.close()
+    _two_tenants(lambda tenant: PostgresStore(dsn, tenant=tenant))
     refused = db("tenants", "--store", _uri(postgres, schema))
     assert refused.returncode == 2 and "needs a role that row-level security does not hold" in refused.stderr
     done = db("tenants", "--store", _uri(postgres, schema, user="postgres"))
