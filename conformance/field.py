@@ -3,7 +3,7 @@
     refmem-conformance field --workdir /dev/shm                  # install each, run each, write its history file
     refmem-conformance field --only anthropic-python-2.14.0      # one of them
     refmem-conformance field --list                              # what the field is
-    refmem-conformance field --pages-only                        # remake matrix.html and the trends from history
+    refmem-conformance field --pages-only                        # remake matrix.html (with the trends) from history
 
 The field is data: one JSON file per implementation and version in conformance/field/ (FIELD_DIR; its fields are
 `Implementation`'s). Each is installed into an environment of its own under the cache folder (`--cache`):
@@ -23,7 +23,7 @@ Each is then run as the command line runs a suite (`refmem-conformance --target 
 time, and the report is cut down to a history entry (`history_entry`: the figures, the deployment tier's counts
 and each case's state; schema/history.schema.json) written to conformance/reports/history/ID/DATE.json. What
 could not be installed (offline, a version gone) is said, and the rest go on; the exit status is 1 when any
-implementation could not be installed or run. The matrix page and the per-implementation trend pages are
+implementation could not be installed or run. The matrix page, with each implementation's versions over time, is
 built from the newest history entry of each (`report_from_history`), never from a run.
 """
 
@@ -362,11 +362,9 @@ def _version_key(version: str) -> Tuple[Any, ...]:
     return tuple((0, int(part)) if part.isdigit() else (1, part) for part in version.replace("-", ".").split("."))
 
 
-def write_pages(
-    entries: Sequence[Mapping[str, Any]], matrix: pathlib.Path, out: TextIO, trend_dir: Optional[pathlib.Path] = None
-) -> List[pathlib.Path]:
-    """matrix.html from the newest entry of each implementation, and for each family with two versions or more,
-    trend-FAMILY.html (oldest version first) beside it."""
+def write_pages(entries: Sequence[Mapping[str, Any]], matrix: pathlib.Path, out: TextIO) -> List[pathlib.Path]:
+    """matrix.html from the newest entry of each implementation, with, on the same page, each family run at two
+    versions or more (oldest version first) and what changed from each version to the next."""
     from .cases import load_cases
     from .htmlpage import write
     from .matrixpage import matrix_page
@@ -374,27 +372,21 @@ def write_pages(
     cases, _warnings = load_cases()
     described = {case.id: {"description": case.description, "features": list(case.features)} for case in cases}
     reports = [report_from_history(entry, described) for entry in entries]
-    written = []
-    if reports:
-        dates = sorted({str(entry.get("date", "")) for entry in entries})
-        title = f"Memory tool conformance: the field ({len(reports)} implementations, {dates[0]} to {dates[-1]})"
-        write(matrix_page(reports, title), matrix)
-        written.append(matrix)
     by_family: Dict[str, List[Tuple[Mapping[str, Any], Dict[str, Any]]]] = {}
     for entry, report in zip(entries, reports):
         by_family.setdefault(str(entry.get("family", "")), []).append((entry, report))
-    folder = trend_dir or matrix.parent
+    trends = []
     for family, members in sorted(by_family.items()):
         if len(members) < 2:
             continue
         members.sort(key=lambda pair: _version_key(str(pair[0].get("version", ""))))
-        ordered = []
-        for entry, report in members:
-            same = dict(report, implementation=dict(report["implementation"], name=str(entry.get("family", ""))))
-            ordered.append(same)
-        page = folder / f"trend-{family}.html"
-        write(matrix_page(ordered, f"{family}: its versions, oldest first", trend=True), page)
-        written.append(page)
+        trends.append((family, [report for _entry, report in members]))
+    written = []
+    if reports:
+        dates = sorted({str(entry.get("date", "")) for entry in entries})
+        title = f"Memory tool conformance: the field ({len(reports)} implementations, {dates[0]} to {dates[-1]})"
+        write(matrix_page(reports, title, trends=trends), matrix)
+        written.append(matrix)
     for path in written:
         out.write(f"field: wrote {path}\n")
     return written

@@ -253,9 +253,27 @@ def _changes(reports: Sequence[Report], labels: List[str]) -> List[str]:
     return lines
 
 
-def _step(moved: Step, reports: Sequence[Report], labels: List[str]) -> List[str]:
+def _trends(trends: Sequence[Tuple[str, Sequence[Report]]]) -> List[str]:
+    """Each implementation's versions, oldest first, and what changed from each to the next (the matrix page's
+    own section, so that one page shows every implementation with its versions and its trend)."""
+    if not trends:
+        return []
+    lines = [
+        '<h2 id="trends">Versions over time</h2>',
+        '<p class="note">For each implementation run at more than one version, oldest first. A case "fails" here when '
+        "it has a finding of any class, whatever the profile; it is compared only where both reports ran it.</p>",
+    ]
+    for number, (family, ordered) in enumerate(trends):
+        labels = [_label(report, True) for report in ordered]
+        lines.append(f'<h3 id="trend-{number}">{_e(family)}: {_e(", ".join(labels))}</h3>')
+        for moved in steps(ordered):
+            lines += _step(moved, ordered, labels, anchor=f"trend-{number}-change")
+    return lines
+
+
+def _step(moved: Step, reports: Sequence[Report], labels: List[str], anchor: str = "change") -> List[str]:
     old, new = by_id(reports[moved.before]), by_id(reports[moved.after])
-    lines = [f'<h3 id="change-{moved.after}">{_e(labels[moved.before])} → {_e(labels[moved.after])}</h3>']
+    lines = [f'<h3 id="{anchor}-{moved.after}">{_e(labels[moved.before])} → {_e(labels[moved.after])}</h3>']
     if moved.quiet:
         return lines + ["<p>Nothing changed: the same figures, and every case as before.</p>"]
     summary = (
@@ -265,7 +283,9 @@ def _step(moved: Step, reports: Sequence[Report], labels: List[str]) -> List[str
     )
     lines.append(f"<p>{_e(summary)}.</p>")
     if moved.figures:
-        lines += [f'<table id="change-{moved.after}-figures">', "<tr><th>figure</th><th>before</th><th>after</th></tr>"]
+        lines += [
+            f'<table id="{anchor}-{moved.after}-figures">', "<tr><th>figure</th><th>before</th><th>after</th></tr>"
+        ]
         lines += [
             f"<tr><th>{_e(figure)}</th><td>{_e(was)}</td><td>{_e(now)}</td></tr>"
             for _key, figure, was, now in moved.figures
@@ -273,7 +293,7 @@ def _step(moved: Step, reports: Sequence[Report], labels: List[str]) -> List[str
         lines.append("</table>")
     if moved.classes:
         lines += [
-            f'<table id="change-{moved.after}-classes">',
+            f'<table id="{anchor}-{moved.after}-classes">',
             "<tr><th>class</th><th>cases with one, before</th><th>after</th><th>started</th><th>stopped</th></tr>",
         ]
         lines += [
@@ -291,9 +311,15 @@ def _step(moved: Step, reports: Sequence[Report], labels: List[str]) -> List[str
     return lines
 
 
-def matrix_page(reports: Sequence[Report], title: str = "", trend: bool = False) -> str:
+def matrix_page(
+    reports: Sequence[Report],
+    title: str = "",
+    trend: bool = False,
+    trends: Sequence[Tuple[str, Sequence[Report]]] = (),
+) -> str:
     """The page for `reports`: implementations side by side, or with `trend` one implementation over versions
-    (trend.check_one_implementation is the caller's to enforce)."""
+    (trend.check_one_implementation is the caller's to enforce). `trends` adds, on the same page, each named
+    implementation's versions (oldest first) and what changed from each to the next."""
     if trend:
         title = title or f"Memory tool conformance: {name(reports[0])} across {len(reports)} reports"
         intro = (
@@ -309,6 +335,7 @@ def matrix_page(reports: Sequence[Report], title: str = "", trend: bool = False)
     found = families(reports)
     sections = [("columns-heading", "Columns"), ("legend", "Legend"), ("figures-heading", "Figures")]
     sections += [("changes", "What changed")] if trend else []
+    sections += [("trends", "Versions over time")] if trends else []
     sections += [("families-heading", "Case families"), ("cases", "Every case")]
     body = [
         f"<h1>{_e(title)}</h1>",
@@ -321,6 +348,7 @@ def matrix_page(reports: Sequence[Report], title: str = "", trend: bool = False)
     ]
     if trend:
         body += _changes(reports, labels)
+    body += _trends(trends)
     body += _family_rows(found, cases, labels)
     body += _drill_down(found, cases, labels)
     return document(title, body)
