@@ -248,23 +248,27 @@ def _nested(depth: int) -> Any:
 
 
 async def _deep_call_then_view(root: Path) -> Dict[str, Any]:
-    from mcp.shared.exceptions import MCPError
-
     params = StdioServerParameters(command=SERVER[0], args=[*SERVER[1:], "--root", str(root)])
     seen: Dict[str, Any] = {}
     async with stdio_client(params) as (read_stream, write_stream):
         async with ClientSession(read_stream, write_stream) as session:
-            await session.initialize()
-            deep = {"command": "view", "path": "/memories", "view_range": _nested(200)}
-            with anyio.fail_after(ANSWER_SECONDS):
-                try:
-                    await session.call_tool("memory", deep)
-                except MCPError as exc:
-                    seen["deep"] = (exc.error.code, exc.error.message)
-            with anyio.fail_after(ANSWER_SECONDS):
-                view = await session.call_tool("memory", {"command": "view", "path": "/memories"})
-            seen["view"] = (_text(view), view.is_error)
+            await _deep_then_view(session, seen)
     return seen
+
+
+async def _deep_then_view(session: Any, seen: Dict[str, Any]) -> None:
+    """A call nested 200 deep, then a plain view, each within ANSWER_SECONDS: what each answered goes in `seen`."""
+    from mcp.shared.exceptions import MCPError
+
+    await session.initialize()
+    with anyio.fail_after(ANSWER_SECONDS):
+        try:
+            await session.call_tool("memory", {"command": "view", "path": "/memories", "view_range": _nested(200)})
+        except MCPError as exc:
+            seen["deep"] = (exc.error.code, exc.error.message)
+    with anyio.fail_after(ANSWER_SECONDS):
+        view = await session.call_tool("memory", {"command": "view", "path": "/memories"})
+    seen["view"] = (_text(view), view.is_error)
 
 
 def test_arguments_nested_200_deep_get_an_error_not_a_hang(root: Path) -> None:
@@ -356,22 +360,11 @@ def test_the_id_of_a_refused_line(text: str, found: Any) -> None:
 
 
 async def _deep_http(url: str) -> Dict[str, Any]:
-    from mcp.shared.exceptions import MCPError
-
     seen: Dict[str, Any] = {}
     async with httpx2.AsyncClient() as client:
         async with streamable_http_client(url, http_client=client) as streams:
             async with ClientSession(streams[0], streams[1]) as session:
-                await session.initialize()
-                with anyio.fail_after(ANSWER_SECONDS):
-                    try:
-                        await session.call_tool("memory", {"command": "view", "path": "/memories",
-                                                           "view_range": _nested(200)})
-                    except MCPError as exc:
-                        seen["deep"] = (exc.error.code, exc.error.message)
-                with anyio.fail_after(ANSWER_SECONDS):
-                    view = await session.call_tool("memory", {"command": "view", "path": "/memories"})
-                seen["view"] = (_text(view), view.is_error)
+                await _deep_then_view(session, seen)
     return seen
 
 
