@@ -20,7 +20,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import postgres_support
 
@@ -290,3 +290,30 @@ KINDS = [
     # The same, each store borrowing a connection per transaction from one pool per location (D-STORE-PG-POOL).
     StoreKind("postgresql-pooled", lambda where: postgres_support.open_pooled_store(where), True),
 ]
+
+
+def fill_with_history(
+    handler: Any, count: int, path_of: Callable[[int], str], text_of: Callable[[int], str],
+    renamed_of: Callable[[int], str],
+) -> List[str]:
+    """Files, folders, edits, renames and deletes through `handler`, so that every table of a store holds rows:
+    `count` files, each created, edited and inserted into; every third deleted, every third renamed. The paths that
+    have history (the backups' and the transfers' round trips compare them)."""
+    touched = []
+    for number in range(count):
+        path = path_of(number)
+        touched.append(path)
+        steps: List[Dict[str, Any]] = [
+            {"command": "create", "path": path, "file_text": text_of(number)},
+            {"command": "str_replace", "path": path, "old_str": "END\n", "new_str": f"edited {number}\nEND\n"},
+            {"command": "insert", "path": path, "insert_line": 0, "insert_text": "top\n"},
+        ]
+        if number % 3 == 0:
+            steps.append({"command": "delete", "path": path})
+        if number % 3 == 1:
+            touched.append(renamed_of(number))
+            steps.append({"command": "rename", "old_path": path, "new_path": renamed_of(number)})
+        for step in steps:
+            result = handler.execute(step)
+            assert not result.is_error, (step, result)
+    return touched

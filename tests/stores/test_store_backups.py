@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, MutableMapping, Tuple
 
 import pytest
+from storage_support import fill_with_history
 
 from refmem import MemoryHandler
 from refmem._listing import list_tree
@@ -29,25 +30,10 @@ RESTORED_SQLITE = "REFMEM_TEST_RESTORED_SQLITE"
 
 def _fill(handler: MemoryHandler, seed: int) -> List[str]:
     """Files, folders, edits, renames and deletes, so that every table holds rows: the paths that have history."""
-    touched = []
-    for number in range(12):
-        path = f"/memories/n{seed}/f{number}.md"
-        touched.append(path)
-        steps: List[Dict[str, Any]] = [
-            {"command": "create", "path": path, "file_text": f"line {number}\nünïcödé {seed}\nEND\n"},
-            {"command": "str_replace", "path": path, "old_str": "END\n", "new_str": f"edited {number}\nEND\n"},
-            {"command": "insert", "path": path, "insert_line": 0, "insert_text": "top\n"},
-        ]
-        if number % 3 == 0:
-            steps.append({"command": "delete", "path": path})
-        if number % 3 == 1:
-            renamed = f"/memories/moved{seed}/g{number}.md"
-            touched.append(renamed)
-            steps.append({"command": "rename", "old_path": path, "new_path": renamed})
-        for step in steps:
-            result = handler.execute(step)
-            assert not result.is_error, (step, result)
-    return touched
+    return fill_with_history(
+        handler, 12, lambda n: f"/memories/n{seed}/f{n}.md", lambda n: f"line {n}\nünïcödé {seed}\nEND\n",
+        lambda n: f"/memories/moved{seed}/g{n}.md",
+    )
 
 
 def _snapshot(open_store: Callable[[Any], Any], touched: Dict[Any, List[str]]) -> Dict[Any, Any]:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional
 
 import pytest
+from storage_support import fill_with_history
 
 from refmem import MemoryHandler
 from refmem._listing import list_tree
@@ -24,24 +25,10 @@ from refmem.stores.transfer import FORMAT, FORMAT_VERSION, TransferError, export
 
 def _fill(handler: MemoryHandler) -> List[str]:
     """Files, folders (an empty one too), edits, renames and deletes: the paths that have history."""
-    touched = []
-    for number in range(9):
-        path = f"/memories/n/ü{number}.md"
-        touched.append(path)
-        steps: List[Dict[str, Any]] = [
-            {"command": "create", "path": path, "file_text": f"line {number}\nünïcödé\r\nEND\n"},
-            {"command": "str_replace", "path": path, "old_str": "END\n", "new_str": f"edited {number}\nEND\n"},
-            {"command": "insert", "path": path, "insert_line": 0, "insert_text": "top\n"},
-        ]
-        if number % 3 == 0:
-            steps.append({"command": "delete", "path": path})
-        if number % 3 == 1:
-            renamed = f"/memories/moved/deep/g{number}.md"
-            touched.append(renamed)
-            steps.append({"command": "rename", "old_path": path, "new_path": renamed})
-        for step in steps:
-            result = handler.execute(step)
-            assert not result.is_error, (step, result)
+    touched = fill_with_history(
+        handler, 9, lambda n: f"/memories/n/ü{n}.md", lambda n: f"line {n}\nünïcödé\r\nEND\n",
+        lambda n: f"/memories/moved/deep/g{n}.md",
+    )
     for step in ({"command": "create", "path": "/memories/empty/x.md", "file_text": ""},
                  {"command": "delete", "path": "/memories/empty/x.md"}):  # leaves /memories/empty, empty
         assert not handler.execute(step).is_error
