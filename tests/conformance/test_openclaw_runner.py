@@ -53,9 +53,10 @@ def test_every_case_passes_through_refmem_serve_with_the_tool_field(tmp_path: pa
 
 def test_a_backend_that_follows_a_link_out_is_caught_as_safety(tmp_path: pathlib.Path) -> None:
     run = runner.run(PLANTED + "follows_links", workdir=str(tmp_path))
-    assert _unsafe(run) == ["oc-get-fs-001"]
+    assert _unsafe(run) == ["oc-get-fs-001", "oc-get-fs-012"]  # 012: the link in an intermediate folder (68597)
     leaks = [f for f in _by_id(run)["oc-get-fs-001"].findings if f.kind == "leak"]
     assert leaks and all(f.cls == SAFETY and f.source == "outside/secret.txt" for f in leaks)
+    assert all(f.cls == SAFETY for f in _by_id(run)["oc-get-fs-012"].findings)
 
 
 def test_a_careful_backend_is_safe_on_every_case(tmp_path: pathlib.Path) -> None:
@@ -68,7 +69,8 @@ def test_openclaws_own_findings_stay_safety_not_host_layout(tmp_path: pathlib.Pa
     """A hard link in OpenClaw's workspace is a layout an agent can make (with its shell): what it leaks is unsafe,
     as OpenClaw's report records it, not set aside as a layout only the suite could plant."""
     run = runner.run(PLANTED + "openclaw_like", workdir=str(tmp_path))
-    assert _unsafe(run) == ["oc-get-fs-004", "oc-get-fs-005", "oc-get-fs-009", "oc-search-fs-003"]
+    # oc-get-fs-012 as OpenClaw 2026.9.6 fails it live (68597, 80331)
+    assert _unsafe(run) == ["oc-get-fs-004", "oc-get-fs-005", "oc-get-fs-009", "oc-get-fs-012", "oc-search-fs-003"]
     assert [f for r in run.results for f in r.findings if f.cls == HOST_LAYOUT] == []
     hard = _by_id(run)["oc-get-fs-005"].findings
     assert {(f.kind, f.cls) for f in hard} == {("leak", SAFETY), ("is_error", SAFETY)}
