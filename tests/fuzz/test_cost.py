@@ -40,6 +40,8 @@ REFERENCE_RUNS = 300
 HANG_GUARD = 900
 """Seconds after which a search in a subprocess counts as hung; a search ends by its number of runs."""
 SLOW_STEP = 60.0
+REPLAYS = 3
+"""How many times a cost finding may be replayed before its replay counts as failed (each one times the machine)."""
 """The step timeout for the planted backends: on a slow or loaded machine their quadratic steps outlast the default
 5 s and would be cut off as hangs; they must run to the end to be measured (and found) as cost."""
 
@@ -91,7 +93,12 @@ def test_the_cost_oracle_finds_planted_quadratic_work(tmp_path: pathlib.Path, sc
     loaded = finding_files.load(saved[0])
     assert loaded.commands == found.commands
     assert max(cost.input_chars(command) for command in loaded.commands) > 10_000
-    assert oracle in {v.oracle for v in replay(loaded, target, step_timeout=SLOW_STEP).violations}
+    # A replay times the machine again: on a busy machine one replay can land in a quiet moment of the calibration
+    # and a loaded one of the run (or the reverse), so the finding must replay in one of REPLAYS tries.
+    replayed = []
+    while len(replayed) < REPLAYS and not any(oracle in found for found in replayed):
+        replayed.append({v.oracle for v in replay(loaded, target, step_timeout=SLOW_STEP).violations})
+    assert any(oracle in found for found in replayed), replayed
     # The same commands on the reference cost a small part of the budget.
     on_reference = replay(loaded, "refmem")
     step = next(r for r in on_reference.costs if r["step"] == found.step)
