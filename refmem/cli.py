@@ -255,7 +255,7 @@ def _pruned(removed: List[str], kept: int, dry_run: bool) -> int:
 def _db(args: argparse.Namespace) -> int:
     """`db init` / `db migrate`: the database's schema made, or brought to this refmem's version; `db erase`: one
     tenant removed. The location comes from --store or REFMEM_STORE and is never printed."""
-    from .messages import STORE_SPEC
+    from ._store_messages import STORE_SPEC
     from .stores import StoreError
     from .stores.location import find, scheme_of
 
@@ -336,7 +336,7 @@ def _inspect(location: str, args: argparse.Namespace) -> int:
         return _fail("--app-role is for db init, db migrate and db check of a PostgreSQL store")
     try:
         if args.db_action == "tenants":
-            from .messages import TENANTS_HEADER
+            from ._store_messages import TENANTS_HEADER
 
             found = tenants(location)
             print(TENANTS_HEADER)

@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import Any, Optional, Tuple
 
-from .messages import (
+from ._store_messages import (
     HISTORY_BAD_PATH,
     HISTORY_FAILED,
     HISTORY_FILESYSTEM,
@@ -22,10 +22,8 @@ from .messages import (
     RESTORE_FAILED,
     RESTORE_PROBLEMS,
     RESTORED,
-    RULE_FILE_SLASH,
-    escape,
-    io_reason,
 )
+from .messages import RULE_FILE_SLASH, escape, io_reason
 from .paths import PathError, VirtualPath, parse_path
 from .subcommands import subcommand
 
