@@ -14,3 +14,17 @@ def subcommand(commands: Any, name: str, summary: str, description: str, run: Ca
     )
     parser.set_defaults(func=run)
     return parser
+
+
+TENANT_HELP = "whose memories: a tenant name (lower-case letters, digits, - and _)"
+
+
+def memories_options(parser: Any, root: str, store: str, tenant: str = TENANT_HELP, read_only: bool = False) -> None:
+    """Where a sub-command finds the memories, said the same way by every one: --root DIRECTORY or --store LOCATION
+    (never both), whose (--tenant), and with `read_only`, --read-only."""
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--root", help=root)
+    where.add_argument("--store", metavar="LOCATION", help=store)
+    parser.add_argument("--tenant", help=tenant)
+    if read_only:
+        parser.add_argument("--read-only", action="store_true", help="refuse every command that would change something")
