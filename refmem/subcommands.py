@@ -1,5 +1,6 @@
 """How a `refmem` sub-command is declared: one place for the parser's shape, shared by refmem/cli.py and the
-modules that add their own sub-commands (history_cli.py, openclaw_cli.py)."""
+modules that add their own sub-commands (history_cli.py, openclaw_cli.py, mcp_cli.py), and where the memories are
+(`memories_options`: the same options, with each command's own help, for exec, mcp, history and restore)."""
 
 from __future__ import annotations
 

@@ -11,9 +11,10 @@ refmem_fuzz), and every import counts: at module level, in a function, or for ty
   refmem_conformance and refmem_fuzz (pyproject.toml `sources`) and import themselves relatively, so an import of
   `conformance` or `fuzz` by the folder's name is refused too (it would load a second copy).
 - No hidden import: no exec or compile of source, no `__import__`, no `globals().update`, no module-level
-  `__getattr__` forwarding names to another module (D-ONE-NAME: a name is imported from where it is defined). A
-  module that imports by a name it computes (importlib) is listed in DECLARED with every project module it may reach
-  that way, and those links join the graph, so a circle or a wrong direction through them is seen as well.
+  `__getattr__` forwarding names to another module (D-HARNESS-ONE-NAME: a name is imported from where it is
+  defined). A module that imports by a name it computes (importlib) is listed in DECLARED with every project module
+  it may reach that way, and those links join the graph, so a circle or a wrong direction through them is seen as
+  well.
 """
 
 from __future__ import annotations
