@@ -35,6 +35,19 @@ class CaseLoadError(Exception):
     """A case file or the generator could not be read."""
 
 
+class _Text:
+    """A case's text field (CASE-FORMAT.md): what the case says, or `default` where it says nothing."""
+
+    def __init__(self, default: str = "") -> None:
+        self.default = default
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.key = name
+
+    def __get__(self, case: Case, owner: type) -> str:
+        return str(case.raw.get(self.key, self.default))
+
+
 @dataclasses.dataclass(frozen=True)
 class Case:
     """One case as data (the format of CASE-FORMAT.md) and where it came from."""
@@ -47,27 +60,22 @@ class Case:
     def id(self) -> str:
         return str(self.raw["id"])
 
-    @property
-    def level(self) -> str:
-        return str(self.raw.get("level", "must"))
+    level = _Text("must")
+    basis = _Text("reference")
+    decision = _Text()
+    cite = _Text()
+    """The documentation sentence a `doc` case relies on (an ID of conformance/documentation.json)."""
+    description = _Text()
 
     @property
-    def basis(self) -> str:
-        return str(self.raw.get("basis", "reference"))
+    def requires(self) -> str:
+        """What the target must offer to run the case (an OpenClaw case always lays files out, and says so)."""
+        return str(self.raw.get("requires", "portable"))
 
     @property
     def tier(self) -> str:
         """The class its own expectations are judged in (conformance/tiers.py)."""
         return tier_of(self.basis)
-
-    @property
-    def decision(self) -> str:
-        return str(self.raw.get("decision", ""))
-
-    @property
-    def cite(self) -> str:
-        """The documentation sentence a `doc` case relies on (an ID of conformance/documentation.json)."""
-        return str(self.raw.get("cite", ""))
 
     @property
     def sources(self) -> List[str]:
@@ -79,14 +87,6 @@ class Case:
     @property
     def features(self) -> List[str]:
         return list(self.raw.get("features", []))
-
-    @property
-    def description(self) -> str:
-        return str(self.raw.get("description", ""))
-
-    @property
-    def requires(self) -> str:
-        return str(self.raw.get("requires", "portable"))
 
     @property
     def steps(self) -> List[Dict[str, Any]]:

@@ -298,9 +298,13 @@ class _Session:
     def open(self) -> Target:
         if self.target is None:
             start = make_case_dir(self.base / "00000-start", self.canary)
-            self.target = open_target(self.spec, start.root, self.timeout, error_prefix=self.error_prefix)
+            self.target = self.open_on(start.root)
             remove(start.path)
         return self.target
+
+    def open_on(self, root: pathlib.Path) -> Target:
+        """A target of its own on `root` (the stress tier opens one per root)."""
+        return open_target(self.spec, root, self.timeout, error_prefix=self.error_prefix)
 
     def close(self) -> None:
         if self.target is not None:
@@ -308,18 +312,38 @@ class _Session:
         remove(self.base)
 
 
-class ConformanceItem(pytest.Item):
+class _MemoryItem(pytest.Item):
+    """A test of this plugin: its failure is the runner's own text, and `title` names it in the report."""
+
+    title: str
+
+    @property
+    def memory_session(self) -> _Session:
+        """The target shared by every item of the run."""
+        return self.config._memory_session  # type: ignore[attr-defined, no-any-return]
+
+    def repr_failure(self, excinfo: Any, style: Any = None) -> str:
+        if isinstance(excinfo.value, CaseFailed):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> Tuple[Any, Optional[int], str]:
+        return self.path, 0, self.title
+
+
+class ConformanceItem(_MemoryItem):
     def __init__(self, *, case: Case, index: int, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.case = case
         self.index = index
+        self.title = f"memory conformance {case.id}"
         self.checks: List[expect.Expectation] = []
         """The expectations file's entries for single checks of this case (D-BASELINE-CHECK)."""
         for name in case_markers(case):
             self.add_marker(name)
 
     def runtest(self) -> None:
-        session: _Session = self.config._memory_session  # type: ignore[attr-defined]
+        session = self.memory_session
         result = run_case(
             session.open(), self.case, session.base, self.index, session.canary, SuiteOptions(profile=session.profile)
         )
@@ -335,17 +359,11 @@ class ConformanceItem(pytest.Item):
             result.outcome = "fail"
             raise CaseFailed(describe_failure(result, _settings(self.config)["memory_full_diff"]))
 
-    def repr_failure(self, excinfo: Any, style: Any = None) -> str:
-        if isinstance(excinfo.value, CaseFailed):
-            return str(excinfo.value)
-        return str(super().repr_failure(excinfo))
 
-    def reportinfo(self) -> Tuple[Any, Optional[int], str]:
-        return self.path, 0, f"memory conformance {self.case.id}"
-
-
-class StressItem(pytest.Item):
+class StressItem(_MemoryItem):
     """The stress tier as one test: its findings, each with its class, are the failure."""
+
+    title = "memory conformance stress tier"
 
     def __init__(self, *, quick: bool, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -354,36 +372,25 @@ class StressItem(pytest.Item):
     def runtest(self) -> None:
         from .stress import run_stress
 
-        session: _Session = self.config._memory_session  # type: ignore[attr-defined]
-        workdir = session.base / "stress"
+        workdir = self.memory_session.base / "stress"
         workdir.mkdir(exist_ok=True)
-
-        def open_fresh(root: pathlib.Path) -> Target:
-            return open_target(session.spec, root, session.timeout, error_prefix=session.error_prefix)
-
-        found = run_stress(open_fresh, workdir, quick=self.quick)
+        found = run_stress(self.memory_session.open_on, workdir, quick=self.quick)
         findings = [item for item in found if item.get("class") in ("safety", "cost")]
         if findings:
             raise CaseFailed(
                 "\n".join(f"[{item['class']}] {item.get('check')}: {item.get('detail')}" for item in findings)
             )
 
-    def repr_failure(self, excinfo: Any, style: Any = None) -> str:
-        if isinstance(excinfo.value, CaseFailed):
-            return str(excinfo.value)
-        return str(super().repr_failure(excinfo))
 
-    def reportinfo(self) -> Tuple[Any, Optional[int], str]:
-        return self.path, 0, "memory conformance stress tier"
-
-
-class DeploymentItem(pytest.Item):
+class DeploymentItem(_MemoryItem):
     """The deployment tier as one test: its findings are the failure; a target that cannot run it is a skip."""
+
+    title = "memory conformance deployment tier"
 
     def runtest(self) -> None:
         from .deployment import deployment_report, summary_lines
 
-        session: _Session = self.config._memory_session  # type: ignore[attr-defined]
+        session = self.memory_session
         workdir = session.base / "deployment"
         workdir.mkdir(exist_ok=True)
         report = deployment_report(session.spec, workdir, timeout=session.timeout, error_prefix=session.error_prefix)
@@ -391,14 +398,6 @@ class DeploymentItem(pytest.Item):
             raise CaseFailed("\n".join(summary_lines(report.as_dict())))
         if not report.figures:
             pytest.skip("; ".join(report.notes) or "the deployment tier ran no check")
-
-    def repr_failure(self, excinfo: Any, style: Any = None) -> str:
-        if isinstance(excinfo.value, CaseFailed):
-            return str(excinfo.value)
-        return str(super().repr_failure(excinfo))
-
-    def reportinfo(self) -> Tuple[Any, Optional[int], str]:
-        return self.path, 0, "memory conformance deployment tier"
 
 
 class ConformanceCollector(pytest.Collector):
@@ -523,12 +522,13 @@ class PropertiesCollector(pytest.Collector):
         return iter(())
 
 
-class PropertyItem(pytest.Item):
+class PropertyItem(_MemoryItem):
     """One class of the property suite: hypothesis searches for a command sequence that breaks it."""
 
     def __init__(self, *, property_class: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.cls = property_class
+        self.title = f"memory properties {property_class}"
 
     def runtest(self) -> None:
         from refmem_harness.targets import TargetError
@@ -538,7 +538,7 @@ class PropertyItem(pytest.Item):
         from .properties.run import run_class
         from .properties.search import SearchError
 
-        session: _Session = self.config._memory_session  # type: ignore[attr-defined]
+        session = self.memory_session
         settings = _settings(self.config)
         findings = settings["memory_findings"]
         seed = DEFAULT_SEED if settings["memory_seed"] is None else settings["memory_seed"]
@@ -559,10 +559,3 @@ class PropertyItem(pytest.Item):
             full = settings["memory_full_diff"]
             raise CaseFailed(failures_text(result, session.spec, session.profile, seed, full))
 
-    def repr_failure(self, excinfo: Any, style: Any = None) -> str:
-        if isinstance(excinfo.value, CaseFailed):
-            return str(excinfo.value)
-        return str(super().repr_failure(excinfo))
-
-    def reportinfo(self) -> Tuple[Any, Optional[int], str]:
-        return self.path, 0, f"memory properties {self.cls}"

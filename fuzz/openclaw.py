@@ -40,13 +40,12 @@ from refmem_harness.finding import Finding
 from refmem_harness.openclaw_target import TOOLS
 from refmem_harness.oracles import Violation, check_result
 from refmem_harness.sequence_layout import Layout, symlinks
+from refmem_harness.targets import Target
 
 from . import plugin, reach
 from .harness import Harness, Options
 from .minimise import Fields
 from .session import Report, finding_from_report, run_sequence
-
-TargetError = reach.TargetError
 
 LAYOUT: List[Dict[str, str]] = [
     {"type": "file", "path": "MEMORY.md", "text": "# Prefs\n- green\n"},
@@ -187,7 +186,7 @@ class WarmTarget:
     and OpenClaw keeps the index its first search builds: that search takes 2 to 11 s, which a reset before
     every input paid again (and a 10 s step timeout took for a hang). Replay starts the target afresh."""
 
-    def __init__(self, target: reach.Target, layout: Layout) -> None:
+    def __init__(self, target: Target, layout: Layout) -> None:
         self.target = target
         self.layout = layout
         self._laid_out: Optional[object] = None

@@ -16,10 +16,11 @@ from refmem_harness import finding as finding_files
 from refmem_harness import hosttree
 from refmem_harness.finding import Finding, FindingError
 from refmem_harness.sequence_layout import scratch_dir
+from refmem_harness.targets import TargetError
 
 from . import engine_random, openclaw
 from .harness import Options
-from .openclaw import OpenClawHarness, TargetError
+from .openclaw import OpenClawHarness
 from .printed import printable_cut
 from .replay import replay
 

@@ -14,12 +14,7 @@ from typing import Optional, Sequence
 from refmem_harness import targets
 from refmem_harness.openclaw_target import target_spec as openclaw_spec
 
-StepResult = targets.StepResult
-Target = targets.Target
-TargetError = targets.TargetError
-open_target = targets.open_target
-
-__all__ = ["StepResult", "Target", "TargetError", "open", "resolve_spec"]
+__all__ = ["open", "resolve_spec"]
 
 ALIASES = {
     "reference": "refmem",
@@ -40,6 +35,6 @@ def resolve_spec(spec: str) -> str:
 
 def open(  # noqa: A001
     spec: str, root: pathlib.Path, timeout: Optional[float], tools: Optional[Sequence[str]] = None
-) -> Target:
+) -> targets.Target:
     """The target `spec` on `root`; `tools` the tools it must run (default: the memory tool)."""
-    return open_target(resolve_spec(spec), root, timeout=timeout, tools=tools or (targets.TOOL_MEMORY,))
+    return targets.open_target(resolve_spec(spec), root, timeout=timeout, tools=tools or (targets.TOOL_MEMORY,))

@@ -26,8 +26,7 @@ from typing import Iterator, Optional, Protocol, Tuple
 
 from . import problems
 from ._kernel import Dir
-from ._optional import required_module
-from ._single import open_single as open_single
+from ._single import open_single
 from .paths import RESERVED_PREFIX
 from .problems import OsFailure
 
@@ -126,12 +125,3 @@ class WriteLock:
         if fd is not None and self._pid == os.getpid():
             self._close(fd)
 
-
-def __getattr__(name: str) -> object:
-    """The access records' primitives moved to `_records.py` (only the tracked store needs them, D-VENDOR-SET)."""
-    if name in _RECORDS:
-        return getattr(required_module("_records", "access records (track_access)"), name)
-    raise AttributeError(name)
-
-
-_RECORDS = frozenset({"RECORD_LIMIT", "set_record_time", "put_record", "read_record", "remove_record", "names"})

@@ -1,6 +1,6 @@
 """What only the installed package's deployments say: the database stores, `refmem db check`, history and expiry.
-Every string here is read as `messages.NAME`, as the handler's are (`messages.py` finds it here); a vendored copy
-leaves this file out (D-VENDOR-SET). Told to the application or its operator, never to the model.
+Every module that says one imports it from here; none of them is in the vendored set, which leaves this file out
+(D-VENDOR-SET). Told to the application or its operator, never to the model.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from . import __version__, terminal
 from .protocol import MAX_LINE_BYTES
 from .protocol import VERSION as PROTOCOL_VERSION
 from .stores.location import ENVIRONMENT as _STORE_VARIABLE
-from .subcommands import subcommand
+from .subcommands import memories_options, subcommand
 
 _T = TypeVar("_T")
 
@@ -255,7 +255,7 @@ def _pruned(removed: List[str], kept: int, dry_run: bool) -> int:
 def _db(args: argparse.Namespace) -> int:
     """`db init` / `db migrate`: the database's schema made, or brought to this refmem's version; `db erase`: one
     tenant removed. The location comes from --store or REFMEM_STORE and is never printed."""
-    from .messages import STORE_SPEC
+    from ._store_messages import STORE_SPEC
     from .stores import StoreError
     from .stores.location import find, scheme_of
 
@@ -336,7 +336,7 @@ def _inspect(location: str, args: argparse.Namespace) -> int:
         return _fail("--app-role is for db init, db migrate and db check of a PostgreSQL store")
     try:
         if args.db_action == "tenants":
-            from .messages import TENANTS_HEADER
+            from ._store_messages import TENANTS_HEADER
 
             found = tenants(location)
             print(TENANTS_HEADER)
@@ -411,17 +411,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     run = subcommand(commands, "exec", "run one tool input given as JSON", _EXEC_DESCRIPTION, _exec)
-    where = run.add_mutually_exclusive_group()
-    where.add_argument("--root", help=_ROOT_HELP)
-    where.add_argument(
-        "--store",
-        metavar="LOCATION",
-        help=f"a database store instead of a directory: sqlite:///ABSOLUTE/PATH.db or sqlite:RELATIVE.db (made if "
+    memories_options(
+        run,
+        root=_ROOT_HELP,
+        store=f"a database store instead of a directory: sqlite:///ABSOLUTE/PATH.db or sqlite:RELATIVE.db (made if "
         f"missing), or postgresql://... (after refmem db init); also read from {_STORE_VARIABLE} when neither "
         "option is given, and never printed",
+        read_only=True,
     )
-    run.add_argument("--tenant", help="whose memories: a tenant name (lower-case letters, digits, - and _)")
-    run.add_argument("--read-only", action="store_true", help="refuse every command that would change something")
     run.add_argument(
         "--log-commands",
         action="store_true",

@@ -13,7 +13,7 @@ from ._access import (
     record_name,
     virtual_path,
 )
-from .messages import DURATION_FORMAT, DURATION_NOT_POSITIVE
+from ._store_messages import DURATION_FORMAT, DURATION_NOT_POSITIVE
 from .prune import STALE_TEMP_AGE, PruneReport, prune
 
 __all__ = [

@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import Any, Optional, Tuple
 
-from .messages import (
+from ._store_messages import (
     HISTORY_BAD_PATH,
     HISTORY_FAILED,
     HISTORY_FILESYSTEM,
@@ -22,12 +22,10 @@ from .messages import (
     RESTORE_FAILED,
     RESTORE_PROBLEMS,
     RESTORED,
-    RULE_FILE_SLASH,
-    escape,
-    io_reason,
 )
+from .messages import RULE_FILE_SLASH, escape, io_reason
 from .paths import PathError, VirtualPath, parse_path
-from .subcommands import subcommand
+from .subcommands import memories_options, subcommand
 
 ECHO_CHARS = 200
 """Longest PATH argument echoed back in a refusal."""
@@ -133,14 +131,11 @@ def _where(parser: argparse.ArgumentParser) -> None:
     from .stores.location import ENVIRONMENT
 
     parser.add_argument("path", metavar="PATH", help="the memory file, as the model names it: /memories/...")
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument(
-        "--store",
-        metavar="LOCATION",
-        help=f"sqlite:///PATH.db or postgresql://...; also read from {ENVIRONMENT}, and never printed",
+    memories_options(
+        parser,
+        root="a memory directory: refused, it keeps no history",
+        store=f"sqlite:///PATH.db or postgresql://...; also read from {ENVIRONMENT}, and never printed",
     )
-    where.add_argument("--root", help="a memory directory: refused, it keeps no history")
-    parser.add_argument("--tenant", help="whose memories: a tenant name (lower-case letters, digits, - and _)")
 
 
 def register(commands: Any) -> None:

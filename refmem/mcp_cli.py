@@ -10,7 +10,7 @@ import sys
 from typing import Any, Optional
 
 from .stores.location import ENVIRONMENT as _STORE_VARIABLE
-from .subcommands import subcommand
+from .subcommands import memories_options, subcommand
 
 EXTRA_MISSING = "refmem mcp needs the MCP SDK: pip install 'refmem[mcp]'"
 DEFAULT_PORT = 8765
@@ -78,15 +78,13 @@ def _run(args: argparse.Namespace) -> int:
 def register(commands: Any) -> None:
     """Add `refmem mcp` to the sub-commands."""
     parser = subcommand(commands, "mcp", "serve the memory tool to MCP clients (stdio or HTTP)", _DESCRIPTION, _run)
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--root", help="the directory whose files are the memories (it must exist)")
-    where.add_argument(
-        "--store",
-        metavar="LOCATION",
-        help=f"sqlite:///PATH.db or postgresql://...; also {_STORE_VARIABLE}; never shown",
+    memories_options(
+        parser,
+        root="the directory whose files are the memories (it must exist)",
+        store=f"sqlite:///PATH.db or postgresql://...; also {_STORE_VARIABLE}; never shown",
+        tenant="whose memories (not with --token-file, where the token picks)",
+        read_only=True,
     )
-    parser.add_argument("--tenant", help="whose memories (not with --token-file, where the token picks)")
-    parser.add_argument("--read-only", action="store_true", help="refuse every command that would change something")
     parser.add_argument(
         "--allow", action="append", metavar="GLOB", help="only paths matching one of these globs (repeatable)"
     )

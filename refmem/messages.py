@@ -8,12 +8,7 @@ one table lets the conformance suite, the tests and the docs point at one source
 from __future__ import annotations
 
 import unicodedata
-from typing import TYPE_CHECKING, Any, Dict, NamedTuple, Sequence
-
-from ._optional import optional_module
-
-if TYPE_CHECKING:  # what `__getattr__` below finds there, as the type checker sees it
-    from ._store_messages import *  # noqa: F403
+from typing import Dict, NamedTuple, Sequence
 
 
 class Message(NamedTuple):
@@ -331,11 +326,3 @@ def clip(value: str, limit: int) -> str:
 def cut_note(length: int, limit: int) -> str:
     return f"...[{length - limit} more characters]" if length > limit else ""
 
-
-def __getattr__(name: str) -> Any:
-    """What only the installed package's deployments say (the database stores, `refmem db`, history, expiry) is in
-    `_store_messages.py`, which a vendored copy leaves out (D-VENDOR-SET): read from here all the same."""
-    more = None if name.startswith("__") else optional_module("_store_messages", name, required=False)
-    if more is None or not hasattr(more, name):
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(more, name)

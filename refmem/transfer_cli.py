@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Any, BinaryIO
 
-from .messages import TRANSFER_EXPORTED, TRANSFER_IMPORTED, TRANSFER_NEEDS_FILE, TRANSFER_NEEDS_TENANT_STORE
+from ._store_messages import TRANSFER_EXPORTED, TRANSFER_IMPORTED, TRANSFER_NEEDS_FILE, TRANSFER_NEEDS_TENANT_STORE
 
 STDIO = "-"
 """The FILE that stands for standard output (export) or standard input (import)."""

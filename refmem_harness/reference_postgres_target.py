@@ -18,19 +18,14 @@ import os
 import pathlib
 from typing import Any, MutableMapping, Optional, Tuple
 
-from .reference_target import StoreReference, over_store, version
+from .reference_target import over_store, version
 
-__all__ = ["ENVIRONMENT", "PostgresReference", "make", "version"]
+__all__ = ["ENVIRONMENT", "make", "version"]
 
 ENVIRONMENT = "REFMEM_CONFORMANCE_POSTGRES"
 """The environment variable holding the DSN of the database the target keeps its cases' tenants in."""
 MARKER = ".refmem-postgres-case"
 """The file in a case's root that says a handler has already opened the root's tenant."""
-
-
-PostgresReference = StoreReference
-"""The reference handler over its own PostgreSQL store (one tenant per case root); `close` closes both, and erases
-the tenant when this handler was the first on the root."""
 
 
 def check_environment() -> Optional[str]:
@@ -73,6 +68,8 @@ def _open(root: pathlib.Path, options: MutableMapping[str, Any]) -> Tuple[Any, b
 
 
 make = over_store(_open)
+"""The reference handler over its own PostgreSQL store (one tenant per case root); `close` closes both, and erases
+the tenant when this handler was the first on the root."""
 """A `refmem.MemoryHandler` over `refmem.stores.postgres.PostgresStore` in a tenant of its own for this case's
 root (and the model's `tenant` in it, when named), configured as the `refmem` target configures it.
 

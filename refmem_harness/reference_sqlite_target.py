@@ -13,16 +13,12 @@ from __future__ import annotations
 import pathlib
 from typing import Any, MutableMapping, Tuple
 
-from .reference_target import StoreReference, over_store, version
+from .reference_target import over_store, version
 
-__all__ = ["DATABASE_NAME", "SqliteReference", "make", "version"]
+__all__ = ["DATABASE_NAME", "make", "version"]
 
 DATABASE_NAME = "memory.db"
 """The database file, in the case's root (with SQLite's -wal and -shm files beside it while it is open)."""
-
-
-SqliteReference = StoreReference
-"""The reference handler over its own SQLite store; `close` closes both."""
 
 
 def _open(root: pathlib.Path, options: MutableMapping[str, Any]) -> Tuple[Any, bool]:
@@ -33,6 +29,7 @@ def _open(root: pathlib.Path, options: MutableMapping[str, Any]) -> Tuple[Any, b
 
 
 make = over_store(_open)
+"""The reference handler over its own SQLite store; `close` closes both."""
 """A `refmem.MemoryHandler` over the store at the `sqlite:` location of `root / DATABASE_NAME` (opened through
 refmem.stores.location, the registry of schemes), configured as the `refmem` target configures it (for
 `tenant`'s memories when named: rows of their own, D-STORE-TENANT). Handlers made on one root in several processes

@@ -26,11 +26,7 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from . import hosttree
-from . import layout as suite_layout
-
-apply_fixtures = suite_layout.apply_fixtures
-make_case_dir = suite_layout.make_case_dir
-remove = suite_layout.remove
+from .layout import apply_fixtures, make_case_dir, remove
 
 Fixture = Dict[str, str]
 

@@ -38,8 +38,9 @@ from typing import (
 )
 
 from .. import problems
+from .._store_messages import RESTORE_NUMBER_TYPE, WRITE_DATA_TYPE, WRITE_EXPECTED_TYPE
 from ..limits import DEFAULT_HISTORY_LIMITS, DEFAULT_LIMITS, HistoryLimits, Limits
-from ..messages import RESTORE_NUMBER_TYPE, TENANT_NESTED, WRITE_DATA_TYPE, WRITE_EXPECTED_TYPE
+from ..messages import TENANT_NESTED
 from ..paths import RESERVED_PREFIX, VirtualPath
 from ..problems import DIR, FILE, Conflict, Exists, Missing, NotRegular, NoVersion, OsFailure, ParentNotDir, TooBig
 from ..store_protocol import (

@@ -7,8 +7,8 @@ table there, and per engine what can go wrong with it. SQLite: the database, `-w
 (D-STORE-SQL-MODE). PostgreSQL: row-level security enabled and forced, with its policy, on every table of tenant rows
 (D-STORE-PG-RLS), and the application's role no wider than `db init --app-role` grants (D-STORE-PG-ROLE): not a
 superuser nor BYPASSRLS, no privilege beyond reading and writing rows, `refmem_schema` only read, and (when the role is
-named apart from the store's) owning no table. Every problem is one line of `messages.CHECK_*`, naming no location,
-host, user (but a role the operator named) or password.
+named apart from the store's) owning no table. Every problem is one line of `_store_messages.CHECK_*`, naming no
+location, host, user (but a role the operator named) or password.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import stat
 from typing import Any, List, Optional, Tuple
 from urllib.parse import quote
 
-from .. import messages as m
+from .. import _store_messages as m
+from ..messages import IO_REASONS, escape
 from ..problems import FILE
 from . import StoreError
 from .schema import SCHEMA_VERSION, SQLITE, TABLES, Queries
@@ -80,7 +81,7 @@ def check_sqlite(path: str) -> Tuple[List[str], str]:
         finally:
             db.close()
     except sqlite3.DatabaseError as error:
-        reason = m.STORE_NOT_A_DATABASE if reason_of(error) == "io" else m.IO_REASONS[reason_of(error)]
+        reason = m.STORE_NOT_A_DATABASE if reason_of(error) == "io" else IO_REASONS[reason_of(error)]
         return problems + [m.CHECK_UNREACHABLE.format(reason=reason)], ""
     problems += _schema_problems(found, [table.name for table in TABLES if table.name not in present])
     return problems, _healthy("sqlite")
@@ -114,10 +115,10 @@ def check_postgres(dsn: str, app_role: Optional[str]) -> Tuple[List[str], str]:
                 problems.append(m.CHECK_NO_POLICY.format(table=table))
         problems += _role_problems(connection, app_role, [t.name for t in TABLES if t.name not in missing])
     except psycopg.Error as error:
-        return [m.CHECK_UNREACHABLE.format(reason=m.IO_REASONS[reason_of(error, connection)])], ""
+        return [m.CHECK_UNREACHABLE.format(reason=IO_REASONS[reason_of(error, connection)])], ""
     finally:
         connection.close()
-    more = "" if app_role is None else f", role {m.escape(app_role, 63)} checked"
+    more = "" if app_role is None else f", role {escape(app_role, 63)} checked"
     return problems, _healthy("postgresql", more)
 
 
@@ -125,7 +126,7 @@ def _role_problems(connection: Any, app_role: Optional[str], tables: List[str]) 
     """The role's privileges against D-STORE-PG-ROLE: the named `app_role`, else the store's own (the DSN's user,
     then not named in what is printed, and allowed to own the tables: the deployment without a split)."""
     role = app_role if app_role is not None else str(_one(connection, "SELECT current_user", ()))
-    shown = m.escape(app_role, 63) if app_role is not None else "of the store"
+    shown = escape(app_role, 63) if app_role is not None else "of the store"
     found = _row(connection, "SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = %s", (role,))
     if found is None:
         return [m.CHECK_ROLE_MISSING.format(role=shown)]
@@ -180,7 +181,7 @@ def tenants_sqlite(path: str) -> List[Tenant]:
         finally:
             db.close()
     except sqlite3.DatabaseError as error:
-        reason = m.STORE_NOT_A_DATABASE if reason_of(error) == "io" else m.IO_REASONS[reason_of(error)]
+        reason = m.STORE_NOT_A_DATABASE if reason_of(error) == "io" else IO_REASONS[reason_of(error)]
         raise StoreError(m.STORE_CANNOT_OPEN.format(reason=reason)) from None
     return [_tenant(row) for row in rows]
 
@@ -200,7 +201,7 @@ def tenants_postgres(dsn: str) -> List[Tenant]:
             connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
             rows = connection.execute(QUERIES.tenants, (FILE, FILE)).fetchall()
     except psycopg.Error as error:
-        reason = m.IO_REASONS[reason_of(error, connection)]
+        reason = IO_REASONS[reason_of(error, connection)]
         raise StoreError(m.STORE_PG_CANNOT_CONNECT.format(reason=reason)) from None
     finally:
         connection.close()
@@ -216,5 +217,5 @@ def tenant_line(tenant: Tenant) -> str:
     """One line of `refmem db tenants`: the name (escaped: it is read from the database), files, bytes, versions,
     version bytes."""
     name, files, size, versions, counted = tenant
-    shown = m.TENANTS_DEFAULT if name == "" else m.escape(name, 80)
+    shown = m.TENANTS_DEFAULT if name == "" else escape(name, 80)
     return m.TENANTS_LINE.format(tenant=shown, files=files, size=size, versions=versions, version_bytes=counted)

@@ -18,7 +18,7 @@ import contextlib
 import os
 from typing import Any, Callable, Iterator, List, NamedTuple, Optional, Tuple
 
-from ..messages import STORE_SPEC
+from .._store_messages import STORE_SPEC
 from . import StoreError
 
 ENVIRONMENT = "REFMEM_STORE"

@@ -30,8 +30,9 @@ import time
 import weakref
 from typing import Any, Dict, List, Mapping, Optional, Sequence, Set, Tuple, Union
 
+from .._store_messages import STORE_PG_CANNOT_CONNECT, STORE_PG_NO_DRIVER
 from ..limits import DEFAULT_HISTORY_LIMITS, DEFAULT_LIMITS, HistoryLimits, Limits
-from ..messages import IO_REASONS, STORE_PG_CANNOT_CONNECT, STORE_PG_NO_DRIVER, io_reason
+from ..messages import IO_REASONS, io_reason
 from ..problems import FsProblem, OsFailure
 from ..store_protocol import tenant_name
 from . import StoreError

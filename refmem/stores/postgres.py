@@ -38,17 +38,16 @@ import time
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from .. import problems
-from ..limits import DEFAULT_HISTORY_LIMITS, DEFAULT_LIMITS, HistoryLimits, Limits
-from ..messages import (
-    IO_REASONS,
+from .._store_messages import (
     STORE_PG_CANNOT_CONNECT,
     STORE_PG_NO_DRIVER,
     STORE_PG_NO_SCHEMA,
     STORE_PG_NOT_UTF8,
     STORE_PG_SCHEMA_OLDER,
     STORE_SCHEMA_NEWER,
-    io_reason,
 )
+from ..limits import DEFAULT_HISTORY_LIMITS, DEFAULT_LIMITS, HistoryLimits, Limits
+from ..messages import IO_REASONS, io_reason
 from ..store_protocol import tenant_name
 from . import StoreError
 from .core import SqlStore

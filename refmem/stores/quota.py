@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Mapping, Optional, Tuple, Union
 
-from ..messages import QUOTA_FORM
+from .._store_messages import QUOTA_FORM
 
 
 @dataclasses.dataclass(frozen=True)

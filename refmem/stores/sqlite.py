@@ -32,17 +32,16 @@ import time
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from .. import problems
-from ..limits import DEFAULT_HISTORY_LIMITS, DEFAULT_LIMITS, HistoryLimits, Limits
-from ..messages import (
-    IO_REASONS,
+from .._store_messages import (
     STORE_CANNOT_OPEN,
     STORE_NETWORK_FS,
     STORE_NO_WAL,
     STORE_NOT_A_DATABASE,
     STORE_SCHEMA_NEWER,
     STORE_SCHEMA_OLDER,
-    io_reason,
 )
+from ..limits import DEFAULT_HISTORY_LIMITS, DEFAULT_LIMITS, HistoryLimits, Limits
+from ..messages import IO_REASONS, io_reason
 from ..store_protocol import tenant_name
 from . import StoreError, mounts
 from .core import SqlStore

@@ -29,8 +29,7 @@ import json
 import math
 from typing import Any, BinaryIO, ContextManager, Dict, List, NamedTuple, Optional, Protocol, Sequence, Tuple
 
-from ..limits import HistoryLimits, Limits
-from ..messages import (
+from .._store_messages import (
     TRANSFER_AFTER_END,
     TRANSFER_BAD_LINE,
     TRANSFER_COUNTS,
@@ -40,6 +39,7 @@ from ..messages import (
     TRANSFER_TRUNCATED,
     TRANSFER_VERSION,
 )
+from ..limits import HistoryLimits, Limits
 from ..paths import RESERVED_PREFIX, ROOT, PathError, parse_path
 from ..problems import DIR, FILE, OsFailure
 from .history import ECHO_CHARS, actor_name

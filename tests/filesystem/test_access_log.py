@@ -24,9 +24,8 @@ RENAME_A_TO_B = {"command": "rename", "old_path": "/memories/a.md", "new_path": 
 
 @pytest.fixture
 def handler(tmp_path: Path) -> Iterator[MemoryHandler]:
-    made = MemoryHandler(tmp_path / "m")
-    yield made
-    made.close()
+    with MemoryHandler(tmp_path / "m") as made:
+        yield made
 
 
 def access(tmp_path: Path) -> Path:

@@ -36,8 +36,9 @@ from memory_support import Memory
 
 from refmem import MemoryHandler, Result
 from refmem import _kernel as kernel
+from refmem._store_messages import STORE_CANNOT_OPEN, STORE_PG_CANNOT_CONNECT
 from refmem.handler import COMMANDS as COMMAND_VERBS
-from refmem.messages import IO_REASONS, STORE_CANNOT_OPEN, STORE_PG_CANNOT_CONNECT, render
+from refmem.messages import IO_REASONS, render
 
 State = Dict[str, Optional[bytes]]
 """The memories: path below /memories -> a file's bytes, None for a folder."""

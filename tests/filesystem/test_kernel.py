@@ -12,8 +12,8 @@ from typing import Callable, Tuple
 import pytest
 
 from refmem import Limits, MemoryHandler, problems, tracked
-from refmem import _bookkeeping as bookkeeping
 from refmem import _kernel as kernel
+from refmem._records import put_record
 from refmem.paths import parse_path
 
 
@@ -32,7 +32,7 @@ def test_a_closed_folder_handle_fails_instead_of_using_the_working_directory(
     with pytest.raises(problems.OsFailure):
         folder.lstat("x")  # EBADF, not the decoy in the working directory
     with pytest.raises(problems.FsProblem):
-        bookkeeping.put_record(folder, "y", b"data\n", 0)
+        put_record(folder, "y", b"data\n", 0)
     assert sorted(os.listdir(tmp_path / "cwd")) == ["x"]
     root.close()
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from refmem import MemoryHandler, problems, tracked
-from refmem import _bookkeeping as bookkeeping
 from refmem import _kernel as kernel
+from refmem._single import open_single
 from refmem.messages import IO_REASONS
 from refmem.paths import parse_path
 from refmem.store_protocol import Entry, TenantError
@@ -129,10 +129,10 @@ def test_the_one_check_looks_before_it_opens_and_after(tmp_path: Path, monkeypat
     monkeypatch.setattr(type(top.top), "open_file", watch)
     try:
         with pytest.raises(problems.NotRegular):
-            bookkeeping.open_single(top.top, "fifo", os.O_RDONLY)
+            open_single(top.top, "fifo", os.O_RDONLY)
         assert opened == []  # a FIFO is never opened, not even without blocking
         (folder_path / "file").write_text("x")
-        fd, info = bookkeeping.open_single(top.top, "file", os.O_RDONLY)
+        fd, info = open_single(top.top, "file", os.O_RDONLY)
         os.close(fd)
         assert info.st_size == 1 and opened == ["file"]
     finally:

@@ -8,10 +8,11 @@ import json
 import pathlib
 
 import pytest
-from refmem_fuzz.reach import TargetError, resolve_spec
+from refmem_fuzz.reach import resolve_spec
 from refmem_fuzz.replay import replay
 
 from refmem_harness import finding as finding_files
+from refmem_harness.targets import TargetError
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 FINDINGS = ROOT / "fuzz" / "findings"

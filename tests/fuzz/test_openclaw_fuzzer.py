@@ -12,13 +12,13 @@ from typing import Any, List, Optional, Set
 import pytest
 from refmem_fuzz.harness import Options
 from refmem_fuzz.harnesses import HARNESSES
-from refmem_fuzz.reach import StepResult
 from refmem_fuzz.replay import replay
 
 from refmem_fuzz import cli, engine_random, harnesses, minimise, openclaw, openclaw_cli
 from refmem_harness import finding as finding_files
 from refmem_harness.oracles import check_result
 from refmem_harness.sequence_layout import Layout
+from refmem_harness.targets import StepResult
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 COMMITTED = sorted((ROOT / "fuzz" / "findings" / "openclaw").glob("*.json"))

@@ -20,11 +20,11 @@ import pytest
 from fuzz_support import HERE, REPO, VULNERABLE, harness
 from refmem_fuzz.cli import RUN_SLACK
 from refmem_fuzz.minimise import minimise
-from refmem_fuzz.reach import StepResult
 from refmem_fuzz.session import Settings, run_sequence
 
 from refmem_fuzz import engine_atheris, engine_random
 from refmem_harness.sequence_layout import Layout
+from refmem_harness.targets import StepResult
 
 SLOW = "python:slow_backend:make"
 MARGIN = 30.0

@@ -10,9 +10,11 @@ refmem_fuzz), and every import counts: at module level, in a function, or for ty
   the harness and refmem, never each other; bench may use them all. conformance/ and fuzz/ are installed as
   refmem_conformance and refmem_fuzz (pyproject.toml `sources`) and import themselves relatively, so an import of
   `conformance` or `fuzz` by the folder's name is refused too (it would load a second copy).
-- No hidden import: no exec or compile of source, no `__import__`, no `globals().update`. A module that imports
-  by a name it computes (importlib) is listed in DECLARED with every project module it may reach that way, and
-  those links join the graph, so a circle or a wrong direction through them is seen as well.
+- No hidden import: no exec or compile of source, no `__import__`, no `globals().update`, no module-level
+  `__getattr__` forwarding names to another module (D-HARNESS-ONE-NAME: a name is imported from where it is
+  defined). A module that imports by a name it computes (importlib) is listed in DECLARED with every project module
+  it may reach that way, and those links join the graph, so a circle or a wrong direction through them is seen as
+  well.
 """
 
 from __future__ import annotations
@@ -115,7 +117,11 @@ class Imports:
         self.problems: List[str] = []
         self.dynamic = 0
         is_package = path.name == "__init__.py"
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        module = ast.parse(path.read_text(encoding="utf-8"))
+        for node in module.body:
+            if isinstance(node, ast.FunctionDef) and node.name == "__getattr__":
+                self.problems.append(f"{self.name}:{node.lineno} forwards names with a module-level __getattr__")
+        for node in ast.walk(module):
             if isinstance(node, ast.Import):
                 for alias in node.names:
                     self._add(self._absolute(alias.name, node.lineno), node.lineno)
@@ -344,17 +350,20 @@ def test_the_checker_sees_an_import_that_points_back_up(tmp_path: Path) -> None:
 
 
 def test_the_checker_sees_hidden_imports(tmp_path: Path) -> None:
-    """The shims this tree had: an exec'd package body, a namespace filled by importlib, a folder's own name."""
+    """The shims this tree had: an exec'd package body, a namespace filled by importlib, a folder's own name, a
+    module forwarding names to another."""
     _, problems, _ = small_tree(tmp_path, {
         "refmem_conformance/__init__.py": "exec(compile(open('x').read(), 'x', 'exec'))\n",
         "fuzz/suite.py": "import importlib\nglobals().update({'m': importlib.import_module(__package__ + '.x')})\n",
         "conformance/fuzzer.py": "from fuzz import model\n",
         "refmem_harness/b.py": "__import__('os')\n",
+        "refmem/messages.py": "def __getattr__(name: str) -> object:\n    return name\n",
     })
     assert sorted(problems) == [
         "conformance.fuzzer:1 imports fuzz by its folder's name (a second copy)",
         "fuzz.suite:2 fills its namespace with globals().update()",
         "fuzz.suite:2 imports by a computed name (import_module), undeclared",
+        "refmem.messages:1 forwards names with a module-level __getattr__",
         "refmem_conformance:1 calls compile()",
         "refmem_conformance:1 calls exec()",
         "refmem_harness.b:1 calls __import__()",

@@ -18,7 +18,8 @@ from typing import Dict, List
 import pytest
 
 from refmem import MemoryHandler
-from refmem.messages import IO_REASONS, STORE_NETWORK_FS, render
+from refmem._store_messages import STORE_NETWORK_FS
+from refmem.messages import IO_REASONS, render
 from refmem.stores import StoreError, mounts
 from refmem.stores.schema import SCHEMA_VERSION
 from refmem.stores.sqlite import SqliteStore, reason_of

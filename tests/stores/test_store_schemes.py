@@ -20,7 +20,7 @@ import test_storage_contract as contract
 from storage_support import StoreKind
 
 from refmem import cli
-from refmem.messages import STORE_SPEC
+from refmem._store_messages import STORE_SPEC
 from refmem.store_protocol import tenant_name
 from refmem.stores import StoreError, location
 from refmem.stores.core import SqlStore
