@@ -19,6 +19,7 @@ from typing import Any, Callable, List, Optional, TextIO, Tuple, TypeVar, Union
 from . import __version__, terminal
 from .protocol import MAX_LINE_BYTES
 from .protocol import VERSION as PROTOCOL_VERSION
+from .stores.hosted import PROFILES
 from .stores.location import ENVIRONMENT as _STORE_VARIABLE
 from .subcommands import memories_options, subcommand
 
@@ -72,6 +73,8 @@ def _exec(args: argparse.Namespace) -> int:
     except ValueError:  # UnicodeDecodeError included: bytes on stdin that are not UTF-8
         return _fail("the input is not valid JSON")
     location = args.store if args.store is not None else None if args.root is not None else _store_from_environment()
+    if args.profile is not None and location is None:
+        return _fail(f"--profile is for a database store (--store LOCATION, or {_STORE_VARIABLE})")
     if location is not None:
         return _exec_on_store(location, args, tool_input)
     if args.root is None:
@@ -115,6 +118,8 @@ def _exec_on_store(location: str, args: argparse.Namespace, tool_input: object) 
         store = open_location(location)
     except StoreError as error:
         return _fail(f"cannot use the store: {error}")
+    if args.profile is not None:
+        store = PROFILES[args.profile](store)  # D-HOSTED-CLI
     try:
         handler = MemoryHandler(store, read_only=args.read_only, tenant=args.tenant)  # type: ignore[arg-type]
     except TenantError as error:
@@ -172,12 +177,14 @@ def _serve(args: argparse.Namespace) -> int:
     located = store is not None and store not in ("directory", "sqlite")
     if args.tenants_by_name and not located:
         return _fail("--tenants-by-name is for serve --store LOCATION (one database for every root)")
-    log = args.log_commands
+    log, profile = args.log_commands, args.profile
     if store is None or store == "directory":
+        if profile is not None:
+            return _fail("--profile is for serve --store sqlite or --store LOCATION (a database store)")
         return serve_main(log=log)
     if store == "sqlite":
-        return serve_main(database=True, log=log)
-    return serve_main(location=store, by_name=args.tenants_by_name, log=log)
+        return serve_main(database=True, log=log, profile=profile)
+    return serve_main(location=store, by_name=args.tenants_by_name, log=log, profile=profile)
 
 
 def _prune(args: argparse.Namespace) -> int:
@@ -378,6 +385,12 @@ one reply per request line, protocol version {PROTOCOL_VERSION} (conformance/PRO
 The memory directory comes with each reset request. The conformance runner
 drives it with: refmem-conformance --target 'cmd:refmem serve'"""
 
+_PROFILE_HELP = (
+    "with a database store: keep only what the profile's store keeps; hosted: what Anthropic's hosted memory stores "
+    "keep (paths of 1 to 20 names, NFC, at most 1,024 bytes; files of at most 102,400 bytes; no version for a "
+    "change that changes nothing), so that the tenant can be exported to one unchanged"
+)
+
 _DB_DESCRIPTION = """Make a database store's schema (init) or bring it to this refmem's version (migrate),
 in one transaction; both are safe to run again. For PostgreSQL, run them as the role
 that owns the tables; row-level security is forced on that role too (SECURITY.md).
@@ -419,6 +432,7 @@ def build_parser() -> argparse.ArgumentParser:
         "option is given, and never printed",
         read_only=True,
     )
+    run.add_argument("--profile", choices=sorted(PROFILES), help=_PROFILE_HELP)
     run.add_argument(
         "--log-commands",
         action="store_true",
@@ -452,6 +466,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --store LOCATION: a reset's memories are those of the tenant it names (the default tenant when it "
         "names none), whatever its root, so db tenants, db erase and prune --store reach them by that name",
     )
+    serve.add_argument("--profile", choices=sorted(PROFILES), help=_PROFILE_HELP)
     serve.add_argument(
         "--log-commands",
         action="store_true",

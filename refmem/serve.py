@@ -70,6 +70,7 @@ class Session:
         self.store: Optional[Any] = None  # that database's store, closed with the handler
         self.location: Optional[str] = None  # `serve --store LOCATION`: the one database (never shown)
         self.by_name = False  # `serve --store LOCATION --tenants-by-name`: the reset's tenant is the store's
+        self.profile: Optional[str] = None  # `serve --profile NAME`: every reset's store under it (D-HOSTED-CLI)
         self.log: Optional[Callable[[str], None]] = None  # `serve --log-commands`: where a command's line goes
         self.counts: Dict[str, Dict[str, int]] = {}  # memory-tool commands so far: {command: {outcome class: n}}
         self.ms: Dict[str, float] = {}  # what they took, summed per command (D-SERVE-COUNTS)
@@ -199,6 +200,10 @@ def _reset(session: Session, request: Dict[str, Any]) -> Dict[str, Any]:
             from .stores.location import open_location, sqlite_location
 
             session.store = open_location(sqlite_location(os.path.join(root, DATABASE_NAME)))
+        if session.store is not None and session.profile is not None:
+            from .stores.hosted import PROFILES
+
+            session.store = PROFILES[session.profile](session.store)
         session.handler = refmem.MemoryHandler(session.store or pathlib.Path(root), tenant=tenant, **kwargs)
         if session.log is not None:
             from .oplog import logged
@@ -428,6 +433,7 @@ def serve(
     location: Optional[str] = None,
     by_name: bool = False,
     log: Optional[Callable[[str], None]] = None,
+    profile: Optional[str] = None,
 ) -> int:
     """Answer requests from `stdin` (binary, or text for tests) on `stdout` until `stop` or the end of
     input; returns the exit status. With `database`, each reset's root holds an SQLite database
@@ -435,12 +441,14 @@ def serve(
     never shown), every root's memories are a namespace of their own in that one database (`namespace_tenant`).
     Every tool runs over the reset's store, whichever it is (D-SERVE-STORE). With `by_name` (and `location`), a
     reset's memories are those of the tenant it names (the default tenant when it names none), in every root alike:
-    the names `refmem db tenants`, `db erase` and `prune --store` know (D-SERVE-STORE-NAMES)."""
+    the names `refmem db tenants`, `db erase` and `prune --store` know (D-SERVE-STORE-NAMES). With `profile` (a
+    name of `refmem.stores.hosted.PROFILES`, and a database), every reset's store keeps its rules (D-HOSTED-CLI)."""
     session = Session()
     session.database = database or location is not None
     session.location = location
     session.by_name = by_name and location is not None
     session.log = log  # one line per command to it (D-OPLOG)
+    session.profile = profile if session.database else None
     for line in read_lines(stdin, max_line_bytes):
         if line is None:
             too_long = p.LineError("too_long", max_line_bytes)
@@ -471,7 +479,13 @@ def check_location(location: str) -> Optional[str]:
     return None
 
 
-def main(database: bool = False, location: Optional[str] = None, by_name: bool = False, log: bool = False) -> int:
+def main(
+    database: bool = False,
+    location: Optional[str] = None,
+    by_name: bool = False,
+    log: bool = False,
+    profile: Optional[str] = None,
+) -> int:
     if location is not None:
         refused = check_location(location)
         if refused is not None:
@@ -479,7 +493,10 @@ def main(database: bool = False, location: Optional[str] = None, by_name: bool =
             return 2
     try:
         sink = (lambda text: print(text, file=sys.stderr, flush=True)) if log else None
-        return serve(sys.stdin.buffer, sys.stdout, database=database, location=location, by_name=by_name, log=sink)
+        return serve(
+            sys.stdin.buffer, sys.stdout, database=database, location=location, by_name=by_name, log=sink,
+            profile=profile,
+        )
     except BrokenPipeError:
         # The runner stopped reading; nothing is left to answer. Python's own flush at exit would
         # fail again and print a traceback, so standard output is pointed at nothing first.

@@ -67,6 +67,9 @@ CHANGES_MAX = 1024
 USE_GRANULARITY = 60.0
 """Seconds within which a view's use is not written again (D-STORE-SQL-USES): a view writes at most once a minute
 per file, so reads do not queue behind writers."""
+Params = Union[Sequence[Any], Mapping[str, Any]]
+"""A statement's values: by position, or by name where a statement names a value more than once (each bound once:
+`Queries.edit_in_one`)."""
 READ_CHUNK = 1 << 20
 VERSION_NUMBERS = (1, 2**63 - 1)
 """The version numbers there can be (a generation: a signed 64-bit integer from 1 on in every engine); any other
@@ -131,10 +134,12 @@ class SqlEdit:
                 now = time.time()
                 counted = len(self.data) + VERSION_ROW_BYTES  # what the version kept counts (D-STORE-HISTORY-RETENTION)
                 grown = len(new_data) - len(self.data)  # the tenant's content bytes (D-STORE-QUOTA)
-                note = (counted, grown, tenant, tenant, self._path.canonical)  # advanced, journal
-                keep = (now, store.actor, store._command_or("edit"), tenant, key, FILE, self._version)
-                write = (new_data, len(new_data), now, tenant, key, self._version)
-                row = store._one(q.edit_in_one, note + keep + write + (tenant, key))
+                values = {  # each bound once, however often the statement names it
+                    "counted": counted, "grown": grown, "tenant": tenant, "canonical": self._path.canonical,
+                    "now": now, "actor": store.actor, "command": store._command_or("edit"), "key": key,
+                    "kind": FILE, "version": self._version, "data": new_data, "size": len(new_data),
+                }
+                row = store._one(q.edit_in_one, values)
                 if row is None:
                     raise OsFailure("bookkeeping")
                 generation, total, kept, before, written, files, size = (int(value) for value in row)
@@ -179,7 +184,7 @@ class Engine(Protocol):
     queries: Queries
     first_mutation_savepoint: bool
 
-    def execute(self, sql: str, params: Sequence[Any]) -> Any: ...
+    def execute(self, sql: str, params: Params) -> Any: ...
 
     def finished(self, cursor: Any) -> None: ...
 
@@ -244,7 +249,7 @@ class SqlStore:
         self._release: Optional[str] = None  # the savepoint of a mutation that succeeded, released before the next
         # statement (with every savepoint after it) or by the COMMIT
 
-    def _execute(self, sql: str, params: Sequence[Any]) -> Any:
+    def _execute(self, sql: str, params: Params) -> Any:
         """Every statement of the rules goes through here to the engine (one place to count them)."""
         return self.engine.execute(sql, params)
 
@@ -256,7 +261,7 @@ class SqlStore:
 
     # -- statements ----------------------------------------------------------------------------------
 
-    def _run(self, sql: str, params: Sequence[Any]) -> Any:
+    def _run(self, sql: str, params: Params) -> Any:
         try:
             if self._release is not None:
                 name, self._release = self._release, None
@@ -270,7 +275,7 @@ class SqlStore:
                 raise
             raise problem from None
 
-    def _one(self, sql: str, params: Sequence[Any]) -> Optional[Tuple[Any, ...]]:
+    def _one(self, sql: str, params: Params) -> Optional[Tuple[Any, ...]]:
         cursor = self._run(sql, params)
         try:
             row = cursor.fetchone()

@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import unicodedata
-from typing import Any, BinaryIO, Iterator, Optional, Tuple
+from typing import Any, BinaryIO, Callable, Dict, Iterator, Optional, Tuple
 
 from ..paths import VirtualPath
 from ..problems import DIR, OsFailure
@@ -166,3 +166,8 @@ def export_refusals(source: BinaryIO, limit: int = 1 << 21) -> Iterator[Tuple[st
 def hosted(store: Any) -> HostedStore:
     """`store` (any `store_protocol.Store`) keeping the hosted stores' rules (D-HOSTED-*)."""
     return store if isinstance(store, HostedStore) else HostedStore(store)
+
+
+PROFILES: Dict[str, Callable[[Any], Any]] = {"hosted": hosted}
+"""`refmem exec --profile NAME` and `refmem serve --profile NAME`: what each profile wraps a database store in
+(D-HOSTED-CLI). A name here is an option's choice; its rules are its wrapper's."""

@@ -36,7 +36,7 @@ from ..messages import IO_REASONS, io_reason
 from ..problems import FsProblem, OsFailure
 from ..store_protocol import tenant_name
 from . import StoreError
-from .core import SqlStore
+from .core import Params, SqlStore
 from .postgres import (
     _LOCKING,
     CONNECT_SECONDS,
@@ -47,6 +47,7 @@ from .postgres import (
     TENANT_SETTING,
     _connect_reason,
     _driver,
+    bound,
     check_schema,
     connect,
     failure_of,
@@ -379,7 +380,7 @@ class PooledEngine:
         self._single = True
         return True
 
-    def execute(self, sql: str, params: Sequence[Any]) -> Any:
+    def execute(self, sql: str, params: Params) -> Any:
         if self._unbegun:
             self._unbegun = False
             locking = _LOCKING.get(sql)
@@ -413,7 +414,7 @@ class PooledEngine:
                 self.rollback()
         if self.conn is None:  # a statement outside any transaction: never sent without its tenant
             raise OsFailure("os")
-        return self.conn.execute(sql, tuple(params) if params else None)
+        return self.conn.execute(sql, bound(params))
 
     def finished(self, cursor: Any) -> None:
         """Nothing to close: a borrowed connection's cursors go with its transaction."""

@@ -35,7 +35,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import time
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from .. import problems
 from .._store_messages import (
@@ -50,7 +50,7 @@ from ..limits import DEFAULT_HISTORY_LIMITS, DEFAULT_LIMITS, HistoryLimits, Limi
 from ..messages import IO_REASONS, io_reason
 from ..store_protocol import tenant_name
 from . import StoreError
-from .core import SqlStore
+from .core import Params, SqlStore
 from .quota import Quota
 from .schema import DEFAULT_TENANT, POSTGRES, RECOUNTS, SCHEMA_VERSION, TABLES, UPGRADES, Queries, upgrade
 
@@ -352,17 +352,17 @@ class PostgresEngine:
             self.close()
             raise
 
-    def execute(self, sql: str, params: Sequence[Any]) -> Any:
+    def execute(self, sql: str, params: Params) -> Any:
         if self._unbegun:
             self._unbegun = False
             locking = _LOCKING.get(sql)
             if locking is not None:  # BEGIN alone, then the statement that takes the tenant's lock itself
                 self._begin(POSTGRES.begin_write)
-                return self._send(locking, tuple(params) + (self.lock_key,))
+                return self._send(locking, (*params, self.lock_key))
             self._begin(self._begin_locked)
-        return self._send(sql, tuple(params) if params else None)
+        return self._send(sql, bound(params))
 
-    def _send(self, sql: str, params: Optional[Sequence[Any]] = None) -> Any:
+    def _send(self, sql: str, params: Optional[Params] = None) -> Any:
         """One message to the server on the connection's one cursor, made once per connection: a cursor per
         statement (psycopg's `Connection.execute`) costs a new cursor and its adapters in every statement,
         12 µs of the 100 µs a statement took here. The cursor is the statement's (`finished` keeps it open)."""
@@ -480,6 +480,13 @@ class PostgresEngine:
             self.conn = None
             with contextlib.suppress(Exception):
                 connection.close()
+
+
+def bound(params: Params) -> Optional[Params]:
+    """What psycopg is given: values by name as they are, by position as a tuple, none as None."""
+    if not params:
+        return None
+    return params if isinstance(params, Mapping) else tuple(params)
 
 
 def use_if_free(engine: Any, params: Tuple[Any, ...]) -> None:

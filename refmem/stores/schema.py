@@ -388,25 +388,25 @@ class Queries:
         # (0: the edit is refused `changed`), and the tenant's files and content bytes after it (D-STORE-QUOTA).
         kept_digest = dialect.sha256_hex.format("n.data")
         self.edit_in_one: Optional[str] = (
-            q(
+            (
                 "WITH advanced AS (UPDATE refmem_tenants SET generation = generation + 1,"  # noqa: S608  # nosec B608
-                " version_bytes = version_bytes + {p}, content_bytes = content_bytes + {p} WHERE tenant = {p}"
-                " RETURNING generation, version_bytes, files, content_bytes),"
+                " version_bytes = version_bytes + %(counted)s, content_bytes = content_bytes + %(grown)s"
+                " WHERE tenant = %(tenant)s RETURNING generation, version_bytes, files, content_bytes),"
                 " journal AS (INSERT INTO refmem_changes (tenant, generation, path)"
-                " SELECT {p}, generation, {p} FROM advanced),"
+                " SELECT %(tenant)s, generation, %(canonical)s FROM advanced),"
                 " kept AS (INSERT INTO refmem_versions"
                 " (tenant, path, number, size, sha256, kept_at, actor, command, data)"
-                f" SELECT n.tenant, n.path, a.generation, n.size, {kept_digest}, {{p}}, {{p}}, {{p}}, n.data"
-                " FROM refmem_nodes n, advanced a WHERE n.tenant = {p} AND n.path = {p} AND n.kind = {p}"
-                " AND n.version = {p} RETURNING size),"
-                " written AS (UPDATE refmem_nodes SET data = {p}, size = {p}, used = {p},"
+                f" SELECT n.tenant, n.path, a.generation, n.size, {kept_digest}, %(now)s, %(actor)s, %(command)s,"
+                " n.data FROM refmem_nodes n, advanced a WHERE n.tenant = %(tenant)s AND n.path = %(key)s"
+                " AND n.kind = %(kind)s AND n.version = %(version)s RETURNING size),"
+                " written AS (UPDATE refmem_nodes SET data = %(data)s, size = %(size)s, used = %(now)s,"
                 " version = (SELECT generation FROM advanced)"
-                " WHERE tenant = {p} AND path = {p} AND version = {p} RETURNING path)"
+                " WHERE tenant = %(tenant)s AND path = %(key)s AND version = %(version)s RETURNING path)"
                 " SELECT generation, version_bytes, (SELECT count(*) FROM kept),"
-                " (SELECT count(*) FROM refmem_versions WHERE tenant = {p} AND path = {p}),"
+                " (SELECT count(*) FROM refmem_versions WHERE tenant = %(tenant)s AND path = %(key)s),"
                 " (SELECT count(*) FROM written), files, content_bytes FROM advanced"
             )
-            if dialect.returning
+            if dialect.returning and dialect.placeholder == "%s"  # named: each value bound once (psycopg)
             else None
         )
         self.history = q(

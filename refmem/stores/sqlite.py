@@ -29,7 +29,7 @@ import hashlib
 import os
 import sqlite3
 import time
-from typing import Any, Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 from .. import problems
 from .._store_messages import (
@@ -44,7 +44,7 @@ from ..limits import DEFAULT_HISTORY_LIMITS, DEFAULT_LIMITS, HistoryLimits, Limi
 from ..messages import IO_REASONS, io_reason
 from ..store_protocol import tenant_name
 from . import StoreError, mounts
-from .core import SqlStore
+from .core import Params, SqlStore
 from .gate import WriterGate
 from .quota import Quota
 from .schema import DEFAULT_TENANT, RECOUNTS, SCHEMA_VERSION, SQLITE, Queries, upgrade
@@ -244,8 +244,8 @@ class SqliteEngine:
         except problems.OsFailure as failure:
             raise StoreError(STORE_CANNOT_OPEN.format(reason=io_reason(failure.code))) from None
 
-    def execute(self, sql: str, params: Sequence[Any]) -> Any:
-        return self.db.execute(sql, tuple(params))
+    def execute(self, sql: str, params: Params) -> Any:
+        return self.db.execute(sql, params if isinstance(params, Mapping) else tuple(params))
 
     def finished(self, cursor: Any) -> None:
         cursor.close()
