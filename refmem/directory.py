@@ -154,9 +154,12 @@ class Directory:
         self.portable = top.portable
         self.tenant = tenant
         self._lock = WriteLock(top)
+        self._keeping = False  # within `locked()`: a folder `entry` reached is kept for the command's next step
+        self._kept: Optional[Tuple[Tuple[str, ...], Dir]] = None
 
     def close(self) -> None:
         """Release the root's descriptors (the handler keeps them for its lifetime)."""
+        self._drop_kept()
         self._lock.close()
         self.dir.close()
 
@@ -185,7 +188,14 @@ class Directory:
 
     def _found_parent(self, path: VirtualPath) -> Dir:
         """The folder holding `path`, which a command expects to find there; the root-removed check (a stat)
-        is made only when the folder is not found, since a removed root has no entries (what a view does)."""
+        is made only when the folder is not found, since a removed root has no entries (what a view does).
+
+        Under `locked()`, the folder `entry` just reached for the same path is the one taken (the walk is not made
+        twice in one command: a rename looks at its source, then moves it); the caller closes what it gets."""
+        kept = self._kept
+        if kept is not None and kept[0] == path.parts[:-1] and self._lock.held():
+            self._kept = None
+            return kept[1]
         try:
             return self._parent(path, check=False)
         except Missing:
@@ -228,11 +238,18 @@ class Directory:
         if path.is_root:
             return Entry(DIR, 0)
         try:
-            with self._parent(path, check=False) as folder:
-                info = folder.lstat(path.name)
+            folder = self._parent(path, check=False)
         except Missing:
             self.dir.check_removed()
             return None
+        try:
+            info = folder.lstat(path.name)
+        finally:
+            if self._keeping and self._lock.held():  # for the command's next step (`_found_parent`)
+                self._drop_kept()
+                self._kept = (path.parts[:-1], folder)
+            else:
+                folder.close()
         if info is None:
             self.dir.check_removed()
             return None
@@ -413,10 +430,23 @@ class Directory:
 
     # -- the lock --
 
-    def locked(self) -> ContextManager[None]:
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
         """An exclusive lock shared by every handler, thread and process on this root (`flock` of
-        `.refmem/lock`, see bookkeeping.WriteLock)."""
-        return self._lock.locked()
+        `.refmem/lock`, see bookkeeping.WriteLock). Within it, a folder `entry` reached may serve the command's
+        next step (`_found_parent`); whatever is kept is closed when the lock is released."""
+        with self._lock.locked():
+            self._keeping = True
+            try:
+                yield
+            finally:
+                self._keeping = False
+                self._drop_kept()
+
+    def _drop_kept(self) -> None:
+        kept, self._kept = self._kept, None
+        if kept is not None:
+            kept[1].close()
 
 
 def _version(info: os.stat_result) -> Tuple[int, int, int, int, int]:
