@@ -154,12 +154,12 @@ class Directory:
         self.portable = top.portable
         self.tenant = tenant
         self._lock = WriteLock(top)
-        self._keeping = False  # within `locked()`: a folder `entry` reached is kept for the command's next step
-        self._kept: Optional[Tuple[Tuple[str, ...], Dir]] = None
+        self._kept = _Kept()  # under the lock, the folder `entry` reached, for the command's next step
+        self._lock.released = self._kept.drop  # closed when the lock is let go (no cycle: `_Kept` knows no store)
 
     def close(self) -> None:
         """Release the root's descriptors (the handler keeps them for its lifetime)."""
-        self._drop_kept()
+        self._kept.drop()
         self._lock.close()
         self.dir.close()
 
@@ -193,9 +193,9 @@ class Directory:
         Under `locked()`, the folder `entry` just reached for the same path is the one taken (the walk is not made
         twice in one command: a rename looks at its source, then moves it); the caller closes what it gets."""
         kept = self._kept
-        if kept is not None and kept[0] == path.parts[:-1] and self._lock.held():
-            self._kept = None
-            return kept[1]
+        if kept.folder is not None and kept.parts == path.parts[:-1] and self._lock.held():
+            folder, kept.folder = kept.folder, None
+            return folder
         try:
             return self._parent(path, check=False)
         except Missing:
@@ -245,9 +245,8 @@ class Directory:
         try:
             info = folder.lstat(path.name)
         finally:
-            if self._keeping and self._lock.held():  # for the command's next step (`_found_parent`)
-                self._drop_kept()
-                self._kept = (path.parts[:-1], folder)
+            if self._lock.held():  # for the command's next step (`_found_parent`), until the lock is let go
+                self._kept.keep(path.parts[:-1], folder)
             else:
                 folder.close()
         if info is None:
@@ -430,23 +429,32 @@ class Directory:
 
     # -- the lock --
 
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
+    def locked(self) -> ContextManager[None]:
         """An exclusive lock shared by every handler, thread and process on this root (`flock` of
-        `.refmem/lock`, see bookkeeping.WriteLock). Within it, a folder `entry` reached may serve the command's
-        next step (`_found_parent`); whatever is kept is closed when the lock is released."""
-        with self._lock.locked():
-            self._keeping = True
-            try:
-                yield
-            finally:
-                self._keeping = False
-                self._drop_kept()
+        `.refmem/lock`, see bookkeeping.WriteLock). A folder `entry` reached within it may serve the command's
+        next step (`_found_parent`); it is closed when the lock is let go."""
+        return self._lock.locked()
 
-    def _drop_kept(self) -> None:
-        kept, self._kept = self._kept, None
-        if kept is not None:
-            kept[1].close()
+
+class _Kept:
+    """The folder `Directory.entry` reached under the write lock, for the same command's next step: a rename looks
+    at its source, then moves it, and walks once. Only the lock's holder sets or takes it; the lock's release
+    closes it, so nothing reached in one command serves another."""
+
+    __slots__ = ("parts", "folder")
+
+    def __init__(self) -> None:
+        self.parts: Tuple[str, ...] = ()
+        self.folder: Optional[Dir] = None
+
+    def keep(self, parts: Tuple[str, ...], folder: Dir) -> None:
+        self.drop()
+        self.parts, self.folder = parts, folder
+
+    def drop(self) -> None:
+        folder, self.folder = self.folder, None
+        if folder is not None:
+            folder.close()
 
 
 def _version(info: os.stat_result) -> Tuple[int, int, int, int, int]:
