@@ -57,7 +57,6 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple, 
 
 from . import _access_log as moves
 from . import _kernel as kernel
-from . import _tree as tree
 from . import problems
 from ._bookkeeping import ACCESS_DIR, Walker, open_folder
 from ._kernel import Dir
@@ -157,7 +156,6 @@ class AccessTracker:
         # the same file: another file moved to the path meanwhile (by another handler or process,
         # whose renames this tracker never sees) is looked up afresh.
         self._seen: Dict[str, Tuple[float, FileId]] = {}
-        self._log = moves.Appender()  # the moves log, kept open between renames (checked at every append)
 
     # -- the record folder --
 
@@ -191,8 +189,6 @@ class AccessTracker:
             self._closed = True
             folder, self._dir = self._dir, None
             own, self._own = self._own, None
-            with contextlib.suppress(OSError):
-                self._log.close()
             if folder is not None:
                 with contextlib.suppress(OSError):
                     folder.close()
@@ -277,7 +273,7 @@ class AccessTracker:
                 if is_dir is not False:
                     gone += [record.path for record in self.records(prefix=vpath + "/")]
                 # Only a log can hold a use of the path as well: where there is one, say it is gone.
-                self._log.append(folder, [(None, gone_path) for gone_path in gone], create=False)
+                moves.append(folder, [(None, gone_path) for gone_path in gone], create=False)
                 for gone_path in gone:
                     remove_record(folder, record_name(gone_path))
                 return True
@@ -298,18 +294,13 @@ class AccessTracker:
                 folder = self._folder()
                 when = time.time() if now is None else float(now)
                 entries: List[moves.MoveRecord] = [(_ns(when), new_path), (None, old_path)]
-                own_name = record_name(old_path)
-                own = folder.lstat(own_name)  # the renamed path's own record, removed below
-                carried = []
+                carried = [old_path] if folder.lstat(record_name(old_path)) is not None else []
                 if is_dir is not False:
                     for record in self.records(prefix=old_path + "/"):
                         moved = new_path + record.path[len(old_path) :]
                         entries += [(_ns(record.mtime), moved), (None, record.path)]
                         carried.append(record.path)
-                self._log.append(folder, entries)
-                if own is not None:  # what the look above found goes, without a second look (remove_record's)
-                    with contextlib.suppress(problems.Missing):
-                        tree.remove(folder, own_name, own)
+                moves.append(folder, entries)
                 for carried_path in carried:
                     remove_record(folder, record_name(carried_path))
                 return True

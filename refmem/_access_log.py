@@ -33,7 +33,7 @@ from ._changes import json_string
 from ._handles import FILE_MODE, READ_FLAGS
 from ._kernel import Dir
 from ._records import remove_record
-from ._single import is_single, open_single
+from ._single import open_single
 from .paths import ROOT
 
 COMPACT_BYTES = 64 * 1024  # the log is compacted past this size (or twice its last compacted size)
@@ -111,64 +111,27 @@ def append(folder: Dir, entries: List[MoveRecord], create: bool = True) -> None:
     """Append `entries` in one write (call under the root's write lock); compact when the log has grown
     past its bound. Without `create`, nothing is written when there is no log (a forget with nothing to
     forget). Anything but a single-link regular file at the log's name is replaced, never written through."""
-    Appender().append(folder, entries, create)
-
-
-class Appender:
-    """The moves log of one record folder, kept open between appends (call under the root's write lock).
-
-    Opening the log for every rename cost an open, an fstat and a close on top of the look at its name. The
-    look stays (an `lstat` of the name, as `open_single` makes first): only when the name still holds the
-    very file held open (device and inode), a single-link regular file, is it written through the held
-    descriptor, which is then exactly what opening it again would give. Anything else (a compaction, here or
-    in another process, put a new file in its place; something squats the name; a fork) closes it and takes
-    the way `open_single` checks."""
-
-    __slots__ = ("_fd", "_id", "_pid")
-
-    def __init__(self) -> None:
-        self._fd: Optional[int] = None
-        self._id: Tuple[int, int] = (0, 0)
-        self._pid = 0
-
-    def append(self, folder: Dir, entries: List[MoveRecord], create: bool = True) -> None:
-        data = encode(entries)
-        fd = self._fd
-        if fd is not None and self._pid == os.getpid():
-            now = folder.lstat(MOVES_NAME)
-            if now is not None and is_single(now) and (now.st_dev, now.st_ino) == self._id:
-                self._write(folder, fd, now.st_size, data)
-                return
-        self.close()
-        flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
-        try:
-            fd, info = open_single(folder, MOVES_NAME, flags, FILE_MODE)
-        except problems.Missing:
-            if create:
-                raise
-            return
-        except (problems.IsLink, problems.NotRegular, problems.HardLinked):
-            remove_record(folder, MOVES_NAME)
-            fd, info = open_single(folder, MOVES_NAME, flags | os.O_CREAT, FILE_MODE)
-        self._fd, self._id, self._pid = fd, (info.st_dev, info.st_ino), os.getpid()
-        self._write(folder, fd, info.st_size, data)
-
-    def _write(self, folder: Dir, fd: int, size: int, data: bytes) -> None:
-        try:
-            written = os.write(fd, data)
-            grown = size + written
-            compacted = _compacted_size(fd) if grown > COMPACT_BYTES else 0
-        except OSError as error:
-            self.close()
-            raise problems.os_failure(error) from None
-        if grown > max(COMPACT_BYTES, 2 * compacted):
-            self.close()  # the compacted log is another file
-            compact(folder)
-
-    def close(self) -> None:
-        fd, self._fd = self._fd, None
-        if fd is not None and self._pid == os.getpid():
-            os.close(fd)
+    data = encode(entries)
+    flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
+    try:
+        fd, info = open_single(folder, MOVES_NAME, flags, FILE_MODE)
+    except problems.Missing:
+        if create:
+            raise
+        return
+    except (problems.IsLink, problems.NotRegular, problems.HardLinked):
+        remove_record(folder, MOVES_NAME)
+        fd, info = open_single(folder, MOVES_NAME, flags | os.O_CREAT, FILE_MODE)
+    try:
+        written = os.write(fd, data)
+        grown = info.st_size + written
+        compacted = _compacted_size(fd) if grown > COMPACT_BYTES else 0
+    except OSError as error:
+        raise problems.os_failure(error) from None
+    finally:
+        os.close(fd)
+    if grown > max(COMPACT_BYTES, 2 * compacted):
+        compact(folder)
 
 
 def _compacted_size(fd: int) -> int:
