@@ -11,7 +11,7 @@ lists the files a vendored copy needs.
 
 from typing import TYPE_CHECKING
 
-from ._optional import MissingModule
+from ._optional import MissingModule, optional_module
 from .directory import open_directory
 from .handler import MemoryHandler
 from .limits import DEFAULT_LIMITS, Limits
@@ -45,11 +45,14 @@ __all__ = [
     "tenant_name",
 ]
 __version__ = "0.1.0"
+_EXTRAS = ("AccessRecords", "ChangeJournal", "VersionedStore")
+if optional_module("_store_extras", "", required=False) is None:  # a vendored copy without it: `import *` works
+    __all__ = [name for name in __all__ if name not in _EXTRAS]
 
 
 def __getattr__(name: str) -> object:
     """The optional protocols, from `store_protocol` (which loads `_store_extras.py` for them: D-VENDOR-SET)."""
-    if name in ("AccessRecords", "ChangeJournal", "VersionedStore"):
+    if name in _EXTRAS:
         from . import store_protocol
 
         return getattr(store_protocol, name)
