@@ -9,25 +9,18 @@ Modules whose names start with `_` are internal: import them only from inside re
 lists the files a vendored copy needs.
 """
 
-from ._optional import MissingModule
+from typing import TYPE_CHECKING
+
+from ._optional import MissingModule, optional_module
 from .directory import open_directory
 from .handler import MemoryHandler
 from .limits import DEFAULT_LIMITS, Limits
 from .messages import Result
 from .paths import PathError, VirtualPath, parse_path
-from .store_protocol import (
-    AccessRecords,
-    ChangeJournal,
-    Edit,
-    Entry,
-    Listed,
-    ReadFile,
-    Store,
-    TenantError,
-    TenantStore,
-    VersionedStore,
-    tenant_name,
-)
+from .store_protocol import Edit, Entry, Listed, ReadFile, Store, TenantError, TenantStore, tenant_name
+
+if TYPE_CHECKING:  # the optional protocols: `_store_extras.py`, loaded when named (a vendored copy may leave it out)
+    from ._store_extras import AccessRecords, ChangeJournal, VersionedStore
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -52,3 +45,15 @@ __all__ = [
     "tenant_name",
 ]
 __version__ = "0.1.0"
+_EXTRAS = ("AccessRecords", "ChangeJournal", "VersionedStore")
+if optional_module("_store_extras", "", required=False) is None:  # a vendored copy without it: `import *` works
+    __all__ = [name for name in __all__ if name not in _EXTRAS]
+
+
+def __getattr__(name: str) -> object:
+    """The optional protocols, from `store_protocol` (which loads `_store_extras.py` for them: D-VENDOR-SET)."""
+    if name in _EXTRAS:
+        from . import store_protocol
+
+        return getattr(store_protocol, name)
+    raise AttributeError(name)

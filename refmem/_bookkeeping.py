@@ -22,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from typing import Iterator, Optional, Protocol, Tuple
+from typing import Callable, Iterator, Optional, Protocol, Tuple
 
 from . import problems
 from ._kernel import Dir
@@ -76,6 +76,7 @@ class WriteLock:
         self._fd: Optional[int] = None
         self._pid = 0
         self._close = os.close
+        self.released: Optional[Callable[[], None]] = None  # called under the lock, just before it is let go
 
     def held(self) -> bool:
         return self._holder == threading.get_ident()
@@ -98,8 +99,12 @@ class WriteLock:
             try:
                 yield
             finally:
-                self._holder = None
-                fcntl.flock(fd, fcntl.LOCK_UN)
+                try:
+                    if self.released is not None:
+                        self.released()
+                finally:
+                    self._holder = None
+                    fcntl.flock(fd, fcntl.LOCK_UN)
 
     def _lock_file(self) -> Optional[int]:
         """The lock file (see `open_single`). Anything else squatting the bookkeeping folder or the lock's

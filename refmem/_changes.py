@@ -29,7 +29,8 @@ Guarantees (the filesystem store's; docs/spec-notes.md D-STORE-CHANGES):
 * Cheap: one `write` of one line per mutation (the file is opened for the call in the `.refmem`
   folder kept open, so no file stays open for writing), no fsync. And only once someone reads changes:
   the first `since` on a root makes the journal (answering "rescan", since it has no generation to go
-  by); until then a mutation costs one `stat` that finds no journal, and appends nothing. A writer
+  by); until then a mutation costs one `stat` of `.refmem` in the root's folder (same folder, same times as when no
+  journal was found: none was made since, see `_still_absent`), and appends nothing. A writer
   holds the lock while it looks and writes, and the first reader makes the journal under it, so a
   change is either made before the reader's first generation (and its rescan sees it) or recorded. The journal is
   therefore as durable as the access records, not as the content: a power loss may drop its last
@@ -62,6 +63,7 @@ FORMAT = "refmem-changes 1"
 MAX_BYTES = 256 * 1024  # the file starts over past this: about 4,000 mutations of short paths
 MAX_PATHS = 1024  # more distinct paths than this since a generation: rescan instead
 HEADER_MAX = 128
+ABSENT_SETTLED_NS = 2_000_000_000  # "no journal" is remembered only of a `.refmem` unchanged this long (FAT's step)
 _HEADER = re.compile(rb"refmem-changes 1 ([0-9]{1,20}) ([0-9A-Za-z-]{1,64})\n")
 _BOOT_ID = "/proc/sys/kernel/random/boot_id"
 _boot: Optional[str] = None
@@ -114,6 +116,10 @@ class Journal:
         self._pid = 0
         self._checked: Optional[Identity] = None  # the journal file whose header this process checked
         self._dir_identity: Identity = (0, 0)
+        self._seen_top: Optional[os.stat_result] = None  # `.refmem` as `_moved` last found it
+        # "No journal": `.refmem` (identity, mtime, ctime) when it was last found without one, unchanged for longer than
+        # any filesystem's timestamp step. Creating the journal changes both times, so while they stand, none was made.
+        self._absent: Optional[Tuple[Identity, int, int]] = None
 
     # -- the file --
 
@@ -134,7 +140,26 @@ class Journal:
                 now = top.lstat(BOOKKEEPING_DIR)
         else:
             now = top.lstat(BOOKKEEPING_DIR)
+        self._seen_top = now
         return now is None or identity(now) != self._dir_identity
+
+    def _still_absent(self) -> bool:
+        """No journal was made since one was last found missing: `.refmem` is the same folder, with the same
+        modification and change times (one `lstat` in the root's folder, where looking for the journal took two)."""
+        absent = self._absent
+        if absent is None or self._pid != os.getpid():
+            return False
+        if self._moved():
+            return False
+        now = self._seen_top
+        return now is not None and (identity(now), now.st_mtime_ns, now.st_ctime_ns) == absent
+
+    def _note_absent(self) -> None:
+        """Remember that no journal is there, only when `.refmem` last changed longer ago than any timestamp step
+        (two seconds, FAT's): a journal made later then always moves its times (a racy-timestamp guard)."""
+        now = self._seen_top
+        if now is not None and time.time_ns() - max(now.st_mtime_ns, now.st_ctime_ns) > ABSENT_SETTLED_NS:
+            self._absent = (identity(now), now.st_mtime_ns, now.st_ctime_ns)
 
     def _open(self, create: bool) -> Optional[Tuple[int, os.stat_result]]:
         """The journal open for reading and appending (and its fstat), made if missing with `create`;
@@ -199,6 +224,7 @@ class Journal:
         return len(header)
 
     def close(self) -> None:
+        self._absent = None
         folder, self._dir = self._dir, None
         if folder is not None and self._pid == os.getpid():
             folder.close()
@@ -208,8 +234,12 @@ class Journal:
     def append(self, paths: Iterable[str]) -> None:
         """Record that `paths` are about to change (call under the write lock, before the change), when
         there is a journal: one is made by the first reader (`since`)."""
+        if self._still_absent():
+            return
+        self._absent = None
         opened = self._open(create=False)  # as `_opened`, without its generator: every mutation comes here
         if opened is None:
+            self._note_absent()
             return
         fd = opened[0]
         try:
@@ -227,6 +257,7 @@ class Journal:
     def since(self, generation: int) -> Changes:
         """The paths recorded after `generation` and the generation to ask from next (see Changes). The
         first call on a root makes the journal (and, having no generation to go by, says rescan)."""
+        self._absent = None
         with self._opened(create=True) as opened:
             if opened is None:  # pragma: no cover - made when missing
                 raise OsFailure("bookkeeping")

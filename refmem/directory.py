@@ -154,9 +154,12 @@ class Directory:
         self.portable = top.portable
         self.tenant = tenant
         self._lock = WriteLock(top)
+        self._kept = _Kept()  # under the lock, the folder `entry` reached, for the command's next step
+        self._lock.released = self._kept.drop  # closed when the lock is let go (no cycle: `_Kept` knows no store)
 
     def close(self) -> None:
         """Release the root's descriptors (the handler keeps them for its lifetime)."""
+        self._kept.drop()
         self._lock.close()
         self.dir.close()
 
@@ -185,7 +188,14 @@ class Directory:
 
     def _found_parent(self, path: VirtualPath) -> Dir:
         """The folder holding `path`, which a command expects to find there; the root-removed check (a stat)
-        is made only when the folder is not found, since a removed root has no entries (what a view does)."""
+        is made only when the folder is not found, since a removed root has no entries (what a view does).
+
+        Under `locked()`, the folder `entry` just reached for the same path is the one taken (the walk is not made
+        twice in one command: a rename looks at its source, then moves it); the caller closes what it gets."""
+        kept = self._kept
+        if kept.folder is not None and kept.parts == path.parts[:-1] and self._lock.held():
+            folder, kept.folder = kept.folder, None
+            return folder
         try:
             return self._parent(path, check=False)
         except Missing:
@@ -228,11 +238,17 @@ class Directory:
         if path.is_root:
             return Entry(DIR, 0)
         try:
-            with self._parent(path, check=False) as folder:
-                info = folder.lstat(path.name)
+            folder = self._parent(path, check=False)
         except Missing:
             self.dir.check_removed()
             return None
+        try:
+            info = folder.lstat(path.name)
+        finally:
+            if self._lock.held():  # for the command's next step (`_found_parent`), until the lock is let go
+                self._kept.keep(path.parts[:-1], folder)
+            else:
+                folder.close()
         if info is None:
             self.dir.check_removed()
             return None
@@ -415,8 +431,30 @@ class Directory:
 
     def locked(self) -> ContextManager[None]:
         """An exclusive lock shared by every handler, thread and process on this root (`flock` of
-        `.refmem/lock`, see bookkeeping.WriteLock)."""
+        `.refmem/lock`, see bookkeeping.WriteLock). A folder `entry` reached within it may serve the command's
+        next step (`_found_parent`); it is closed when the lock is let go."""
         return self._lock.locked()
+
+
+class _Kept:
+    """The folder `Directory.entry` reached under the write lock, for the same command's next step: a rename looks
+    at its source, then moves it, and walks once. Only the lock's holder sets or takes it; the lock's release
+    closes it, so nothing reached in one command serves another."""
+
+    __slots__ = ("parts", "folder")
+
+    def __init__(self) -> None:
+        self.parts: Tuple[str, ...] = ()
+        self.folder: Optional[Dir] = None
+
+    def keep(self, parts: Tuple[str, ...], folder: Dir) -> None:
+        self.drop()
+        self.parts, self.folder = parts, folder
+
+    def drop(self) -> None:
+        folder, self.folder = self.folder, None
+        if folder is not None:
+            folder.close()
 
 
 def _version(info: os.stat_result) -> Tuple[int, int, int, int, int]:
