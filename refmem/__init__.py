@@ -9,9 +9,7 @@ Modules whose names start with `_` are internal: import them only from inside re
 lists the files a vendored copy needs.
 """
 
-from typing import TYPE_CHECKING
-
-from ._optional import MissingModule, optional_module
+from ._optional import MissingModule
 from .directory import open_directory
 from .handler import MemoryHandler
 from .limits import DEFAULT_LIMITS, Limits
@@ -19,8 +17,14 @@ from .messages import Result
 from .paths import PathError, VirtualPath, parse_path
 from .store_protocol import Edit, Entry, Listed, ReadFile, Store, TenantError, TenantStore, tenant_name
 
-if TYPE_CHECKING:  # the optional protocols: `_store_extras.py`, loaded when named (a vendored copy may leave it out)
+try:  # the optional protocols (D-STORE-EXTRAS); a vendored copy may leave `_store_extras.py` out (D-VENDOR-SET)
     from ._store_extras import AccessRecords, ChangeJournal, VersionedStore
+except ModuleNotFoundError as absent:
+    if absent.name != f"{__name__}._store_extras":
+        raise
+    _EXTRAS_COPIED = False
+else:
+    _EXTRAS_COPIED = True
 
 __all__ = [
     "DEFAULT_LIMITS",
@@ -45,15 +49,5 @@ __all__ = [
     "tenant_name",
 ]
 __version__ = "0.1.0"
-_EXTRAS = ("AccessRecords", "ChangeJournal", "VersionedStore")
-if optional_module("_store_extras", "", required=False) is None:  # a vendored copy without it: `import *` works
-    __all__ = [name for name in __all__ if name not in _EXTRAS]
-
-
-def __getattr__(name: str) -> object:
-    """The optional protocols, from `store_protocol` (which loads `_store_extras.py` for them: D-VENDOR-SET)."""
-    if name in _EXTRAS:
-        from . import store_protocol
-
-        return getattr(store_protocol, name)
-    raise AttributeError(name)
+if not _EXTRAS_COPIED:  # a vendored copy without them: `import *` works, and the names are absent
+    __all__ = [name for name in __all__ if name not in ("AccessRecords", "ChangeJournal", "VersionedStore")]

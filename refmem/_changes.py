@@ -55,9 +55,9 @@ from ._bookkeeping import BOOKKEEPING_DIR, CHANGES_NAME, Walker, open_folder
 from ._handles import Identity, identity
 from ._kernel import Dir
 from ._single import open_single
+from ._store_extras import Changes
 from .paths import ROOT
 from .problems import OsFailure
-from .store_protocol import Changes
 
 FORMAT = "refmem-changes 1"
 MAX_BYTES = 256 * 1024  # the file starts over past this: about 4,000 mutations of short paths

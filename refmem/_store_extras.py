@@ -1,8 +1,8 @@
 """The store's optional protocols: what only some deployments read (`store_protocol.py` is what the six commands
 need). A store implements any of them beside `store_protocol.Store`: `ChangeJournal` (OpenClaw's index), `AccessRecords`
 (expiry), `VersionedStore` (history, D-STORE-HISTORY), `PrunableStore` and `ErasableStore` (the database stores). The
-handler finds them with `getattr`, never by import, so a vendored copy leaves this file out (D-VENDOR-SET);
-`store_protocol` still names them, loading this file when asked.
+handler finds them with `getattr`, never by import, so a vendored copy leaves this file out (D-VENDOR-SET); the
+modules that use them import them from here (D-STORE-EXTRAS).
 """
 
 from __future__ import annotations

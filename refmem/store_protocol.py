@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import re
 from typing import (
-    TYPE_CHECKING,
     Callable,
     ContextManager,
     Iterator,
@@ -43,18 +42,8 @@ from typing import (
     runtime_checkable,
 )
 
-from ._optional import required_module
 from .messages import TENANT_FORM, TENANT_RESERVED, TENANT_TYPE
 from .paths import VirtualPath
-
-if TYPE_CHECKING:  # what only some deployments read: `_store_extras.py`, loaded when named (D-VENDOR-SET)
-    from ._store_extras import AccessRecords as AccessRecords
-    from ._store_extras import ChangeJournal as ChangeJournal
-    from ._store_extras import Changes as Changes
-    from ._store_extras import ErasableStore as ErasableStore
-    from ._store_extras import PrunableStore as PrunableStore
-    from ._store_extras import Version as Version
-    from ._store_extras import VersionedStore as VersionedStore
 
 
 class Entry(NamedTuple):
@@ -195,15 +184,3 @@ def tenant_name(raw: object) -> str:
     if raw in _TENANT_RESERVED:
         raise TenantError(TENANT_RESERVED)
     return raw
-
-
-_EXTRAS = frozenset(
-    {"AccessRecords", "ChangeJournal", "Changes", "ErasableStore", "PrunableStore", "Version", "VersionedStore"}
-)
-
-
-def __getattr__(name: str) -> object:
-    """The optional protocols live in `_store_extras.py`, which a vendored copy may leave out (D-VENDOR-SET)."""
-    if name in _EXTRAS:
-        return getattr(required_module("_store_extras", "a store's optional protocols (journal, history)"), name)
-    raise AttributeError(name)

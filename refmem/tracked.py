@@ -18,9 +18,10 @@ from typing import Optional, Tuple, Union
 from . import _kernel as kernel
 from ._access import AccessTracker
 from ._changes import Journal
+from ._store_extras import Changes
 from .directory import BOOKKEEPING_DIR, LOCK_NAME, Directory, Edit, Entry, Listed, OpenFile, TooBig, protected
 from .paths import RESERVED_PREFIX, VirtualPath
-from .store_protocol import Changes, ReadFile
+from .store_protocol import ReadFile
 
 __all__ = [
     "BOOKKEEPING_DIR", "LOCK_NAME", "Edit", "Entry", "Listed", "OpenFile", "TooBig", "TrackedDirectory", "protected"

@@ -25,10 +25,11 @@ from typing import Any, Callable, Dict, Iterator, List, NamedTuple, Optional, Tu
 import postgres_support
 
 from refmem import problems
+from refmem._store_extras import Changes
 from refmem.directory import Directory
 from refmem.paths import VirtualPath
 from refmem.problems import DIR, FILE
-from refmem.store_protocol import Changes, Entry, Store, TenantError, tenant_name
+from refmem.store_protocol import Entry, Store, TenantError, tenant_name
 from refmem.stores import location
 from refmem.stores.location import Scheme
 from refmem.tracked import TrackedDirectory

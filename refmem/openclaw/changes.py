@@ -32,8 +32,9 @@ import threading
 import time
 from typing import Callable, Dict, List, Optional, Set, Tuple, Union
 
+from .._store_extras import ChangeJournal
 from ..problems import FsProblem
-from ..store_protocol import ChangeJournal, Store
+from ..store_protocol import Store
 from ..tracked import TrackedDirectory
 from .storedisk import guarded
 

@@ -38,22 +38,13 @@ from typing import (
 )
 
 from .. import problems
+from .._store_extras import Changes, ErasableStore, PrunableStore, Version, VersionedStore
 from .._store_messages import RESTORE_NUMBER_TYPE, WRITE_DATA_TYPE, WRITE_EXPECTED_TYPE
 from ..limits import DEFAULT_HISTORY_LIMITS, DEFAULT_LIMITS, HistoryLimits, Limits
 from ..messages import TENANT_NESTED
 from ..paths import RESERVED_PREFIX, VirtualPath
 from ..problems import DIR, FILE, Conflict, Exists, Missing, NotRegular, NoVersion, OsFailure, ParentNotDir, TooBig
-from ..store_protocol import (
-    Changes,
-    Entry,
-    ErasableStore,
-    PrunableStore,
-    ReadFile,
-    Store,
-    TenantError,
-    Version,
-    VersionedStore,
-)
+from ..store_protocol import Entry, ReadFile, Store, TenantError
 from . import history
 from .quota import Quota
 from .schema import DEFAULT_TENANT, VERSION_ROW_BYTES, Queries, subtree

@@ -17,11 +17,11 @@ import datetime
 import time
 from typing import Any, List, Optional, Protocol, Sequence, Tuple
 
+from .._store_extras import Version
 from .._store_messages import ACTOR_FORM, HISTORY_LINE, HISTORY_NO_ACTOR
 from ..limits import HistoryLimits
 from ..messages import escape
 from ..problems import FILE, OsFailure
-from ..store_protocol import Version
 from .schema import VERSION_ROW_BYTES, Queries
 
 TRIM_BATCH = 64

@@ -18,9 +18,10 @@ import pytest
 from storage_support import DictStore
 
 from refmem import Limits, MemoryHandler, Result
+from refmem._store_extras import Changes
 from refmem.messages import render
 from refmem.paths import VirtualPath
-from refmem.store_protocol import Changes, Store, TenantError
+from refmem.store_protocol import Store, TenantError
 from refmem.stores.sqlite import SqliteStore
 from refmem.tracked import TrackedDirectory
 

@@ -38,6 +38,10 @@ def _sibling_imports(path: pathlib.Path) -> List[str]:
     for node in ast.walk(tree):  # `if TYPE_CHECKING:` blocks are never run
         if isinstance(node, ast.If) and getattr(node.test, "id", None) == "TYPE_CHECKING":
             node.body = []
+        elif isinstance(node, ast.Try) and any(  # an import a copy may lack: `except ModuleNotFoundError` guards it
+            getattr(handler.type, "id", None) == "ModuleNotFoundError" for handler in node.handlers
+        ):
+            node.body = []
     found: List[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.level == 1:

@@ -19,9 +19,9 @@ import pytest
 from sql_store_support import Opener, run, vp
 
 from refmem import MemoryHandler
+from refmem._store_extras import Version, VersionedStore
 from refmem.limits import HistoryLimits
 from refmem.problems import Conflict, Exists, NotRegular, NoVersion, OsFailure, ParentNotDir, TooBig
-from refmem.store_protocol import Version, VersionedStore
 from refmem.stores import StoreError
 from refmem.stores.core import SqlStore
 from refmem.stores.history import line

@@ -16,7 +16,7 @@ from sql_store_support import Opener, refmem_cli, run, vp
 
 from refmem import MemoryHandler
 from refmem._listing import list_tree
-from refmem.store_protocol import ErasableStore
+from refmem._store_extras import ErasableStore
 from refmem.stores.sqlite import SqliteStore
 
 

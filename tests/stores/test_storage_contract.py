@@ -26,9 +26,10 @@ from storage_support import KINDS, StoreKind
 
 from refmem import problems
 from refmem._listing import list_tree
+from refmem._store_extras import AccessRecords, ChangeJournal, Changes
 from refmem.paths import VirtualPath, parse_path
 from refmem.problems import DIR, FILE
-from refmem.store_protocol import AccessRecords, ChangeJournal, Changes, Store, TenantError, TenantStore, tenant_name
+from refmem.store_protocol import Store, TenantError, TenantStore, tenant_name
 
 
 @pytest.fixture(params=KINDS, ids=[kind.name for kind in KINDS])
