@@ -71,8 +71,18 @@ def _documented_row(row: str) -> Optional[Tuple[int, str]]:
     return int(match.group(2)), match.group(3)
 
 
+_TAB_LINE = re.compile(r"^[ \t]*(\d+)\t(.*)$", re.DOTALL)
+
+
 def _tolerant_row(row: str) -> Optional[Tuple[int, str]]:
     match = _TOLERANT_LINE.match(row)
+    return None if match is None else (int(match.group(1)), match.group(2))
+
+
+def _tab_row(row: str) -> Optional[Tuple[int, str]]:
+    """A number, a tab, the text: the text kept whole (the general reading takes `\t- x` as a dash after the
+    number, so a line that starts with a dash would lose it)."""
+    match = _TAB_LINE.match(row)
     return None if match is None else (int(match.group(1)), match.group(2))
 
 
@@ -93,9 +103,15 @@ def _counting_up(rows: List[str], read: Callable[[str], Optional[Tuple[int, str]
     return lines
 
 
-def _numbered(rows: List[str]) -> Optional[List[str]]:
-    """`rows` without their numbers, when every row is numbered, counting up by one; else None."""
-    return _counting_up(rows, _tolerant_row)
+def _numbered(rows: List[str]) -> List[List[str]]:
+    """`rows` without their numbers, in each way every row is numbered, counting up by one (a tab after each
+    number, then any separator); empty when they are not numbered."""
+    found = []
+    for read in (_tab_row, _tolerant_row):
+        lines = _counting_up(rows, read)
+        if lines is not None and lines not in found:
+            found.append(lines)
+    return found
 
 
 def tolerant_readings(output: str, path: str = "") -> List[List[str]]:
@@ -110,8 +126,8 @@ def tolerant_readings(output: str, path: str = "") -> List[List[str]]:
         if skip and _TOLERANT_LINE.match(rows[skip - 1]):
             break  # a header is not numbered: a numbered first row that breaks the count is no header
         numbered = _numbered(rows[skip:])
-        if numbered is not None and rows[skip:]:
-            found.append(_without_final_empty(numbered))
+        if numbered and rows[skip:]:
+            found += [_without_final_empty(lines) for lines in numbered]
             break
     header = bool(rows) and (rows[0].rstrip().endswith(":") or bool(path) and path in rows[0])
     found += [rows[1:], rows] if header else [rows, rows[1:]]

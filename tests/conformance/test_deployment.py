@@ -405,6 +405,12 @@ def test_a_view_drawn_any_common_way_has_a_reading_that_is_the_file(output: str)
     assert ["x", "ANCHOR"] in [reading.lines for reading in readback.view_readings(output, "/memories/a.txt")]
 
 
+def test_a_line_that_starts_with_a_dash_keeps_it_after_a_tab() -> None:
+    output = "Here's the result of running `cat -n` on /memories/a.txt:\n     1\t- x\n     2\t-> y\n     3\t\n"
+    assert ["- x", "-> y"] in [reading.lines for reading in readback.view_readings(output, "/memories/a.txt")]
+    assert ["x", "y"] in [reading.lines for reading in readback.view_readings("1 - x\n2 - y")]
+
+
 def test_the_documented_reading_is_strict_and_numbers_must_count_up_by_one() -> None:
     assert readback.documented_lines("  1 | x") is None
     assert readback.documented_lines("     1\tx\n     3\ty") is None
