@@ -14,7 +14,10 @@ both safety; and its evidence):
   lost-updates            K sessions run str_replace, insert, create and rename on shared files and folders at
                           the same moment, each adding a unique token. Flagged when afterwards a token of a
                           command that succeeded is missing (lost) or there twice (duplicated), a token of a
-                          refused command is there, or a file is not whole.
+                          refused command is there, or a file is not whole. What the backend adds to every
+                          file it creates (a final newline, CRLF endings), as one plain uncontested create read
+                          back the same way shows it, is taken off before the tokens are counted, and the
+                          evidence says so.
   readers-during-writers  one session rewrites a file between two versions while the others view it; flagged
                           when a view shows neither version whole.
   tenants                 two tenants: the security matrix's payloads in one, canary text in the other; flagged
