@@ -486,7 +486,7 @@ def _state_shown(output: str, path: str, text: str) -> Optional[str]:
     is the file's expected text, as a documented view of it would read; else the evidence that was read, for the
     finding. The state is judged here, not the format: the cases about the view's format judge that in their
     steps."""
-    expected = [readback.documented_lines(body) for body in numbered_bodies({"text": text})]
+    expected = [readback.documented_lines(body) for body in [numbered(text), *numbered_bodies({"text": text})]]
     if any(reading.lines in expected for reading in readback.view_readings(output, path)):
         return None
     return f"evidence: {FINAL_EVIDENCE}; no reading is the expected text"
