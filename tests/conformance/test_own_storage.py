@@ -123,6 +123,8 @@ def test_a_final_view_in_another_format_shows_the_state_and_a_wrong_one_does_not
     [finding] = check_final_views(final, viewer("== /memories/a.txt ==\n  1 | one\n"), "reference")
     assert "evidence: documented view, then every tolerant reading" in finding.message, finding
     assert check_final_views(final, viewer("  1 | one\n  3 | two\n"), "reference") != []
+    crlf = {"files": {"w.txt": "one\r\ntwo\r\n"}}  # a view cannot tell CRLF from LF (the documented check neither)
+    assert check_final_views(crlf, viewer("== /memories/w.txt ==\n  1 | one\n  2 | two\n"), "reference") == []
     dashes = {"files": {"a.md": "- one\n- two\n"}}  # a tab, then a dash that is the text's (inspect_ai's views)
     shown = "Here's the result of running `cat -n` on /memories/a.md:\n     1\t- one\n     2\t- two\n     3\t\n"
     assert check_final_views(dashes, viewer(shown), "reference") == []
