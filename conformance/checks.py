@@ -17,6 +17,7 @@ from refmem_harness.hosttree import Node, Tree
 from refmem_harness.target_base import StepResult
 from refmem_harness.visible import clip, diff, inline
 
+from . import readback
 from .effects import CRASH, HANG, OUTSIDE_CHANGED, OUTSIDE_CONTENT_SHOWN, OUTSIDE_NAME_SHOWN, class_of
 from .excerpt import STORED_HEAD, STORED_TAIL, stored, windows
 from .matchers import match_problem, numbered_bodies
@@ -442,11 +443,15 @@ def check_final_views(final: Dict[str, Any], view: Any, tier: str) -> List[Findi
     for path, text in files.items():
         result = view(f"/memories/{path}")
         body = result.output.split("\n", 1)[1] if "\n" in result.output else ""
-        if result.is_error or (body != numbered(text) and body not in numbered_bodies({"text": text})):
+        if result.is_error or body == numbered(text) or body in numbered_bodies({"text": text}):
+            evidence = None if not result.is_error else "the view is an error"
+        else:
+            evidence = _state_shown(result.output, f"/memories/{path}", text)
+        if evidence is not None:
             findings.append(
                 Finding(
                     "final",
-                    f"{path}: viewing it does not show the expected text",
+                    f"{path}: viewing it does not show the expected text ({evidence})",
                     expected=stored(numbered(text)),
                     actual=result.output,
                     detail=diff(*windows(numbered(text), body)),
@@ -454,13 +459,11 @@ def check_final_views(final: Dict[str, Any], view: Any, tier: str) -> List[Findi
                 )
             )
     if final.get("exact"):
-        listing = view("/memories").output.split("\n")[2:]
         allowed = {f"/memories/{path}" for path in files}
         allowed |= {
             "/memories/" + "/".join(path.split("/")[:n]) for path in files for n in range(1, path.count("/") + 1)
         }
-        for line in listing:
-            shown = line.split("\t", 1)[-1]
+        for shown in _listed_entries(view("/memories").output):
             if shown.endswith("/"):
                 continue  # a folder: `exact` names files, as on disk (check_final_tree)
             if shown and shown not in allowed:
@@ -472,3 +475,29 @@ def check_final_views(final: Dict[str, Any], view: Any, tier: str) -> List[Findi
         if not view(f"/memories/{path.rstrip('/')}").is_error:
             findings.append(Finding("final", f"{path}: expected absent, but view shows it", cls=tier))
     return findings
+
+
+FINAL_EVIDENCE = "documented view, then every tolerant reading of it (readback.py)"
+"""What a final-state check through views read: the state is judged, not the view's format (D-FINAL-READBACK)."""
+
+
+def _state_shown(output: str, path: str, text: str) -> Optional[str]:
+    """None when some reading of the view `output` (readback.view_readings: any numbering, spacing or header)
+    is the file's expected text, as a documented view of it would read; else the evidence that was read, for the
+    finding. The state is judged here, not the format: the cases about the view's format judge that in their
+    steps."""
+    expected = [readback.documented_lines(body) for body in [numbered(text), *numbered_bodies({"text": text})]]
+    if any(reading.lines in expected for reading in readback.view_readings(output, path)):
+        return None
+    return f"evidence: {FINAL_EVIDENCE}; no reading is the expected text"
+
+
+_LISTED_ROW = re.compile(r"^[^\t\n]*\t(/memories/[^\n]*)$", re.MULTILINE)
+_LISTED_PATH = re.compile(r"/memories/[^\s,;()]+")
+
+
+def _listed_entries(output: str) -> List[str]:
+    """The entries a listing shows below the root, a folder with its final slash: its documented `SIZE<tab>PATH`
+    rows, else every `/memories/...` path on a line after the first (a listing drawn another way)."""
+    rows = _LISTED_ROW.findall(output)
+    return rows or [path for line in output.split("\n")[1:] for path in _LISTED_PATH.findall(line)]

@@ -14,7 +14,10 @@ both safety; and its evidence):
   lost-updates            K sessions run str_replace, insert, create and rename on shared files and folders at
                           the same moment, each adding a unique token. Flagged when afterwards a token of a
                           command that succeeded is missing (lost) or there twice (duplicated), a token of a
-                          refused command is there, or a file is not whole.
+                          refused command is there, or a file is not whole. What the backend adds to every
+                          file it creates (a final newline, CRLF endings), as one plain uncontested create read
+                          back the same way shows it, is taken off before the tokens are counted, and the
+                          evidence says so.
   readers-during-writers  one session rewrites a file between two versions while the others view it; flagged
                           when a view shows neither version whole.
   tenants                 two tenants: the security matrix's payloads in one, canary text in the other; flagged
@@ -250,23 +253,13 @@ class _Run(ScreenedRun):
 
 # --- reading a file back (conformance/readback.py: the documented view, a tolerant reading, its bytes) -------
 
-_LISTED = re.compile(r"^[^\t\n]*\t(/memories/[^\n]*)$", re.MULTILINE)
-
-
 def file_lines(output: str) -> List[str]:
     """A view's lines in the documented format, or in the first tolerant reading when it is not."""
     documented = readback.documented_lines(output)
     return documented if documented is not None else readback.tolerant_readings(output)[0]
 
 
-_PATH = re.compile(r"/memories(?:/[^\s,;()]*)?")
-
-
-def listed_paths(output: str) -> List[str]:
-    """The paths a folder view lists, without a folder's final slash: its documented `SIZE<tab>PATH` lines, else
-    every `/memories/...` path on a line after the first (a listing drawn another way; the first is a header)."""
-    found = _LISTED.findall(output) or [path for line in output.split("\n")[1:] for path in _PATH.findall(line)]
-    return [path.rstrip("/") for path in found]
+listed_paths = readback.listed_paths
 
 
 def file_bytes(run: _Run, session: AdapterTarget, path: str) -> Optional[Reading]:
@@ -401,8 +394,10 @@ def _lost_updates(run: _Run, plan: Plan) -> None:
     first = sessions[0]
     base, nonce = "/memories/shared", secrets.token_hex(3)
     notes, box = f"{base}/notes.txt", f"{base}/box-0"
+    plain = (f"{base}/plain.txt", f"plain{nonce}\n")
     run.create(first, notes, "notes\nANCHOR\n")
     run.create(first, f"{box}/box.txt", "box\n")
+    run.create(first, *plain)  # uncontested: what the backend adds to every file it creates (_added)
     tally = _Tally()
     edits: Dict[str, Tuple[str, bool]] = {}
     creates: Dict[str, List[Tuple[str, bool]]] = {}
@@ -428,8 +423,9 @@ def _lost_updates(run: _Run, plan: Plan) -> None:
         if run.failed:
             return
     checker = run.open()[0]  # a new session reads the store as any later process would
-    _judge_notes(run, checker, notes, edits, tally)
-    _judge_tree(run, checker, base, box, creates, tally)
+    read = functools.partial(_readings_less_added, run, checker, _added(run, checker, *plain))
+    _judge_notes(run, read, notes, edits, tally)
+    _judge_tree(run, checker, read, base, box, creates, tally)
     figures = dataclasses.asdict(tally)
     del figures["blamed"]
     figures["sessions"] = len(sessions)
@@ -455,7 +451,8 @@ def _by_command(counts: Dict[str, int]) -> str:
 
 def _evidence(kinds: Sequence[str]) -> str:
     """The evidence of a finding read back from several files: the strongest kind first."""
-    ordered = sorted(set(kinds), key=lambda kind: -readback.EVIDENCE.index(kind) if kind in readback.EVIDENCE else 0)
+    ordered = sorted(set(kinds), key=lambda kind: -readback.EVIDENCE.index(readback.evidence_kind(kind))
+                     if readback.evidence_kind(kind) in readback.EVIDENCE else 0)
     return ", ".join(ordered) or NO_READING
 
 
@@ -479,11 +476,32 @@ def _notes_tally(lines: List[str], notes: str, edits: Dict[str, Tuple[str, bool]
     return tally
 
 
-def _judge_notes(
-    run: _Run, checker: AdapterTarget, notes: str, edits: Dict[str, Tuple[str, bool]], tally: _Tally
-) -> None:
-    view = run.run(checker, {"command": "view", "path": notes})
-    found = readback.judged(readings(run, checker, notes, view),
+def _added(run: _Run, checker: AdapterTarget, path: str, text: str) -> Dict[str, readback.Added]:
+    """What the backend adds to every file it creates, by the kind of evidence that shows it: read from a
+    plain create no other command touched (empty for a kind whose reading of it is not its text plus such
+    formatting, so nothing is forgiven there)."""
+    found: Dict[str, readback.Added] = {}
+    for reading in readings(run, checker, path, run.run(checker, {"command": "view", "path": path})):
+        added = readback.added_formatting(reading.lines, text.splitlines())
+        if added is not None and reading.evidence not in found:
+            found[reading.evidence] = added
+    return found
+
+
+def _readings_less_added(run: _Run, checker: AdapterTarget, added: Dict[str, readback.Added],
+                         path: str) -> Iterator[Reading]:
+    """Every reading of the file (`readings`), each without what the backend adds to every file it creates, when
+    it shows exactly that (its evidence then says so)."""
+    for reading in readings(run, checker, path, run.run(checker, {"command": "view", "path": path})):
+        yield readback.without_added(reading, added[reading.evidence]) if reading.evidence in added else reading
+
+
+_Read = Callable[[str], Iterator[Reading]]
+"""Every reading of a file, by its path (_readings_less_added, bound to a check's run and reader)."""
+
+
+def _judge_notes(run: _Run, read: _Read, notes: str, edits: Dict[str, Tuple[str, bool]], tally: _Tally) -> None:
+    found = readback.judged(read(notes),
                             lambda lines: _notes_tally(lines, notes, edits).problems())
     if found is None:
         lost = _notes_tally([], notes, edits)
@@ -495,20 +513,16 @@ def _judge_notes(
 
 
 def _create_tally(lines: Optional[List[str]], path: str, attempts: List[Tuple[str, bool]]) -> _Tally:
-    """What the file that creates raced to make, read as `lines` (None: it is not there), shows of them."""
+    """What the file that creates raced to make, read as `lines` (None: it is not there), shows of them: a
+    create that said it made the file is lost when its text is not there (a second create that overwrote the
+    first loses the first; the survivor is no loss)."""
     tally = _Tally()
     made = [token for token, ok in attempts if ok]
-    refused = {token for token, ok in attempts if not ok}
-    if lines is None:
-        tally.lose("create", len(made))
-    elif len(lines) == 1 and lines[0] in made:
-        tally.lose("create", len(made) - 1)  # a second create that said it made the file overwrote the first
-    elif len(lines) == 1 and lines[0] in refused:
-        tally.refused_applied += 1
-        tally.lose("create", len(made))
-    else:
+    present = set(lines or [])
+    tally.lose("create", sum(token not in present for token in made))
+    tally.refused_applied += sum(token in present for token, ok in attempts if not ok)
+    if lines is not None and not (len(lines) == 1 and lines[0] in {token for token, _ok in attempts}):
         tally.not_whole.append(f"{path} is not the text of any one create")
-        tally.lose("create", len(made))
     return tally
 
 
@@ -521,11 +535,11 @@ _BOX = re.compile(r"box-(?:0|tok[0-9a-f]+-\d+-\d{3})(?![\w-])")
 
 
 def _judge_tree(
-    run: _Run, checker: AdapterTarget, base: str, box: str, creates: Dict[str, List[Tuple[str, bool]]], tally: _Tally
+    run: _Run, checker: AdapterTarget, read: _Read, base: str, box: str, creates: Dict[str, List[Tuple[str, bool]]],
+    tally: _Tally,
 ) -> None:
     for path, attempts in creates.items():
-        view = run.run(checker, {"command": "view", "path": path})
-        found = readback.judged(readings(run, checker, path, view),
+        found = readback.judged(read(path),
                                 functools.partial(_create_problems, path=path, attempts=attempts))
         if found is None:
             tally.merge(_create_tally(None, path, attempts), NO_READING)
@@ -534,9 +548,7 @@ def _judge_tree(
     listing = run.run(checker, {"command": "view", "path": base})
     boxes = {f"{base}/{name}" for name in _BOX.findall(listing.output)} if not listing.is_error else set()
     inside_path = f"{box}/box.txt"
-    inside = readback.judged(readings(run, checker, inside_path, run.run(checker, {"command": "view",
-                                                                                   "path": inside_path})),
-                             lambda lines: int(lines != ["box"]))
+    inside = readback.judged(read(inside_path), lambda lines: int(lines != ["box"]))
     moved = _Tally()
     if box not in boxes and inside is None:
         moved.lose("rename")

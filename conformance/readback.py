@@ -71,8 +71,18 @@ def _documented_row(row: str) -> Optional[Tuple[int, str]]:
     return int(match.group(2)), match.group(3)
 
 
+_TAB_LINE = re.compile(r"^[ \t]*(\d+)\t(.*)$", re.DOTALL)
+
+
 def _tolerant_row(row: str) -> Optional[Tuple[int, str]]:
     match = _TOLERANT_LINE.match(row)
+    return None if match is None else (int(match.group(1)), match.group(2))
+
+
+def _tab_row(row: str) -> Optional[Tuple[int, str]]:
+    """A number, a tab, the text: the text kept whole (the general reading takes `\t- x` as a dash after the
+    number, so a line that starts with a dash would lose it)."""
+    match = _TAB_LINE.match(row)
     return None if match is None else (int(match.group(1)), match.group(2))
 
 
@@ -93,9 +103,15 @@ def _counting_up(rows: List[str], read: Callable[[str], Optional[Tuple[int, str]
     return lines
 
 
-def _numbered(rows: List[str]) -> Optional[List[str]]:
-    """`rows` without their numbers, when every row is numbered, counting up by one; else None."""
-    return _counting_up(rows, _tolerant_row)
+def _numbered(rows: List[str]) -> List[List[str]]:
+    """`rows` without their numbers, in each way every row is numbered, counting up by one (a tab after each
+    number, then any separator); empty when they are not numbered."""
+    found = []
+    for read in (_tab_row, _tolerant_row):
+        lines = _counting_up(rows, read)
+        if lines is not None and lines not in found:
+            found.append(lines)
+    return found
 
 
 def tolerant_readings(output: str, path: str = "") -> List[List[str]]:
@@ -110,8 +126,8 @@ def tolerant_readings(output: str, path: str = "") -> List[List[str]]:
         if skip and _TOLERANT_LINE.match(rows[skip - 1]):
             break  # a header is not numbered: a numbered first row that breaks the count is no header
         numbered = _numbered(rows[skip:])
-        if numbered is not None and rows[skip:]:
-            found.append(_without_final_empty(numbered))
+        if numbered and rows[skip:]:
+            found += [_without_final_empty(lines) for lines in numbered]
             break
     header = bool(rows) and (rows[0].rstrip().endswith(":") or bool(path) and path in rows[0])
     found += [rows[1:], rows] if header else [rows, rows[1:]]
@@ -130,6 +146,17 @@ def view_readings(output: str, path: str = "") -> List[Reading]:
         readings.append(Reading(documented, DOCUMENTED))
     readings += [Reading(lines, TOLERANT) for lines in tolerant_readings(output, path) if lines != documented]
     return readings
+
+
+_LISTED = re.compile(r"^[^\t\n]*\t(/memories/[^\n]*)$", re.MULTILINE)
+_PATH = re.compile(r"/memories(?:/[^\s,;()]*)?")
+
+
+def listed_paths(output: str) -> List[str]:
+    """The paths a folder view lists, without a folder's final slash: its documented `SIZE<tab>PATH` lines, else
+    every `/memories/...` path on a line after the first (a listing drawn another way; the first is a header)."""
+    found = _LISTED.findall(output) or [path for line in output.split("\n")[1:] for path in _PATH.findall(line)]
+    return [path.rstrip("/") for path in found]
 
 
 def shows_in_order(output: str, lines: Sequence[str], absent: Sequence[str] = ()) -> bool:
@@ -151,6 +178,70 @@ def bytes_reading(data: bytes, evidence: str) -> Reading:
     return Reading(_without_final_empty(text.split("\n")), evidence)
 
 
+@dataclasses.dataclass(frozen=True)
+class Added:
+    """What a backend adds to the text of every file it creates, as one kind of evidence shows it: empty lines
+    after the last (a newline appended to the text), and a carriage return ending every line (CRLF line
+    endings). Neither can hide a loss: the tier's texts hold no empty line and no carriage return."""
+
+    final_empty: int = 0
+    carriage_returns: bool = False
+
+    def describe(self) -> str:
+        plural = "s" if self.final_empty != 1 else ""
+        parts = [f"{self.final_empty} final empty line{plural}"] if self.final_empty else []
+        parts += ["a carriage return ending every line"] if self.carriage_returns else []
+        return " and ".join(parts)
+
+
+def _without_carriage_returns(lines: List[str]) -> Optional[List[str]]:
+    """`lines` without the carriage return that ends every one of them; None when one does not end so."""
+    if not lines or not all(line.endswith("\r") for line in lines):
+        return None
+    return [line[:-1] for line in lines]
+
+
+def added_formatting(lines: List[str], text: List[str]) -> Optional[Added]:
+    """What a backend added to `text` (the lines of a plain create's `file_text`, none of them empty) when the
+    file reads back as `lines`: None when `lines` is not `text` plus formatting the backend adds uniformly
+    (final empty lines, carriage returns ending every line)."""
+    plain = _without_carriage_returns(lines)
+    carriage_returns = plain is not None
+    lines = plain if plain is not None else lines
+    if lines[: len(text)] != text or any(lines[len(text) :]):
+        return None
+    return Added(len(lines) - len(text), carriage_returns)
+
+
+def without_added(reading: Reading, added: Added) -> Reading:
+    """`reading` without what the backend adds to every file it creates (`added`), when it shows exactly that:
+    its evidence then says so. A reading that does not carry the formatting is returned as it is."""
+    lines = reading.lines
+    if added.carriage_returns:
+        plain = _without_carriage_returns(lines)
+        if plain is None:
+            return reading
+        lines = plain
+    count = added.final_empty
+    if count:
+        if len(lines) <= count or any(lines[-count:]):
+            return reading
+        lines = lines[:-count]
+    if lines == reading.lines:
+        return reading
+    return Reading(lines, f"{reading.evidence}{LESS_ADDED}{added.describe()}, as a plain create read back the "
+                          f"same way shows")
+
+
+LESS_ADDED = ", less "
+"""Joins a kind of evidence (EVIDENCE) and the formatting taken off a reading of it."""
+
+
+def evidence_kind(evidence: str) -> str:
+    """The kind of evidence (EVIDENCE) an evidence text names, without the formatting taken off."""
+    return evidence.partition(LESS_ADDED)[0]
+
+
 def judged(readings: Iterable[Reading], problems: Callable[[List[str]], int]) -> Optional[Tuple[Reading, int]]:
     """The reading that decides, and how many problems it shows: the first that shows none; bytes, when they
     are reached, whatever they show (they are the state); else the view reading that shows the fewest (what is
@@ -158,7 +249,7 @@ def judged(readings: Iterable[Reading], problems: Callable[[List[str]], int]) ->
     best: Optional[Tuple[Reading, int]] = None
     for reading in readings:
         count = problems(reading.lines)
-        if count == 0 or reading.evidence in BYTES:
+        if count == 0 or evidence_kind(reading.evidence) in BYTES:
             return reading, count
         if best is None or count < best[1]:
             best = (reading, count)

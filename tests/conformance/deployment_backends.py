@@ -267,3 +267,53 @@ def make_quoted_views(root: Path, tenant: Optional[str] = None) -> QuotedViews:
 def make_odd_views_unlocked(root: Path, tenant: Optional[str] = None) -> OddViews:
     """The unlocked backend (it really loses edits) with the odd views."""
     return OddViews(root, tenant, inner=Unlocked(root, tenant))
+
+
+# --- backends that add a newline to every file they create (as langchain-anthropic 1.7.10's filesystem does) ----
+
+
+class NewlineCreates:
+    """The reference, except that `create` writes `file_text` plus a newline: correct (a second create of one
+    path is refused, as the reference refuses it), only its files end with one more newline than they were given."""
+
+    def __init__(self, root: Path, tenant: Optional[str] = None) -> None:
+        self.root = Path(root)
+        self.inner = MemoryHandler(self.root, tenant=tenant)
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def execute(self, command: Any) -> Any:
+        if isinstance(command, dict) and command.get("command") == "create" and isinstance(command.get("file_text"),
+                                                                                           str):
+            return self._create(command["path"], command["file_text"] + "\n")
+        return self.inner.execute(command)
+
+    def _create(self, path: Any, text: str) -> Any:
+        return self.inner.execute({"command": "create", "path": path, "file_text": text})
+
+
+class NewlineOverwrites(NewlineCreates):
+    """`create` on a plain path writes `file_text` plus a newline whether or not the file exists (by a rename, so
+    the file is always one create's text): two creates of one path both succeed and one text is lost."""
+
+    def _create(self, path: Any, text: str) -> Any:
+        if not isinstance(path, str) or not _PLAIN.fullmatch(path) or ".." in path:
+            return super()._create(path, text)
+        file = self.root / path[len("/memories/") :]
+        file.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=file.parent, prefix=".planted-")
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temporary, file)
+        return f"File created successfully at: {path}"
+
+
+def make_newline_odd_views(root: Path, tenant: Optional[str] = None) -> OddViews:
+    """Correct: a newline added to every created file, and views numbered another way."""
+    return OddViews(root, tenant, inner=NewlineCreates(root, tenant))
+
+
+def make_newline_overwrites(root: Path, tenant: Optional[str] = None) -> NewlineOverwrites:
+    """A newline added to every created file, and a create that overwrites: one lost create per contested file."""
+    return NewlineOverwrites(root, tenant)

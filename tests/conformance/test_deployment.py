@@ -14,7 +14,7 @@ import os
 import pathlib
 import shutil
 import sys
-from typing import Any, Iterator, List, Set, Tuple
+from typing import Any, Iterator, List, Optional, Set, Tuple
 
 import pytest
 from conformance_support import scratch_folder
@@ -315,6 +315,69 @@ def test_a_correct_backend_whose_views_hide_the_text_is_judged_by_its_bytes(work
     assert report.figures["readers-during-writers"]["torn"] == 0, lines
 
 
+def test_a_correct_backend_that_adds_a_newline_to_every_create_gets_no_finding(workdir: pathlib.Path) -> None:
+    """Every created file ends with one more newline than it was given (langchain-anthropic 1.7.10's filesystem
+    does this), and views are numbered another way: nothing is lost, so nothing is charged."""
+    report = deployment.deployment_report("python:deployment_backends:make_newline_odd_views", workdir, plan=SMALL,
+                                          checks=["lost-updates", "readers-during-writers"])
+    lines = deployment.summary_lines(report.as_dict())
+    assert report.findings == [] and report.notes == [], lines
+    figures = report.figures["lost-updates"]
+    assert (figures["lost"], figures["duplicated"], figures["not_whole"]) == (0, 0, []), lines
+    assert report.figures["readers-during-writers"]["torn"] == 0, lines
+
+
+def test_a_create_that_overwrites_loses_one_text_per_contested_file_not_two(workdir: pathlib.Path) -> None:
+    """Two sessions create each contested file at once and both are told it was made; the file holds one of the
+    texts plus the newline the backend adds to every create: one create is lost, the survivor is not. The bytes
+    decide, less the final empty line a plain create read back the same way shows, and the finding says so."""
+    report = deployment.deployment_report("python:deployment_backends:make_newline_overwrites", workdir, plan=SMALL,
+                                          checks=["lost-updates"])
+    figures = report.figures["lost-updates"]
+    contested = SMALL.rounds // 2  # a round in two has two sessions creating one path (_round_commands)
+    assert (figures["lost"], figures["by_command"], figures["not_whole"]) == (contested, {"create": contested}, []), \
+        figures
+    [evidence] = [kind for kind in figures["read_back"] if readback.LESS_ADDED in kind]
+    assert readback.evidence_kind(evidence) in readback.BYTES and "1 final empty line" in evidence, figures
+    assert figures["read_back"][evidence] == contested, figures
+    [finding] = report.findings
+    assert f"evidence: {evidence}" in finding["detail"], finding
+
+
+@pytest.mark.parametrize(
+    ("lines", "added"),
+    [
+        (["plain"], readback.Added()),
+        (["plain", ""], readback.Added(1)),
+        (["plain\r", "\r"], readback.Added(1, True)),
+        (["plain", "x"], None),
+        (["other", ""], None),
+        ([], None),
+    ],
+)
+def test_what_a_backend_adds_to_a_plain_create_is_only_final_empty_lines_and_carriage_returns(
+    lines: List[str], added: Optional[readback.Added]
+) -> None:
+    assert readback.added_formatting(lines, ["plain"]) == added
+
+
+def test_only_the_formatting_a_plain_create_shows_is_taken_off_and_it_hides_no_loss() -> None:
+    added = readback.Added(1)
+    bytes_ = readback.DISK_BYTES
+    taken = readback.without_added(readback.Reading(["tokA", ""], bytes_), added)
+    assert taken.lines == ["tokA"] and readback.evidence_kind(taken.evidence) == bytes_ and taken.evidence != bytes_
+    for kept in (["tokA"], ["tokA", "tokB"], ["tokA", "", "tokB"], [""]):
+        assert readback.without_added(readback.Reading(kept, bytes_), added).lines == kept
+    both = readback.without_added(readback.Reading(["tokA", "", "tokB", ""], bytes_), added)
+    assert both.lines == ["tokA", "", "tokB"]  # two texts stay two: still no create's text alone
+    lines = ["tokA", "tokB"]
+    assert deployment._create_tally(lines, "/memories/c.txt", [("tokA", True), ("tokB", True)]).lost == 0
+    tally = deployment._create_tally(["tokB"], "/memories/c.txt", [("tokA", True), ("tokB", True)])
+    assert (tally.lost, tally.not_whole) == (1, [])
+    tally = deployment._create_tally(["tokB", ""], "/memories/c.txt", [("tokA", True), ("tokB", True)])
+    assert (tally.lost, len(tally.not_whole)) == (1, 1)  # no formatting forgiven: not whole, the survivor kept
+
+
 @pytest.mark.slow
 def test_a_backend_that_loses_updates_is_caught_however_its_views_are_drawn(workdir: pathlib.Path) -> None:
     report = deployment.deployment_report("python:deployment_backends:make_odd_views_unlocked", workdir,
@@ -340,6 +403,12 @@ def test_a_backend_that_loses_updates_is_caught_however_its_views_are_drawn(work
 )
 def test_a_view_drawn_any_common_way_has_a_reading_that_is_the_file(output: str) -> None:
     assert ["x", "ANCHOR"] in [reading.lines for reading in readback.view_readings(output, "/memories/a.txt")]
+
+
+def test_a_line_that_starts_with_a_dash_keeps_it_after_a_tab() -> None:
+    output = "Here's the result of running `cat -n` on /memories/a.txt:\n     1\t- x\n     2\t-> y\n     3\t\n"
+    assert ["- x", "-> y"] in [reading.lines for reading in readback.view_readings(output, "/memories/a.txt")]
+    assert ["x", "y"] in [reading.lines for reading in readback.view_readings("1 - x\n2 - y")]
 
 
 def test_the_documented_reading_is_strict_and_numbers_must_count_up_by_one() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pathlib
 import sys
-from typing import Dict, List
+from typing import Any, Dict, List
 
 import pytest
 
@@ -87,3 +87,45 @@ def test_the_final_listing_names_files_only_as_on_disk() -> None:
 
     found = check_final_views({"files": {"notes.md": "hello\n"}, "exact": True}, view_stray, "reference")
     assert [finding.message for finding in found] == ["/memories/old/stray.md: unexpected entry in the listing"]
+
+
+FINAL_CASES = ["create-001", "create-007", "create-009"]  # one create each, then the final state read back
+
+
+def _final_findings(spec: str, cases: Dict[str, Case], tmp_path: pathlib.Path) -> Dict[str, List[str]]:
+    tmp_path.mkdir()
+    run = run_suite(spec, [cases[name] for name in FINAL_CASES], SuiteOptions(workdir=tmp_path, profile="hardening"))
+    return {result.case.id: [finding.message for finding in result.findings if finding.kind == "final"]
+            for result in run.results}
+
+
+def test_a_final_state_is_judged_by_what_the_views_show_not_their_format(
+    cases: Dict[str, Case], tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Views numbered `  1 | ` under a header of their own, listings drawn `- PATH (SIZE)`: the state is right, so
+    no final-state finding; the same views over a store that drops a created file's last line fail every case."""
+    monkeypatch.syspath_prepend(str(pathlib.Path(__file__).parent))
+    sys.modules.pop("own_storage_backends", None)
+    right = _final_findings("python:own_storage_backends:odd_views", cases, tmp_path / "right")
+    assert right == dict.fromkeys(FINAL_CASES, []), right
+    wrong = _final_findings("python:own_storage_backends:odd_views_dropping", cases, tmp_path / "wrong")
+    for name, messages in wrong.items():
+        assert messages and all("no reading is the expected text" in message for message in messages), (name, wrong)
+
+
+def test_a_final_view_in_another_format_shows_the_state_and_a_wrong_one_does_not() -> None:
+    def viewer(text: str) -> Any:
+        return lambda path: StepResult(text, False)
+
+    final = {"files": {"a.txt": "one\ntwo\n"}}
+    assert check_final_views(final, viewer("== /memories/a.txt ==\n  1 | one\n  2 | two\n"), "reference") == []
+    assert check_final_views(final, viewer("one\ntwo"), "reference") == []
+    [finding] = check_final_views(final, viewer("== /memories/a.txt ==\n  1 | one\n"), "reference")
+    assert "evidence: documented view, then every tolerant reading" in finding.message, finding
+    assert check_final_views(final, viewer("  1 | one\n  3 | two\n"), "reference") != []
+    crlf = {"files": {"w.txt": "one\r\ntwo\r\n"}}  # a view cannot tell CRLF from LF (the documented check neither)
+    assert check_final_views(crlf, viewer("== /memories/w.txt ==\n  1 | one\n  2 | two\n"), "reference") == []
+    dashes = {"files": {"a.md": "- one\n- two\n"}}  # a tab, then a dash that is the text's (inspect_ai's views)
+    shown = "Here's the result of running `cat -n` on /memories/a.md:\n     1\t- one\n     2\t- two\n     3\t\n"
+    assert check_final_views(dashes, viewer(shown), "reference") == []
+    assert check_final_views(dashes, viewer(shown.replace("- two", "two")), "reference") != []  # its dash lost
