@@ -106,9 +106,9 @@ _SKIPPED = -1
 VECTOR_CACHE_BYTES = 64 * 1024 * 1024
 """The most the packed chunk vectors of one index may hold in memory (about 250,000 chunks of 256
 components); a larger index scores its vectors row by row from SQLite instead (D-OPENCLAW-COSINE)."""
-RANKED_TERMS = 64
-"""How many keyword searches' orders (chunk ids and BM25 ranks, at most 200 each: about 23 KB, 1.5 MB in
-all) an index remembers until it changes (D-OPENCLAW-SEARCH-TERMS): a word in most notes ("concerns", a
+RANKED_TERMS = 512
+"""How many keyword searches' orders (chunk ids and BM25 ranks, at most 200 each in two arrays: 3.3 KB, 1.7 MB
+in all) an index remembers until it changes (D-OPENCLAW-SEARCH-TERMS): a word in most notes ("concerns", a
 name) costs FTS5 a BM25 score for every chunk holding it, 15 to 30 ms at 10,000 files, each time a query
 holds it."""
 """`files.chunks` of a file not indexed (over the size limit, or not UTF-8) until it changes."""
@@ -187,9 +187,12 @@ class Index:
         self.vec = _load_sqlite_vec(conn)  # nearest neighbours in SQLite when sqlite-vec is installed
         self.vector_cache_bytes = VECTOR_CACHE_BYTES  # the packed vectors' bound (D-OPENCLAW-COSINE)
         self._vectors: Optional[Tuple[Tuple[Tuple[int, int], int], cosine.Columns]] = None
-        # (version, (FTS5 expression, limit) -> its best chunks and their BM25 ranks), least recently used first
+        # (version, (FTS5 expression, limit) -> its best chunk ids and their BM25 ranks), least recently used first
         self.ranked_terms = RANKED_TERMS
-        self._ranked: Tuple[Tuple[int, int], Dict[Tuple[str, int], List[Tuple[int, float]]]] = ((-1, -1), {})
+        self._ranked: Tuple[Tuple[int, int], Dict[Tuple[str, int], Tuple[array.array[int], array.array[float]]]] = (
+            (-1, -1),
+            {},
+        )
         self._embedded: Optional[Tuple[Tuple[int, int], Optional[str]]] = None  # (version, provider): all embedded
         self._live: Optional[Tuple[int, List[str], str, List[int]]] = None  # the paths, for `_paths_holding`
 
@@ -493,8 +496,8 @@ class Index:
                 known = self._ranked[1].get((expression, limit))
                 if known is not None:  # the same term since the index last changed: its order is known
                     self._ranked[1][(expression, limit)] = self._ranked[1].pop((expression, limit))
-                    hits = self._hits([chunk for chunk, _ in known])
-                    return [(hit, rank) for hit, (_, rank) in zip(hits, known)]
+                    hits = self._hits(known[0].tolist())
+                    return list(zip(hits, known[1].tolist()))
                 try:
                     rows = list(
                         self.conn.execute(
@@ -514,7 +517,10 @@ class Index:
                 while remembered and len(remembered) >= self.ranked_terms:
                     del remembered[next(iter(remembered))]  # the least recently used
                 if self.ranked_terms > 0:
-                    remembered[(expression, limit)] = [(hit.chunk, rank) for hit, rank in found]
+                    remembered[(expression, limit)] = (
+                        array.array("q", [hit.chunk for hit, _ in found]),
+                        array.array("d", [rank for _, rank in found]),
+                    )
                 return found
             ranked = self._python_ranks(
                 "postings", "chunk", "SELECT COUNT(*), COALESCE(SUM(length), 0) FROM chunks", query, limit
