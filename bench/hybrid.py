@@ -13,6 +13,7 @@ its own words, so that a calibration that finds paraphrases does not lose plain 
 from __future__ import annotations
 
 import argparse
+import os
 import pathlib
 import re
 import statistics
@@ -130,7 +131,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         files = sum(1 for _ in folder.rglob("*.md"))
         print(
             f"workspace: {files} files, {size / 1e6:.2f} MB; {len(paraphrases)} paraphrase questions, "
-            f"{len(controls)} control questions; recall@{K}"
+            f"{len(controls)} control questions; recall@{K}; load average {os.getloadavg()[0]:.1f}"
         )
         keyword = OpenClawMemory(folder, index="memory")
         hybrid = OpenClawMemory(folder, embed=model, index="memory")
@@ -160,8 +161,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         queries = typed + [question for question, _ in paraphrases] + [query for query, _ in controls]
         keyword_cpu: List[float] = []
         hybrid_cpu: List[float] = []
-        keyword_ms = timed(keyword, queries, args.rounds, keyword_cpu)
-        hybrid_ms = timed(hybrid, queries, args.rounds, hybrid_cpu)
+        keyword_ms: List[float] = []
+        hybrid_ms: List[float] = []
+        for number in range(args.rounds * len(queries)):  # alternately, query by query, both orders
+            sides = [(keyword, keyword_ms, keyword_cpu), (hybrid, hybrid_ms, hybrid_cpu)]
+            for memory, wall, cpu in sides if number % 2 == 0 else sides[::-1]:
+                wall.extend(timed(memory, [queries[number % len(queries)]], 1, cpu))
         parts = breakdown(hybrid, queries)
         k_med, h_med = statistics.median(keyword_ms), statistics.median(hybrid_ms)
         print(
@@ -176,6 +181,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             f"{h_cpu:.2f} ms (mean {statistics.mean(hybrid_cpu):.2f}); ratio of medians {h_cpu / k_cpu:.2f}, of means "
             f"{statistics.mean(hybrid_cpu) / statistics.mean(keyword_cpu):.2f}"
         )
+        print(f"load average {os.getloadavg()[0]:.1f}")
         print("hybrid, median ms per search: " + ", ".join(f"{name} {ms:.1f}" for name, ms in parts.items()))
         keyword.close()
         hybrid.close()

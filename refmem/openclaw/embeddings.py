@@ -308,6 +308,25 @@ class OpenAIEmbeddings(Provider):
         return vectors
 
 
+class NumpyDots:
+    """`cosine.IntegerDots` in numpy (which the offline model needs anyway): the rounded vectors as one
+    int64 matrix, the exact dot products as one matrix-vector product. Each product is below 2**53 and a
+    sum of at most `max_dims` of them below 2**63: nothing is rounded, nothing overflows."""
+
+    max_dims = 1024
+
+    def __init__(self) -> None:
+        import numpy  # type: ignore[import-not-found, unused-ignore]
+
+        self._numpy = numpy
+
+    def prepare(self, rows: List[List[int]]) -> Any:
+        return self._numpy.array(rows, dtype=self._numpy.int64)
+
+    def dots(self, prepared: Any, query: List[int]) -> List[int]:
+        return (prepared @ self._numpy.array(query, dtype=self._numpy.int64)).tolist()  # type: ignore[no-any-return]
+
+
 class WordLlamaEmbeddings(Provider):
     """Offline embeddings from the `wordllama` package's own weights (`pip install refmem[semantic]`)."""
 
@@ -333,6 +352,7 @@ class WordLlamaEmbeddings(Provider):
         # for the tokenizer in a `tokenizer/` folder first and would fetch it from a hub otherwise.
         shipped = os.path.dirname(os.path.abspath(wordllama.__file__))
         self._model = WordLlama.load(config=config, dim=dim, cache_dir=shipped, disable_download=True)
+        self.arithmetic = NumpyDots()  # the model's own numpy does the cosine's integer sums (cosine.py)
 
     def __call__(self, texts: List[str]) -> List[List[float]]:
         return [[float(value) for value in row] for row in self._model.embed(texts)]

@@ -106,6 +106,11 @@ _SKIPPED = -1
 VECTOR_CACHE_BYTES = 64 * 1024 * 1024
 """The most the packed chunk vectors of one index may hold in memory (about 250,000 chunks of 256
 components); a larger index scores its vectors row by row from SQLite instead (D-OPENCLAW-COSINE)."""
+RANKED_TERMS = 512
+"""How many keyword searches' orders (chunk ids and BM25 ranks, at most 200 each in two arrays: 3.3 KB, 1.7 MB
+in all) an index remembers until it changes (D-OPENCLAW-SEARCH-TERMS): a word in most notes ("concerns", a
+name) costs FTS5 a BM25 score for every chunk holding it, 15 to 30 ms at 10,000 files, each time a query
+holds it."""
 """`files.chunks` of a file not indexed (over the size limit, or not UTF-8) until it changes."""
 
 
@@ -182,6 +187,12 @@ class Index:
         self.vec = _load_sqlite_vec(conn)  # nearest neighbours in SQLite when sqlite-vec is installed
         self.vector_cache_bytes = VECTOR_CACHE_BYTES  # the packed vectors' bound (D-OPENCLAW-COSINE)
         self._vectors: Optional[Tuple[Tuple[Tuple[int, int], int], cosine.Columns]] = None
+        # (version, (FTS5 expression, limit) -> its best chunk ids and their BM25 ranks), least recently used first
+        self.ranked_terms = RANKED_TERMS
+        self._ranked: Tuple[Tuple[int, int], Dict[Tuple[str, int], Tuple[array.array[int], array.array[float]]]] = (
+            (-1, -1),
+            {},
+        )
         self._embedded: Optional[Tuple[Tuple[int, int], Optional[str]]] = None  # (version, provider): all embedded
         self._live: Optional[Tuple[int, List[str], str, List[int]]] = None  # the paths, for `_paths_holding`
 
@@ -479,6 +490,14 @@ class Index:
             return []
         with self.lock:
             if self.mode == "fts5":
+                version = self._version()
+                if self._ranked[0] != version:
+                    self._ranked = (version, {})
+                known = self._ranked[1].get((expression, limit))
+                if known is not None:  # the same term since the index last changed: its order is known
+                    self._ranked[1][(expression, limit)] = self._ranked[1].pop((expression, limit))
+                    hits = self._hits(known[0].tolist())
+                    return list(zip(hits, known[1].tolist()))
                 try:
                     rows = list(
                         self.conn.execute(
@@ -490,10 +509,19 @@ class Index:
                     )
                 except sqlite3.OperationalError:
                     return []  # a run FTS5 reads as no term at all
-                return [
+                found = [
                     (Hit(row[0], row[1], row[2], row[3], row[4], words=row[5], vocab=row[6]), float(row[7]))
                     for row in rows
                 ]
+                remembered = self._ranked[1]
+                while remembered and len(remembered) >= self.ranked_terms:
+                    del remembered[next(iter(remembered))]  # the least recently used
+                if self.ranked_terms > 0:
+                    remembered[(expression, limit)] = (
+                        array.array("q", [hit.chunk for hit, _ in found]),
+                        array.array("d", [rank for _, rank in found]),
+                    )
+                return found
             ranked = self._python_ranks(
                 "postings", "chunk", "SELECT COUNT(*), COALESCE(SUM(length), 0) FROM chunks", query, limit
             )
@@ -616,17 +644,20 @@ class Index:
         total, length_sum = self.conn.execute(totals).fetchone()
         return bm25.ordered(bm25.ranks(postings, lengths, total, length_sum / total if total else 0.0), limit)
 
-    def nearest(self, query: Sequence[float], limit: int) -> List[Hit]:
+    def nearest(
+        self, query: Sequence[float], limit: int, arithmetic: Optional[cosine.IntegerDots] = None
+    ) -> List[Hit]:
         """The `limit` chunks whose embeddings have the greatest cosine similarity to `query` (ties: the
         lower chunk id first). In SQLite with sqlite-vec; otherwise over the packed columns of
-        `refmem/openclaw/cosine.py` while they fit `vector_cache_bytes`, else read row by row (no cache)."""
+        `refmem/openclaw/cosine.py` (or the provider's `arithmetic` over the same integers) while they fit
+        `vector_cache_bytes`, else read row by row (no cache)."""
         probe = _pack_array(query)
         if _norm(probe) == 0 or limit <= 0:
             return []
         with self.lock:
             if self.vec:
                 return self._nearest_vec(probe, limit)
-            columns = self._vector_cache(len(probe))
+            columns = self._vector_cache(len(probe), arithmetic)
             if columns is not None:
                 found = cosine.scores(columns, probe.tolist())
                 # A stable sort keeps ascending ids among equal scores.
@@ -634,7 +665,7 @@ class Index:
                 scored = [(found[n], columns.chunks[n]) for n in order]
             else:
                 scored = self._nearest_streamed(probe, limit)
-            hits = self._hits([chunk for _, chunk in scored])
+            hits = self._hits([chunk for _, chunk in scored], ranking_words=False)
             for hit, (score, _) in zip(hits, scored):
                 hit.vector_score = score
             return hits
@@ -679,27 +710,31 @@ class Index:
     def _hit(self, chunk: int) -> Hit:
         return self._hits([chunk])[0]
 
-    def _hits(self, chunks: Sequence[int]) -> List[Hit]:
-        """The chunks' hits, in the order asked, in one query per 500 ids."""
-        rows: Dict[int, Tuple[str, int, int, str, int, str]] = {}
+    def _hits(self, chunks: Sequence[int], ranking_words: bool = True) -> List[Hit]:
+        """The chunks' hits, in the order asked, in one query per 500 ids; without their ranking words
+        (`words`, `vocab`: only the keyword boost reads them) when `ranking_words` is False, which spares
+        the vector candidates of a hybrid search a third of what they read."""
+        found: Dict[int, Hit] = {}
+        columns = "id, path, start_line, end_line, text" + (", words, vocab" if ranking_words else "")
         for start in range(0, len(chunks), 500):
             batch = list(chunks[start : start + 500])
             marks = ",".join("?" * len(batch))  # only placeholders go into the statement
-            statement = f"SELECT id, path, start_line, end_line, text, words, vocab FROM chunks WHERE id IN ({marks})"  # noqa: S608  # nosec B608
-            for row in self.conn.execute(statement, batch):
-                rows[row[0]] = row[1:]
-        hits = []
-        for chunk in chunks:
-            row = rows[chunk]
-            hits.append(Hit(chunk, row[0], row[1], row[2], row[3], words=row[4], vocab=row[5]))
-        return hits
+            statement = f"SELECT {columns} FROM chunks WHERE id IN ({marks})"  # noqa: S608  # nosec B608
+            if ranking_words:
+                for row in self.conn.execute(statement, batch):
+                    found[row[0]] = Hit(row[0], row[1], row[2], row[3], row[4], words=row[5], vocab=row[6])
+            else:
+                for row in self.conn.execute(statement, batch):
+                    found[row[0]] = Hit(row[0], row[1], row[2], row[3], row[4])
+        return [found[chunk] for chunk in chunks]
 
-    def _vector_cache(self, dims: int) -> Optional[cosine.Columns]:
+    def _vector_cache(self, dims: int, arithmetic: Optional[cosine.IntegerDots] = None) -> Optional[cosine.Columns]:
         """The packed vectors of `dims` components, kept until the index changes; None when they would
         take more than `vector_cache_bytes` (then each search reads the vectors from SQLite)."""
         version = self._version()
-        if self._vectors is not None and self._vectors[0] == (version, dims):
-            return self._vectors[1]
+        kept = self._vectors
+        if kept is not None and kept[0] == (version, dims) and kept[1].arithmetic is arithmetic:
+            return kept[1]
         self._vectors = None  # the old columns go before the new ones are built
         count = self.conn.execute(
             "SELECT COUNT(*) FROM chunks WHERE embedding IS NOT NULL AND length(embedding) = ?", (dims * 4,)
@@ -713,7 +748,7 @@ class Index:
             vector = array.array("f")
             vector.frombytes(blob)
             rows.append((int(chunk), vector.tolist()))
-        columns = cosine.pack(rows, dims)
+        columns = cosine.pack(rows, dims, arithmetic)
         self._vectors = ((version, dims), columns)
         return columns
 

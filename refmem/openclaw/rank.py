@@ -266,10 +266,13 @@ def keyword_only(hits: Sequence[Hit], now: float, half_life_days: int, max_resul
 # --- hybrid -------------------------------------------------------------------------------------------
 
 
+_MMR_WORD = re.compile(r"[a-z0-9_]+")
+
+
 def mmr_tokens(text: str) -> FrozenSet[str]:
     """OpenClaw's MMR tokens: lower-case ASCII runs, plus CJK characters and their adjacent pairs."""
     lower = text.strip().lower()
-    tokens = set(re.findall(r"[a-z0-9_]+", lower))
+    tokens = set(_MMR_WORD.findall(lower))
     if _CJK.search(lower):
         previous = None
         for char in lower:
@@ -335,26 +338,22 @@ def diversified(hits: Sequence[Hit], lam: float, snippet: Callable[[str], str]) 
     top, bottom = max(scores), min(scores)
     spread = top - bottom
     relevance = [1.0 if spread == 0 else (score - bottom) / spread for score in scores]
-    masks: List[Optional[Tuple[int, int]]] = [None] * count  # a snippet's tokens as bits, and how many
+    masks: List[Optional[Tuple[FrozenSet[str], int]]] = [None] * count  # a snippet's tokens, and how many
     texts: List[str] = [""] * count
-    numbers: Dict[str, int] = {}  # token -> its bit, for this call
 
-    def mask_of(i: int) -> Tuple[int, int]:
+    def mask_of(i: int) -> Tuple[FrozenSet[str], int]:
         found = masks[i]
         if found is None:
             text = texts[i] = snippet(hits[i].text)
-            bits = 0
-            for token in mmr_tokens(text):
-                bits |= 1 << numbers.setdefault(token, len(numbers))
-            found = masks[i] = (bits, _popcount(bits))
+            tokens = mmr_tokens(text)
+            found = masks[i] = (tokens, len(tokens))
         return found
 
     closest = [0.0] * count
     compared = [0] * count  # picks that closest[i] has been compared with
     picks: List[int] = []
-    order = sorted(range(count), key=lambda i: (-relevance[i], i))  # best relevance first
+    order = sorted(range(count), key=relevance.__getitem__, reverse=True)  # best first; stable: ties by i
     weight = 1 - lam
-    popcount = _popcount
     while order:
         best, best_value = -1, -math.inf
         taken = len(picks)
@@ -366,14 +365,16 @@ def diversified(hits: Sequence[Hit], lam: float, snippet: Callable[[str], str]) 
             value = ceiling - weight * near
             done = compared[i]
             if done < taken and value >= best_value:
-                # Catch up with the picks not compared yet: the Jaccard of the token masks (two empty
+                # Catch up with the picks not compared yet: the Jaccard of the token sets (two empty
                 # snippets: alike when their texts are), inlined, as this loop is the hybrid search's hottest.
+                # (Sets, not bit masks: a search compares a few dozen pairs, and numbering each snippet's
+                # tokens cost more than every intersection it saved.)
                 left = masks[i] or mask_of(i)
                 while done < taken and value >= best_value:
                     j = picks[done]
                     right = masks[j] or mask_of(j)
                     if left[1] and right[1]:
-                        shared = popcount(left[0] & right[0])
+                        shared = len(left[0] & right[0])
                         alike = shared / (left[1] + right[1] - shared)
                     elif not left[1] and not right[1]:
                         alike = float(texts[i].strip().lower() == texts[j].strip().lower())
@@ -466,11 +467,16 @@ def hybrid(
 
 def _hybrid_order(merged: List[Hit], lam: float, snippet: Callable[[str], str]) -> Iterator[Hit]:
     """Files named exactly first, each tier diversified and reported at 1, then the others diversified."""
+    tiers: Dict[int, List[Hit]] = {3: [], 2: [], 1: [], 0: []}
+    for hit in merged:
+        bucket = tiers.get(hit.exact)
+        if bucket is not None:
+            bucket.append(hit)
     for level in (3, 2, 1):
-        tier = sort([hit for hit in merged if hit.exact == level], _ranking_key)
+        tier = sort(tiers[level], _ranking_key)
         for hit in tier:
             hit.score = hit.ranking
         for hit in diversified(tier, lam, snippet):
             hit.score = 1.0
             yield hit
-    yield from diversified(sort([hit for hit in merged if hit.exact == 0], _hybrid_key), lam, snippet)
+    yield from diversified(sort(tiers[0], _hybrid_key), lam, snippet)

@@ -211,9 +211,12 @@ def fallback_terms(query: str, cap: int) -> List[str]:
     return [word for word in keywords(query) if word != whole][:cap]
 
 
-def keyword_hits(index: Index, text: str, limit: int, limits: OpenClawLimits) -> List[Hit]:
-    """`searchKeywordWithFallback` (see the module docstring)."""
-    query = Query(text)
+def keyword_hits(
+    index: Index, text: str, limit: int, limits: OpenClawLimits, query: Optional[Query] = None
+) -> List[Hit]:
+    """`searchKeywordWithFallback` (see the module docstring); `query` is `Query(text)` when the caller
+    has it (the files it names exactly are looked up once a search)."""
+    query = query or Query(text)
     whole = search_terms(index, text, query, limit)
     if sum(1 for hit in whole if hit.exact == 0) >= limit:
         return whole
@@ -271,12 +274,13 @@ def run(
     """The chosen hits, best first (`embed` None: keyword-only). OpenClaw asks every retriever for its
     whole candidate pool (200), whatever `maxResults` is, and cuts at the end."""
     candidates = limits.candidate_cap
-    keyword = keyword_hits(index, query, candidates, limits)
+    query_key = Query(query)
+    keyword = keyword_hits(index, query, candidates, limits, query_key)
     if embed is None:
         return rank.keyword_only(keyword, now, limits.half_life_days, max_results, min_score)
     vectors = embed([query])
-    vector = index.nearest(vectors[0], candidates) if len(vectors) == 1 else []
-    query_key = Query(query)
+    arithmetic = getattr(embed, "arithmetic", None)  # the provider's own integer sums (cosine.IntegerDots)
+    vector = index.nearest(vectors[0], candidates, arithmetic) if len(vectors) == 1 else []
     for hit in vector:
         hit.exact = query_key.exact(index, hit.path)
     return rank.hybrid(

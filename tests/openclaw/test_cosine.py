@@ -94,3 +94,39 @@ def test_the_packed_vectors_stay_within_their_bound() -> None:
     index.generation += 1
     assert len(index.nearest([1.0, 1.0, 1.0], 5)) == 5
     assert index._vectors is None
+
+
+@pytest.mark.parametrize("dims", [3, 256, 1024])
+def test_provider_integer_dots_give_the_packed_scores_bit_for_bit(dims: int) -> None:
+    numpy = pytest.importorskip("numpy")
+    assert numpy is not None
+    from refmem.openclaw.embeddings import NumpyDots
+
+    rng = random.Random(dims + 7)
+    rows = [(n, [rng.uniform(-1, 1) for _ in range(dims)]) for n in range(200)]
+    rows.append((200, [1.0] * dims))  # the extremes: every product at its largest
+    rows.append((201, [-1.0] * dims))
+    rows.append((202, [0.0] * dims))  # no direction: left out by both
+    packed = cosine.pack(rows, dims)
+    dotted = cosine.pack(rows, dims, NumpyDots())
+    assert dotted.arithmetic is not None and not dotted.packed
+    assert dotted.chunks == packed.chunks
+    for probe in ([rng.uniform(-1, 1) for _ in range(dims)], [1.0] * dims, [-1.0] * dims):
+        assert cosine.scores(dotted, probe) == cosine.scores(packed, probe)
+    assert cosine.scores(dotted, [0.0] * dims) == []
+
+
+def test_the_index_keeps_columns_per_arithmetic() -> None:
+    numpy = pytest.importorskip("numpy")
+    assert numpy is not None
+    from refmem.openclaw.embeddings import NumpyDots
+
+    rng = random.Random(5)
+    vectors = [[rng.uniform(-1, 1) for _ in range(16)] for _ in range(40)]
+    index = _index(vectors)
+    probe = [rng.uniform(-1, 1) for _ in range(16)]
+    plain = [(hit.chunk, hit.vector_score) for hit in index.nearest(probe, 10)]
+    dots = NumpyDots()
+    assert [(hit.chunk, hit.vector_score) for hit in index.nearest(probe, 10, dots)] == plain
+    assert index._vectors is not None and index._vectors[1].arithmetic is dots
+    assert [(hit.chunk, hit.vector_score) for hit in index.nearest(probe, 10)] == plain
