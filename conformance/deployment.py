@@ -259,8 +259,6 @@ def file_lines(output: str) -> List[str]:
     return documented if documented is not None else readback.tolerant_readings(output)[0]
 
 
-listed_paths = readback.listed_paths
-
 
 def file_bytes(run: _Run, session: AdapterTarget, path: str) -> Optional[Reading]:
     """The file's bytes: from the adapter's `read` when it declares it, else from the root on disk for a target
@@ -742,7 +740,7 @@ def _abandoned(run: _Run, plan: Plan) -> None:
             broken.append(f"cut at {fraction:.0%} of the edit: the file is {shown} (evidence: {evidence[-1]})")
             break
     listing = run.run(checker, {"command": "view", "path": "/memories/big"})
-    extra = [item for item in listed_paths(listing.output) if item not in ("/memories/big", path)]
+    extra = [item for item in readback.listed_paths(listing.output) if item not in ("/memories/big", path)]
     run.report.figures[run.check] = {"trials": plan.cut_trials, "cut": cut, "whole": whole,
                                      "uncut_seconds": round(uncut, 4)}
     if broken:

@@ -262,7 +262,7 @@ def test_a_view_reads_back_as_its_lines_in_either_reading_of_a_final_newline(out
 def test_a_listing_reads_back_as_its_paths_and_not_its_header() -> None:
     output = ("Here're the files and directories up to 2 levels deep in /memories/big, excluding hidden items:\n"
               "4.0K\t/memories/big\n80K\t/memories/big/big.txt")
-    assert deployment.listed_paths(output) == ["/memories/big", "/memories/big/big.txt"]
+    assert readback.listed_paths(output) == ["/memories/big", "/memories/big/big.txt"]
 
 
 NODE_ADAPTER = pathlib.Path(__file__).resolve().parents[2] / "conformance" / "adapters" / "node"
