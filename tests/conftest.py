@@ -4,7 +4,9 @@
 The session's host guard: no test may touch anything outside its temporary folders. The shared devices, the
 working tree and a sentinel file are recorded when the session starts and compared when it ends; any
 difference fails the run, named in a "host changed" section (see host_guard_support). The devices are also looked at
-after every test, so that the section names the test after which a device was first seen changed.
+after every test, so that the section names the test after which a device was first seen changed. Under
+pytest-xdist (`-n 2`) the controller keeps the guard: it snapshots before the workers start and after they end, and
+looks at the devices as each test's report arrives.
 
 Folders below keep their own conftest files for their own fixtures; none of them defines these.
 """
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Optional
 
 import postgres_support
 import pytest
@@ -24,9 +26,23 @@ from sql_store_support import ENGINES, Opener, make_opener
 from refmem import _kernel as kernel
 
 _HOST = pytest.StashKey[dict]()
+_CONFIG: Optional[pytest.Config] = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _CONFIG
+    _CONFIG = config
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    """A pytest-xdist worker: the controller alone keeps the host guard, since a worker's snapshot would see the
+    other worker's tests at work (and a worker's summary is never shown)."""
+    return hasattr(config, "workerinput")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
+    if _is_worker(session.config):
+        return
     sentinel = Sentinel()
     session.config.stash[_HOST] = {
         "sentinel": sentinel,
@@ -36,16 +52,17 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     }
 
 
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_teardown(item: pytest.Item) -> Iterator[None]:
-    try:
-        return (yield)
-    finally:
-        host = item.config.stash.get(_HOST, None)
-        if host is not None:
-            for device, state in devices().items():
-                if state != host["before"][device]:
-                    host["first_seen"].setdefault(device, item.nodeid)
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """After each test's teardown, in the process that keeps the guard (with workers: as their reports arrive,
+    so the named test is the first one reported after the change, within the tests running at the time)."""
+    if report.when != "teardown" or _CONFIG is None:
+        return
+    host = _CONFIG.stash.get(_HOST, None)
+    if host is not None:
+        for device, state in devices().items():
+            if state != host["before"][device]:
+                host["first_seen"].setdefault(device, report.nodeid)
 
 
 @pytest.hookimpl(tryfirst=True)

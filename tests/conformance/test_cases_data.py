@@ -264,7 +264,7 @@ def test_spec_notes_have_decisions() -> None:
 NOT_TOOL_BEHAVIOUR = (
     "D-SERVE-", "D-EXEC-", "D-STORE-", "D-SDK-", "D-DEPLOY-", "D-VERDICT-", "D-HARNESS-", "D-MCP-", "D-OPLOG",
     "D-PUBLIC-NAMES", "D-VENDOR-SET", "D-VIEW-LIST-RULES", "D-BASELINE-", "D-TRACE", "D-HOSTED-SHA256",
-    "D-FIELD-",
+    "D-FIELD-", "D-CI-",
 )
 """Decisions about the reference's programs (`refmem serve`, `refmem exec`, `refmem mcp`, its command log), its
 storage interface (stores, tenants, the change journal, where the listing rule is decided), its SDK tools (how they
@@ -272,7 +272,8 @@ run the handler), how it is packaged (public names, the vendored set) and the ha
 tier and the MCP target judge a backend) rather than the memory tool's behaviour: no tool input reaches them, so no
 conformance case can pin them; their own tests do (tests/conformance/test_case_states.py, test_effect_classes.py, test_baseline_checks.py, test_traceability.py,
 tests/programs/test_mcp.py, tests/programs/test_oplog.py, tests/project/test_public_names.py, tests/project/test_vendoring.py,
-tests/stores/test_storage_contract.py, tests/conformance/test_field.py for the field's installer and history;
+tests/stores/test_storage_contract.py, tests/conformance/test_field.py for the field's installer and history; how
+this repository's CI runs its tests (D-CI-*) is .ci/run, tests/conftest.py and tests/conformance/test_deployment.py;
 the hosted store's sha256 precondition is a store call, not a tool input:
 tests/stores/test_hosted_profile.py). The listing itself is pinned by the view-dir and hidden cases."""
 OTHER_TOOL_PREFIX = "D-OPENCLAW-"

@@ -10,7 +10,7 @@ import sys
 from typing import Any, List
 
 import pytest
-from conformance_support import BASIC, HERE, write_cases
+from conformance_support import BASIC, HERE, WORKDIR, write_cases
 
 REPO = HERE.parents[1]
 
@@ -36,6 +36,8 @@ def _pytest(tmp_path: pathlib.Path, cases: pathlib.Path, *options: str) -> subpr
             "--memory-cases-dir",
             str(cases),
             "--memory-no-matrix",
+            # the case folders (and the tiers' folders) on the tmpfs when there is one: the tiers fsync every write
+            *(["--memory-workdir", WORKDIR[1]] if WORKDIR else []),
             *options,
             str(empty),
         ],

@@ -30,8 +30,14 @@ def workdir(tmp_path: pathlib.Path) -> Iterator[pathlib.Path]:
         yield directory
 
 
+HANG_GUARD = 60.0
+"""Seconds a step may take before it counts as a hang: no step of these backends comes near it (a hang is not what
+this file tests), so a machine busy enough to stretch the default 10 s (seen: a 20 MB view and a quadratic
+str_replace at load 10-27 on two workers) cannot turn a slow step into a safety finding."""
+
+
 def _opener(spec: str) -> Callable[[pathlib.Path], Target]:
-    return lambda root: open_target(spec, root)
+    return lambda root: open_target(spec, root, HANG_GUARD)
 
 
 def _kinds(report: stress.StressReport) -> Set[Tuple[str, str]]:
