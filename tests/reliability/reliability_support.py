@@ -15,8 +15,6 @@ import time
 from pathlib import Path
 from typing import Dict, List, Tuple
 
-import pytest
-
 from refmem.handler import MemoryHandler
 
 TEMP_PREFIX = ".refmem-tmp-"
