@@ -83,7 +83,7 @@ class Forker:
             self._process.wait(30)
             self._process = None
 
-    def __enter__(self) -> "Forker":
+    def __enter__(self) -> Forker:
         return self
 
     def __exit__(self, *exc: object) -> None:
