@@ -11,11 +11,10 @@ import json
 import os
 import pathlib
 import random
-import shutil
 import sys
 import tempfile
 import time
-from typing import Iterator, Optional
+from typing import Optional
 
 import pytest
 from fuzz_support import PREFIX_REFERENCE, QUADRATIC, atheris_run
@@ -29,7 +28,6 @@ from refmem_fuzz import cost, engine_atheris, engine_random, seeds
 from refmem_harness import finding as finding_files
 from refmem_harness import grow
 from refmem_harness.decode import decode
-from refmem_harness.sequence_layout import scratch_dir
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 RUNS = 3000
@@ -44,14 +42,6 @@ REPLAYS = 3
 """How many times a cost finding may be replayed before its replay counts as failed (each one times the machine)."""
 """The step timeout for the planted backends: on a slow or loaded machine their quadratic steps outlast the default
 5 s and would be cut off as hangs; they must run to the end to be measured (and found) as cost."""
-
-
-@pytest.fixture()
-def scratch() -> Iterator[pathlib.Path]:
-    """Where the CLI lays cases out: tmpfs when there is one (folders there cost a tenth of the CPU)."""
-    work = scratch_dir("refmem-fuzz-test-")
-    yield work
-    shutil.rmtree(work, ignore_errors=True)
 
 
 def _cost_harness(work: pathlib.Path, target: str, findings: pathlib.Path) -> Harness:
@@ -142,10 +132,10 @@ def test_the_atheris_engine_finds_planted_quadratic_work(tmp_path: pathlib.Path)
 
 
 @pytest.mark.slow
-def test_a_bounded_run_on_the_reference_breaks_no_budget(tmp_path: pathlib.Path) -> None:
+def test_a_bounded_run_on_the_reference_breaks_no_budget(scratch: pathlib.Path) -> None:
     """A bounded run with the default measuring (memory too) on the hostile layout: no cost finding."""
     options = Options(target="refmem", engine="random", seed=9)
-    fuzzer = HARNESSES["sequence"](options, tmp_path / "work")
+    fuzzer = HARNESSES["sequence"](options, scratch / "work")
     try:
         stats = engine_random.fuzz(fuzzer, max_time=None, max_runs=REFERENCE_RUNS, seed=9)
     finally:

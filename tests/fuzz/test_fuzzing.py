@@ -17,10 +17,10 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent.parent
 SECURITY = ("escape", "leak")
 
 
-def test_smoke_against_the_reference_finds_nothing(tmp_path: pathlib.Path) -> None:
+def test_smoke_against_the_reference_finds_nothing(scratch: pathlib.Path) -> None:
     """A fixed number of inputs, not a time: on a busy machine a time-bounded smoke ran too few to mean anything."""
     for kind, runs in (("sequence", 600), ("paths", 1500)):
-        fuzzer = harness(tmp_path / kind, kind=kind)
+        fuzzer = harness(scratch / kind, kind=kind)
         try:
             stats = engine_random.fuzz(fuzzer, max_time=None, max_runs=runs, seed=11)
         finally:
@@ -30,8 +30,8 @@ def test_smoke_against_the_reference_finds_nothing(tmp_path: pathlib.Path) -> No
 
 
 @pytest.mark.parametrize("target", [VULNERABLE, VULNERABLE_PERCENT_ONLY])
-def test_finds_the_planted_escape_within_a_bounded_number_of_runs(tmp_path: pathlib.Path, target: str) -> None:
-    fuzzer = harness(tmp_path, target=target, hostile=False)
+def test_finds_the_planted_escape_within_a_bounded_number_of_runs(scratch: pathlib.Path, target: str) -> None:
+    fuzzer = harness(scratch, target=target, hostile=False)
     try:
         stats = engine_random.fuzz(fuzzer, max_time=None, max_runs=3000, seed=3, stop_on_first=True)
     finally:
@@ -45,10 +45,10 @@ def test_finds_the_planted_escape_within_a_bounded_number_of_runs(tmp_path: path
         assert "%2" in paths.lower()
 
 
-def test_the_random_engine_is_deterministic(tmp_path: pathlib.Path) -> None:
+def test_the_random_engine_is_deterministic(scratch: pathlib.Path) -> None:
     results = []
     for attempt in range(2):
-        fuzzer = harness(tmp_path / str(attempt), target=VULNERABLE, hostile=False)
+        fuzzer = harness(scratch / str(attempt), target=VULNERABLE, hostile=False)
         try:
             engine_random.fuzz(fuzzer, max_time=None, max_runs=400, seed=5, stop_on_first=True)
         finally:

@@ -8,12 +8,14 @@ import itertools
 import json
 import os
 import pathlib
+import tempfile
 from typing import Any, Dict, Iterator
 
 import pytest
 
 from refmem import policy, serve
 from refmem_fuzz import robustness
+from refmem_harness.sequence_layout import scratch_dir_base
 
 START = b'{"cmd": "start", "version": 1}'
 
@@ -24,7 +26,17 @@ def _scratch() -> Iterator[None]:
     robustness.close_scratch()
 
 
+@pytest.fixture()
+def in_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The harnesses' scratch folders (made with tempfile) on tmpfs when there is one, as the fuzzer's layouts are:
+    every input writes and fsyncs there, which on a busy disk was most of a run's time."""
+    base = scratch_dir_base()
+    if base is not None:
+        monkeypatch.setattr(tempfile, "tempdir", base)
+
+
 @pytest.mark.parametrize("name, runs", [("policy", 3000), ("serve", 1500), ("exec", 1200), ("prune", 150)])
+@pytest.mark.usefixtures("in_memory")
 def test_a_seeded_random_run_finds_nothing(name: str, runs: int) -> None:
     assert robustness.run_random(name, runs=runs, seed=20250818) == runs
 

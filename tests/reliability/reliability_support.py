@@ -15,9 +15,7 @@ import time
 from pathlib import Path
 from typing import Dict, List, Tuple
 
-import pytest
-
-from refmem.handler import MemoryHandler
+from refmem.handler import MemoryHandler  # noqa: F401 - re-exported to the reliability tests
 
 TEMP_PREFIX = ".refmem-tmp-"
 BOOKKEEPING = ".refmem"

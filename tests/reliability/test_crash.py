@@ -22,14 +22,15 @@ import json
 import os
 import random
 import signal
-import string
 import threading
 import time
 from pathlib import Path
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 import pytest
+from forker_support import Forker
 
+from .crash_support import Files
 from .reliability_support import MemoryHandler, assert_clean_listing, disk_files, explain, report
 
 KILLS = int(os.environ.get("REFMEM_KILLS", "1000"))
@@ -37,124 +38,6 @@ PARALLEL = max(1, int(os.environ.get("REFMEM_KILL_PARALLEL", "4")))
 MAX_DELAY = float(os.environ.get("REFMEM_KILL_MAX_MS", "40")) / 1000.0
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork and SIGKILL")]
-
-Files = Dict[str, str]  # path relative to the worker folder -> content
-
-
-# --- the child --------------------------------------------------------------------------------
-
-
-def _token(rng: random.Random, n: int = 12) -> str:
-    return "".join(rng.choice(string.ascii_letters + string.digits) for _ in range(n))
-
-
-def _content(rng: random.Random) -> str:
-    size = rng.choice([1, 3, 10, 40, 40, 200, 2000])  # lines; 2000 lines is about 40 KB
-    return "".join(f"L{i} {_token(rng)}\n" for i in range(size))
-
-
-def _plan(rng: random.Random, files: Files, serial: int) -> Optional[Tuple[dict, Files, Files, bool]]:
-    """(command, before, after, atomic) for one random valid command on `files`."""
-    names = sorted(files)
-    roll = rng.random()
-    if not names or roll < 0.15:
-        name = rng.choice(["", "sub/", "sub/deep/"]) + f"n{serial}_{_token(rng, 4)}.md"
-        text = _content(rng)
-        return {"command": "create", "file_text": text, "_path": name}, {name: None}, {name: text}, True
-    if roll < 0.45:
-        name = rng.choice(names)
-        lines = files[name].split("\n")[:-1]
-        if not lines:
-            return None
-        index = rng.randrange(len(lines))
-        old = lines[index] + "\n"
-        number = old.split(" ", 1)[0]
-        new = f"{number} {_token(rng)}{'x' * rng.choice([0, 0, 5000])}\n"
-        text = files[name].replace(old, new, 1)
-        cmd = {"command": "str_replace", "old_str": old, "new_str": new, "_path": name}
-        return cmd, {name: files[name]}, {name: text}, True
-    if roll < 0.65:
-        name = rng.choice(names)
-        lines = files[name].split("\n")[:-1]
-        at = rng.randint(0, len(lines))
-        line = f"I{serial} {_token(rng)}"
-        lines.insert(at, line)
-        text = "\n".join(lines) + "\n"
-        cmd = {"command": "insert", "insert_line": at, "insert_text": line + "\n", "_path": name}
-        return cmd, {name: files[name]}, {name: text}, True
-    if roll < 0.80:
-        name = rng.choice(names)
-        target = rng.choice(["", "sub/", "moved/"]) + f"r{serial}_{_token(rng, 4)}.md"
-        cmd = {"command": "rename", "_old": name, "_new": target}
-        return cmd, {name: files[name], target: None}, {name: None, target: files[name]}, True
-    if roll < 0.85:
-        folder = rng.choice(["sub", "moved"])
-        inside = {n: c for n, c in files.items() if n.startswith(folder + "/")}
-        if not inside:
-            return None
-        target = f"{folder}_{serial}_{_token(rng, 4)}"  # unique: empty folders stay behind
-        after: Files = {n: None for n in inside}
-        after.update({target + n[len(folder):]: c for n, c in inside.items()})
-        before: Files = dict(inside)
-        before.update({target + n[len(folder):]: None for n in inside})
-        return {"command": "rename", "_old": folder, "_new": target}, before, after, True
-    if roll < 0.97:
-        name = rng.choice(names)
-        return {"command": "delete", "_path": name}, {name: files[name]}, {name: None}, True
-    folders = sorted({n.split("/", 1)[0] for n in names if "/" in n})
-    if not folders:
-        return None
-    folder = rng.choice(folders)
-    inside = {n: c for n, c in files.items() if n.startswith(folder + "/")}
-    # A recursive delete removes one name at a time: each file is old or gone, not all at once.
-    return {"command": "delete", "_path": folder}, dict(inside), {n: None for n in inside}, False
-
-
-def _to_tool_input(cmd: dict, prefix: str) -> dict:
-    out = {k: v for k, v in cmd.items() if not k.startswith("_")}
-    if "_path" in cmd:
-        out["path"] = f"{prefix}/{cmd['_path']}"
-    if "_old" in cmd:
-        out["old_path"] = f"{prefix}/{cmd['_old']}"
-        out["new_path"] = f"{prefix}/{cmd['_new']}"
-    return out
-
-
-def _child(root: Path, folder: str, seed: int, log_path: Path) -> None:
-    """Runs in the forked child: never returns."""
-    code = 0
-    try:
-        rng = random.Random(seed)
-        handler = MemoryHandler(root)
-        files, _ = disk_files(root, folder)
-        files = {os.path.relpath(p, folder): c for p, c in files.items()}
-        log = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o600)
-        serial = seed * 1000
-        while True:
-            serial += 1
-            planned = _plan(rng, files, serial)
-            if planned is None:
-                continue
-            cmd, before, after, atomic = planned
-            tool_input = _to_tool_input(cmd, f"/memories/{folder}")
-            entry = {"cmd": tool_input, "before": before, "after": after, "atomic": atomic}
-            os.write(log, (json.dumps(entry) + "\n").encode())
-            result = handler.execute(tool_input)
-            if result.is_error:
-                os.write(log, (json.dumps({"unexpected": result.output[:500], "cmd": tool_input}) + "\n").encode())
-                code = 3
-                return
-            for name, text in after.items():
-                if text is None:
-                    files.pop(name, None)
-                else:
-                    files[name] = text
-            os.write(log, b'{"done": true}\n')
-    except BaseException:  # noqa: BLE001 - report and leave without running the parent's cleanup
-        code = 4
-    finally:
-        os._exit(code)
-
 
 # --- the parent -------------------------------------------------------------------------------
 
@@ -267,37 +150,36 @@ def test_sigkill_during_writes_leaves_old_or_new(root: Path, tmp_path: Path) -> 
     logs.mkdir()
     outcome = Outcome()
     batch = 0
-    while outcome.kills < KILLS:
-        batch += 1
-        children = []
-        for index, folder in enumerate(folders[: min(PARALLEL, KILLS - outcome.kills)]):
-            log_path = logs / f"{folder}.log"
-            if log_path.exists():
-                log_path.unlink()
-            seed = batch * 1000 + index
-            pid = os.fork()
-            if pid == 0:
-                _child(root, folder, seed, log_path)
-            children.append((pid, folder, log_path, started + 0))
-        delays = sorted((rng.uniform(0.001, MAX_DELAY), pid) for pid, *_ in children)
-        t0 = time.monotonic()
-        for delay, pid in delays:
-            pause = t0 + delay - time.monotonic()
-            if pause > 0:
-                time.sleep(pause)
-            os.kill(pid, signal.SIGKILL)
-        for pid, folder, log_path, _ in children:
-            _, status = os.waitpid(pid, 0)
-            if os.WIFEXITED(status):  # it stopped by itself: a command failed or it crashed
-                code = os.WEXITSTATUS(status)
-                if code == 4:
-                    outcome.child_errors.append(f"child for {folder} crashed (exit 4)")
-            else:
-                assert os.WTERMSIG(status) == signal.SIGKILL
-                outcome.kills += 1
-            state[folder] = _check_folder(root, folder, log_path, state[folder], outcome)
-        outcome.max_temps = max(outcome.max_temps, outcome.temps_seen)
-        assert not outcome.child_errors, "\n".join(outcome.child_errors[:10])
+    with Forker([f"{__package__}.crash_support:warm"]) as forker:  # forks cost 1-2 ms there, 16 ms from a full pytest
+        while outcome.kills < KILLS:
+            batch += 1
+            children = []
+            for index, folder in enumerate(folders[: min(PARALLEL, KILLS - outcome.kills)]):
+                log_path = logs / f"{folder}.log"
+                if log_path.exists():
+                    log_path.unlink()
+                seed = batch * 1000 + index
+                pid = forker.start(f"{__package__}.crash_support:child", str(root), folder, seed, str(log_path))
+                children.append((pid, folder, log_path))
+            delays = sorted((rng.uniform(0.001, MAX_DELAY), pid) for pid, *_ in children)
+            t0 = time.monotonic()
+            for delay, pid in delays:
+                pause = t0 + delay - time.monotonic()
+                if pause > 0:
+                    time.sleep(pause)
+                os.kill(pid, signal.SIGKILL)
+            for pid, folder, log_path in children:
+                status = forker.wait(pid)
+                if os.WIFEXITED(status):  # it stopped by itself: a command failed or it crashed
+                    code = os.WEXITSTATUS(status)
+                    if code == 4:
+                        outcome.child_errors.append(f"child for {folder} crashed (exit 4)")
+                else:
+                    assert os.WTERMSIG(status) == signal.SIGKILL
+                    outcome.kills += 1
+                state[folder] = _check_folder(root, folder, log_path, state[folder], outcome)
+            outcome.max_temps = max(outcome.max_temps, outcome.temps_seen)
+            assert not outcome.child_errors, "\n".join(outcome.child_errors[:10])
 
     # The handler works on the directory exactly as the kills left it.
     after = MemoryHandler(root)

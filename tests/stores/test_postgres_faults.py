@@ -17,7 +17,6 @@ import multiprocessing
 import os
 import random
 import re
-import select
 import signal
 import time
 import traceback
@@ -25,12 +24,15 @@ from pathlib import Path
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import pytest
+from forker_support import Forker
 from postgres_support import APP_ROLE, Cluster, import_psycopg
 
 from refmem import MemoryHandler
 from refmem.messages import IO_REASONS
 
 import_psycopg()
+
+from postgres_kill_support import KILL_FILES, KILL_TENANT, RUNNING, STARTING  # noqa: E402
 
 from refmem.stores.postgres import PostgresStore  # noqa: E402
 
@@ -272,55 +274,7 @@ KILL_BATCH = 100
 """Kills between two checks of the whole state."""
 KILL_CLIENTS = 3
 """Clients alive at once: each is killed at a random moment and another started in its place."""
-KILL_TENANT = "kills"
-KILL_FILES = ("f0.md", "f1.md", "f2.md", "sub/g0.md", "sub/g1.md")
-"""The files of the folder the clients move between /memories/a and /memories/b."""
 TOKEN_LINE = re.compile(rb"k-\d+-\d+\n")
-
-
-def _churn(dsn: str, seed: int, ready: int, running: Any) -> None:
-    """A client that, once connected (it writes a byte to `ready`), moves the folder between /memories/a and
-    /memories/b, inserts and str_replaces unique token lines in its files, creates files in /memories/c and deletes
-    the one it created before, until killed. Every file it writes is token lines then `x`. (Files are created in a
-    folder that never moves: a create where the moving folder just was would make that folder again.) The shared
-    byte `running` is 1 while a command runs."""
-    store = PostgresStore(dsn, tenant=KILL_TENANT, create=False)
-    inner = MemoryHandler(store)
-
-    class Flagged:
-        @staticmethod
-        def execute(command: Dict[str, Any]) -> Any:
-            running[0] = 1
-            try:
-                return inner.execute(command)
-            finally:
-                running[0] = 0
-
-    handler = Flagged()
-    os.write(ready, b"r")
-    chooser = random.Random(seed)
-    here, made = "/memories/a", None
-    for step in itertools.count():
-        token = f"k-{seed}-{step}"
-        there = "/memories/b" if here == "/memories/a" else "/memories/a"
-        file = f"{here}/{chooser.choice(KILL_FILES)}"
-        kind = chooser.randrange(5)
-        if kind == 0:
-            result = handler.execute({"command": "rename", "old_path": here, "new_path": there})
-            here = there if not result.is_error or "does not exist" in result.output else here
-        elif kind == 1:
-            result = handler.execute({"command": "insert", "path": file, "insert_line": 0, "insert_text": f"{token}\n"})
-        elif kind == 2:
-            result = handler.execute({"command": "str_replace", "path": file, "old_str": "\nx\n",
-                                      "new_str": f"\n{token}\nx\n"})
-        elif kind == 3:
-            create = {"command": "create", "path": f"/memories/c/n-{token}.md", "file_text": f"{token}\nx\n"}
-            result = handler.execute(create)
-            made = f"n-{token}.md" if not result.is_error else made
-        else:
-            result = handler.execute({"command": "delete", "path": f"/memories/c/{made or 'none.md'}"})
-        if result.is_error and "does not exist" in result.output and kind in (1, 2):
-            here = there  # the folder moved: another client's rename
 
 
 def _check_untorn(postgres: Cluster, dsn: str) -> int:
@@ -354,7 +308,7 @@ def _check_untorn(postgres: Cluster, dsn: str) -> int:
 
 
 @pytest.mark.slow
-def test_a_thousand_clients_killed_mid_command_leave_nothing_torn(postgres: Cluster) -> None:
+def test_a_thousand_clients_killed_mid_command_leave_nothing_torn(postgres: Cluster, tmp_path: Path) -> None:
     dsn = fresh_dsn(postgres, "kills")
     store = PostgresStore(dsn, tenant=KILL_TENANT)
     handler = MemoryHandler(store)
@@ -363,41 +317,41 @@ def test_a_thousand_clients_killed_mid_command_leave_nothing_torn(postgres: Clus
         assert not handler.execute(create).is_error
     store.close()
     chooser = random.Random(1018)
-    alive: Dict[int, Any] = {}  # pid -> the byte shared with it: 1 while it runs a command
+    flags_path = tmp_path / "flags"
+    flags_path.write_bytes(bytes(KILL_CLIENTS + 1))
+    with open(flags_path, "r+b") as file:
+        flags = mmap.mmap(file.fileno(), 0)  # one byte per client: STARTING, RUNNING or BETWEEN (the support module)
+    alive: Dict[int, int] = {}  # pid -> its byte
     kills, mid_command, seeds, tokens_seen = 0, 0, itertools.count(), []
     started = time.monotonic()
-    try:
-        while mid_command < KILLS_MANY:
-            for _ in range(KILL_BATCH):
-                while len(alive) < KILL_CLIENTS:
-                    seed = next(seeds)
-                    read_end, write_end = os.pipe()
-                    running = mmap.mmap(-1, 1)  # anonymous and shared: the child's writes are seen here
-                    pid = os.fork()
-                    if pid == 0:  # pragma: no cover - the child never returns
-                        try:
-                            os.close(read_end)
-                            _churn(dsn, seed, write_end, running)
-                        finally:
-                            os._exit(1)
-                    os.close(write_end)
-                    ready, _, _ = select.select([read_end], [], [], 60)
-                    assert ready and os.read(read_end, 1) == b"r", "a client never connected"
-                    os.close(read_end)
-                    alive[pid] = running
-                time.sleep(chooser.uniform(0.0, 0.02))
-                victim = chooser.choice(sorted(alive))
-                in_command = alive[victim][0] == 1  # read just before the kill: a command was running
-                os.kill(victim, signal.SIGKILL)
-                os.waitpid(victim, 0)
-                alive.pop(victim).close()
-                kills += 1
-                mid_command += in_command
-            tokens_seen.append(_check_untorn(postgres, dsn))  # with the others still running: one state, whole
-    finally:
-        for pid in alive:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+    # The clients are forked by a small process: a fork from a pytest that collected the whole suite costs 16 ms.
+    with Forker(["postgres_kill_support:warm"]) as forker:
+        try:
+            while mid_command < KILLS_MANY:
+                for _ in range(KILL_BATCH):
+                    while len(alive) < KILL_CLIENTS:
+                        slot = min(set(range(KILL_CLIENTS + 1)) - set(alive.values()))
+                        flags[slot] = STARTING
+                        pid = forker.start("postgres_kill_support:churn", dsn, next(seeds), str(flags_path), slot)
+                        alive[pid] = slot
+                    deadline = time.monotonic() + 60
+                    while any(flags[slot] == STARTING for slot in alive.values()):  # connected, polled
+                        assert time.monotonic() < deadline, "a client never connected"
+                        time.sleep(0.001)
+                    time.sleep(chooser.uniform(0.0, 0.02))
+                    running = sorted(pid for pid, slot in alive.items() if flags[slot] == RUNNING)
+                    victim = chooser.choice(running or sorted(alive))  # one in a command when there is one
+                    in_command = flags[alive[victim]] == RUNNING  # read just before the kill: a command was running
+                    os.kill(victim, signal.SIGKILL)
+                    assert os.WIFSIGNALED(forker.wait(victim))
+                    del alive[victim]
+                    kills += 1
+                    mid_command += in_command
+                tokens_seen.append(_check_untorn(postgres, dsn))  # with the others still running: one state, whole
+        finally:
+            for pid in alive:
+                os.kill(pid, signal.SIGKILL)
+                forker.wait(pid)
     tokens_seen.append(_check_untorn(postgres, dsn))
     print(f"{kills} clients killed ({mid_command} in a command) in {time.monotonic() - started:.1f} s; token lines"
           f" after each batch: {tokens_seen}")
