@@ -26,7 +26,15 @@ from pyfakefs.fake_filesystem import OSType
 from pyfakefs.fake_filesystem_unittest import Patcher
 from pyfakefs.fake_os import FakeOsModule
 
+import refmem._access_log  # noqa: F401
 import refmem._kernel as refmem_fs
+import refmem._records  # noqa: F401
+import refmem.tracked  # noqa: F401
+
+# `_access_log`, `_records` and `tracked` are loaded by the handler on first use. Imported under a fake, a module keeps that fake's `os`
+# after the fake is gone (the next test's rename then fails inside pyfakefs), and `_records`' probe of
+# `os.supports_fd` asks the fake for functions it does not fake, which the guard below refuses: so they are imported
+# here, before any fake, as a run of the whole suite happens to do.
 from refmem import MemoryHandler, Result
 
 ROOT = "/data/memories"
