@@ -295,21 +295,6 @@ def jaccard(left: FrozenSet[str], right: FrozenSet[str]) -> float:
     return shared / (len(left) + len(right) - shared)
 
 
-def mask_jaccard(left: Tuple[int, int], right: Tuple[int, int]) -> float:
-    """`jaccard` of two token sets given as (bits, count)."""
-    if not left[1] or not right[1]:
-        return 0.0
-    shared = _popcount(left[0] & right[0])
-    return shared / (left[1] + right[1] - shared)
-
-
-def _popcount_string(value: int) -> int:
-    return bin(value).count("1")
-
-
-_popcount: Callable[[int], int] = getattr(int, "bit_count", _popcount_string)  # int.bit_count: Python 3.10
-
-
 def diversify(hits: Sequence[Hit], lam: float, snippet: Callable[[str], str]) -> List[Hit]:
     """OpenClaw's `mmrRerank`, the whole order (see `diversified`)."""
     return list(diversified(hits, lam, snippet))

@@ -54,17 +54,6 @@ def candidates(rng: random.Random, count: int, vocabulary: int, scores: int) -> 
     return sorted(hits, key=lambda hit: -hit.score)
 
 
-def test_tokens_as_bits_give_jaccard() -> None:
-    rng = random.Random(3)
-    for _ in range(200):
-        left = frozenset(rng.sample(range(50), rng.randint(0, 20)))
-        right = frozenset(rng.sample(range(50), rng.randint(0, 20)))
-        bits = [sum(1 << n for n in side) for side in (left, right)]
-        expected = rank.jaccard(frozenset(map(str, left)), frozenset(map(str, right))) if left or right else 0.0
-        assert rank.mask_jaccard((bits[0], len(left)), (bits[1], len(right))) == expected
-        assert rank._popcount_string(bits[0]) == len(left)
-
-
 @pytest.mark.parametrize("seed", range(60))
 def test_the_same_order_as_every_candidate_against_every_pick(seed: int) -> None:
     rng = random.Random(seed)
