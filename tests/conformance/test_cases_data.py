@@ -264,7 +264,7 @@ def test_spec_notes_have_decisions() -> None:
 NOT_TOOL_BEHAVIOUR = (
     "D-SERVE-", "D-EXEC-", "D-STORE-", "D-SDK-", "D-DEPLOY-", "D-VERDICT-", "D-HARNESS-", "D-MCP-", "D-OPLOG",
     "D-PUBLIC-NAMES", "D-VENDOR-SET", "D-VIEW-LIST-RULES", "D-BASELINE-", "D-TRACE", "D-HOSTED-SHA256",
-    "D-FIELD-", "D-CI-",
+    "D-FIELD-", "D-CI-", "D-TEST-", "D-FINAL-READBACK", "D-FS-KEPT-FOLDER", "D-HOSTED-CLI",
 )
 """Decisions about the reference's programs (`refmem serve`, `refmem exec`, `refmem mcp`, its command log), its
 storage interface (stores, tenants, the change journal, where the listing rule is decided), its SDK tools (how they
@@ -275,7 +275,11 @@ tests/programs/test_mcp.py, tests/programs/test_oplog.py, tests/project/test_pub
 tests/stores/test_storage_contract.py, tests/conformance/test_field.py for the field's installer and history; how
 this repository's CI runs its tests (D-CI-*) is .ci/run, tests/conftest.py and tests/conformance/test_deployment.py;
 the hosted store's sha256 precondition is a store call, not a tool input:
-tests/stores/test_hosted_profile.py). The listing itself is pinned by the view-dir and hidden cases."""
+tests/stores/test_hosted_profile.py; the hosted profile's options of exec and serve (D-HOSTED-CLI):
+tests/stores/test_hosted_cli.py; the filesystem store's kept folder, which changes system calls and not results
+(D-FS-KEPT-FOLDER): tests/filesystem/test_fewer_looks.py; the final-state check's readings (D-FINAL-READBACK):
+tests/conformance/test_own_storage.py; how this repository's slow tests are made cheaper (D-TEST-*): the tests
+themselves). The listing itself is pinned by the view-dir and hidden cases."""
 OTHER_TOOL_PREFIX = "D-OPENCLAW-"
 """OpenClaw's workspace-memory tools have their own cases (conformance/openclaw/cases) and their own checks."""
 
