@@ -3,8 +3,10 @@ again, forgotten when the index changes, and bounded."""
 
 from __future__ import annotations
 
+import contextlib
 import pathlib
 import random
+from typing import Iterator
 
 import pytest
 
@@ -22,6 +24,17 @@ def notes(folder: pathlib.Path, count: int, seed: int) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         lines = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 12))) for _ in range(rng.randint(1, 6))]
         target.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+@contextlib.contextmanager
+def opened(folder: pathlib.Path, count: int, seed: int) -> Iterator[OpenClawMemory]:
+    """`count` notes in `folder`, and the memory over them, closed after."""
+    notes(folder, count, seed)
+    memory = OpenClawMemory(folder, index="memory", clock=lambda: NOW)
+    try:
+        yield memory
+    finally:
+        memory.close()
 
 
 QUERIES = [
@@ -56,26 +69,17 @@ def test_remembered_orders_give_the_answers_of_fts5(tmp_path: pathlib.Path) -> N
 
 def test_a_change_forgets_them(tmp_path: pathlib.Path) -> None:
     folder = tmp_path / "memories"
-    notes(folder, 40, 2)
-    memory = OpenClawMemory(folder, index="memory", clock=lambda: NOW)
-    try:
+    with opened(folder, 40, 2) as memory:
         assert "memory/new.md" not in paths_of(memory.memory_search("concerns", max_results=50, min_score=0))
         (folder / "memory" / "new.md").write_text("concerns " * 40 + "\n", encoding="utf-8")
         assert paths_of(memory.memory_search("concerns", max_results=50, min_score=0))[0] == "memory/new.md"
-    finally:
-        memory.close()
 
 
 def test_they_are_bounded(tmp_path: pathlib.Path) -> None:
-    folder = tmp_path / "memories"
-    notes(folder, 20, 3)
-    memory = OpenClawMemory(folder, index="memory", clock=lambda: NOW)
-    try:
+    with opened(tmp_path / "memories", 20, 3) as memory:
         index = memory._open_index()
         index.ranked_terms = 3
         for word in WORDS:
             memory.memory_search(word)
         assert len(index._ranked[1]) == 3
         assert list(index._ranked[1])[-1][0].lower().strip('"') == WORDS[-1]  # the most recent last
-    finally:
-        memory.close()
