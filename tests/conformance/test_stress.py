@@ -73,8 +73,15 @@ def test_the_careful_backend_passes_every_check(workdir: pathlib.Path) -> None:
 def test_each_failing_backend_is_flagged_for_its_check_only(
     backend: str, group: str, expected: Set[Tuple[str, str]], workdir: pathlib.Path
 ) -> None:
-    """Its group of checks (the careful backend passes them all, above): the one check fails, the others pass."""
-    report = stress.stress_report(_opener(f"python:stress_backends:{backend}"), workdir, quick=True, checks=[group])
+    """Its group of checks (the careful backend passes them all, above): the one check fails, the others pass.
+
+    A growth check times the machine (CPU time of the command's thread at doubling sizes, the quick plan's few
+    rounds): on a busy machine one run may miss the planted doubling (seen once on two workers in CI), so growth
+    gets three tries, each timing the machine again, as the cost oracle's replay does; the others get one."""
+    for _ in range(3 if group == "growth" else 1):
+        report = stress.stress_report(_opener(f"python:stress_backends:{backend}"), workdir, quick=True, checks=[group])
+        if _kinds(report) == expected:
+            break
     assert _kinds(report) == expected, stress.summary_lines(report)
     assert all(str(workdir) not in finding["detail"] for finding in report.findings)
     if backend == "make_path_string_race":  # both ways out: a read and a write through the swapped link
