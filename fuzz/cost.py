@@ -62,6 +62,14 @@ MEMORY_PER_CHAR = 128.0
 """Peak heap growth per input character: a file of short lines as a list of strings is about 60."""
 CONFIRM_RUNS = 2
 """Re-runs a cost finding must survive (each breaking the same budget) before it is reported."""
+REPLAY_MARGIN = 2.0
+"""A time finding is kept at a size that breaks its budget this many times over. The first input to cross a budget,
+and the last size shrinking leaves (halving a text quarters a quadratic step), sit just above it: kept there,
+findings were 1.00-1.35 times over, and replayed on the same machine they measured 0.56-0.92 of it one time in
+three. So shrinking stops short of this margin, and a finding confirmed below it is grown (every text doubled,
+at most GROW_STEPS times) until it is over it. Work that is linear in the input keeps its ratio as it grows, so
+only superlinear work gains the margin. Output and memory figures do not depend on the machine's load."""
+GROW_STEPS = 2
 STALL = 1.5
 """A machine that runs the calibration job this many times slower than it did at calibration is stalled (a busy
 neighbour, a throttled CPU): re-runs made then are judged against budgets scaled by that slowdown, since a stall

@@ -115,6 +115,18 @@ def simplify_texts(commands: List[Any], still_fails: Predicate, fields: Fields =
     return current
 
 
+def grow_texts(commands: List[Any], fields: Fields = MEMORY_TOOL) -> List[Any]:
+    """The commands with every text field doubled: the inverse of halving, for a cost finding too close to its budget
+    to replay (fuzz/cost.py, REPLAY_MARGIN)."""
+    grown = copy.deepcopy(commands)
+    for index in _objects(grown):
+        for field in fields.texts:
+            value = grown[index].get(field)
+            if isinstance(value, str):
+                grown[index][field] = value + value
+    return grown
+
+
 def simplify_paths(commands: List[Any], still_fails: Predicate, fields: Fields = MEMORY_TOOL) -> List[Any]:
     """Drop one name at a time from every path (never the leading `/memories`-like part)."""
     current = copy.deepcopy(commands)

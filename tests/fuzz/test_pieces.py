@@ -6,7 +6,7 @@ import pathlib
 import random
 
 import pytest
-from refmem_fuzz.minimise import ddmin, minimise
+from refmem_fuzz.minimise import ddmin, grow_texts, minimise
 
 from refmem import tool
 from refmem_harness import decode as decode_module
@@ -118,6 +118,21 @@ def test_minimiser_shrinks_commands_paths_and_texts() -> None:
         return any("evil" in str(c.get("path", "")) for c in candidate if isinstance(c, dict))
 
     assert minimise(commands, fails) == [{"command": "create", "path": "/memories/evil", "file_text": "l"}]
+
+
+def test_growing_a_cost_finding_doubles_its_texts_and_nothing_else() -> None:
+    commands = [
+        {"command": "create", "path": "/memories/a", "file_text": "ab\n"},
+        {"command": "str_replace", "path": "/memories/a", "old_str": "b", "new_str": ""},
+        "not an object",
+    ]
+    grown = grow_texts(commands)
+    assert grown == [
+        {"command": "create", "path": "/memories/a", "file_text": "ab\nab\n"},
+        {"command": "str_replace", "path": "/memories/a", "old_str": "bb", "new_str": ""},
+        "not an object",
+    ]
+    assert commands[0]["file_text"] == "ab\n"  # the finding's own commands are left as they were
 
 
 def test_layout_snapshot_sees_changes_outside(tmp_path: pathlib.Path) -> None:
