@@ -24,6 +24,9 @@ from typing import Callable, Dict, List, Optional, Tuple
 from . import impls
 
 Op = Callable[[int], object]
+# After the warm-up, a pause longer than D-STORE-CHANGES-FS-ABSENT's two seconds: a long-lived handler's `.refmem` has
+# settled, so "no journal" is remembered (one `stat`), as it is in an application's steady state.
+SETTLE_SECONDS = 2.1
 TARGETS = {"rename": (40e-6, 1.3), "delete": (40e-6, 1.3), "nested view": (None, 1.4)}
 
 
@@ -36,27 +39,42 @@ def _folder_with(root: str, count: int, prefix: str) -> str:
     return folder
 
 
-def _refmem(root: str, journal: bool) -> impls.Refmem:
-    made = impls.Refmem(root)
+def _refmem(root: str, journal: bool, baseline: bool = False) -> impls.Impl:
+    """refmem as an application makes it (`MemoryHandler(root)`), or the baseline copy (`--baseline`) made alike."""
+    made: impls.Impl = impls.Baseline(root) if baseline else impls.Refmem(root)
     if journal:
         made.handler.store.changes_since(0)  # type: ignore[attr-defined]
     return made
 
 
-def _ops(base: str, reps: int, journal: bool) -> Dict[str, Tuple[Op, Op, Callable[[int], None]]]:
-    """For each operation: (refmem's, the floor's, what prepares repetition i for both, untimed)."""
-    ops: Dict[str, Tuple[Op, Op, Callable[[int], None]]] = {}
+def _with_baseline() -> bool:
+    """Whether `--baseline DIR` named an earlier copy of refmem to measure beside this one."""
+    return impls.Baseline.source is not None
+
+
+Ops = Dict[str, Tuple[Op, Op, Callable[[int], None], Optional[Op]]]
+
+
+def _ops(base: str, reps: int, journal: bool) -> Ops:
+    """For each operation: (refmem's, the floor's, what prepares repetition i for both, untimed, the baseline's or
+    None)."""
+    ops: Ops = {}
     # rename back and forth within one folder
-    rroot, froot = tempfile.mkdtemp(dir=base), tempfile.mkdtemp(dir=base)
+    rroot, froot, broot = (tempfile.mkdtemp(dir=base) for _ in range(3))
     _folder_with(rroot, 1, "a")
+    _folder_with(broot, 1, "a")
     ffolder = _folder_with(froot, 1, "a")
     refmem = _refmem(rroot, journal)
+    before = _refmem(broot, journal, baseline=True) if _with_baseline() else None
     fd = os.open(ffolder, os.O_RDONLY | os.O_DIRECTORY)
+    renames = [{"command": "rename", "old_path": f"/memories/d/{old}00000.md", "new_path": f"/memories/d/{new}00000.md"}
+               for old, new in (("a", "b"), ("b", "a"))]
 
     def refmem_rename(i: int) -> object:
-        old, new = ("a", "b") if i % 2 == 0 else ("b", "a")
-        return refmem.execute({"command": "rename", "old_path": f"/memories/d/{old}00000.md",
-                               "new_path": f"/memories/d/{new}00000.md"})
+        return refmem.execute(renames[i % 2])
+
+    def baseline_rename(i: int) -> object:
+        return before.execute(renames[i % 2])  # type: ignore[union-attr]
 
     def floor_rename(i: int) -> object:
         old, new = ("a", "b") if i % 2 == 0 else ("b", "a")
@@ -64,62 +82,74 @@ def _ops(base: str, reps: int, journal: bool) -> Dict[str, Tuple[Op, Op, Callabl
         os.fsync(fd)
         return None
 
-    ops["rename"] = (refmem_rename, floor_rename, lambda i: None)
+    ops["rename"] = (refmem_rename, floor_rename, lambda i: None, baseline_rename if before else None)
     # delete of a file made (untimed) just before
-    droot, dfroot = tempfile.mkdtemp(dir=base), tempfile.mkdtemp(dir=base)
+    droot, dfroot, dbroot = (tempfile.mkdtemp(dir=base) for _ in range(3))
     dfolder = _folder_with(droot, 0, "x")
     dffolder = _folder_with(dfroot, 0, "x")
+    dbfolder = _folder_with(dbroot, 0, "x")
     drefmem = _refmem(droot, journal)
+    dbefore = _refmem(dbroot, journal, baseline=True) if _with_baseline() else None
     dfd = os.open(dffolder, os.O_RDONLY | os.O_DIRECTORY)
+    delete = {"command": "delete", "path": "/memories/d/gone.md"}
 
     def prepare_delete(i: int) -> None:
-        for folder in (dfolder, dffolder):
+        for folder in (dfolder, dffolder, dbfolder):
             with open(os.path.join(folder, "gone.md"), "wb") as out:
                 out.write(b"a small memory\n")
 
     def refmem_delete(i: int) -> object:
-        return drefmem.execute({"command": "delete", "path": "/memories/d/gone.md"})
+        return drefmem.execute(delete)
+
+    def baseline_delete(i: int) -> object:
+        return dbefore.execute(delete)  # type: ignore[union-attr]
 
     def floor_delete(i: int) -> object:
         os.unlink("gone.md", dir_fd=dfd)
         os.fsync(dfd)
         return None
 
-    ops["delete"] = (refmem_delete, floor_delete, prepare_delete)
+    ops["delete"] = (refmem_delete, floor_delete, prepare_delete, baseline_delete if dbefore else None)
     # a view of a small file one folder down
     vroot = tempfile.mkdtemp(dir=base)
     os.makedirs(os.path.join(vroot, "notes"))
     with open(os.path.join(vroot, "notes", "today.md"), "w") as out:
         out.write("".join(f"line {n}: the quick brown fox jumps over the lazy dog\n" for n in range(20)))
     vrefmem, vfloor = _refmem(vroot, journal), impls.Floor(vroot)
+    vbefore = _refmem(vroot, journal, baseline=True) if _with_baseline() else None
     view = {"command": "view", "path": "/memories/notes/today.md"}
-    ops["nested view"] = (lambda i: vrefmem.execute(view), lambda i: vfloor.execute(view), lambda i: None)
+    ops["nested view"] = (lambda i: vrefmem.execute(view), lambda i: vfloor.execute(view), lambda i: None,
+                          (lambda i: vbefore.execute(view)) if vbefore else None)  # type: ignore[union-attr]
     return ops
 
 
-def measure(base: str, reps: int, journal: bool) -> Dict[str, Tuple[float, float]]:
-    """(refmem's median CPU seconds, the floor's) for each operation, taking turns."""
-    found: Dict[str, Tuple[float, float]] = {}
+def measure(base: str, reps: int, journal: bool) -> Dict[str, Tuple[float, float, Optional[float]]]:
+    """(refmem's median CPU seconds, the floor's, the baseline's or None) for each operation, taking turns (the
+    order rotating every repetition)."""
+    found: Dict[str, Tuple[float, float, Optional[float]]] = {}
     clock = time.process_time
-    for name, (mine, floor, prepare) in _ops(base, reps, journal).items():
+    for name, (mine, floor, prepare, before) in _ops(base, reps, journal).items():
+        ways = [("refmem", mine), ("floor", floor)] + ([("baseline", before)] if before is not None else [])
         for i in range(20):  # warm up: caches made, the journal and the records folder opened
             prepare(i)
-            mine(i)
-            floor(i)
-        samples: Dict[str, List[float]] = {"refmem": [], "floor": []}
+            for _label, op in ways:
+                op(i)
+        time.sleep(SETTLE_SECONDS if reps >= 100 else 0)
+        samples: Dict[str, List[float]] = {label: [] for label, _op in ways}
         gc.collect()
         gc.disable()
         try:
             for i in range(reps):
                 prepare(i)
-                pair = (("refmem", mine), ("floor", floor)) if i % 2 else (("floor", floor), ("refmem", mine))
-                for label, op in pair:
+                turn = ways[i % len(ways):] + ways[: i % len(ways)]
+                for label, op in turn:
                     started = clock()
                     op(i)
                     samples[label].append(clock() - started)
         finally:
             gc.enable()
-        found[name] = (statistics.median(samples["refmem"]), statistics.median(samples["floor"]))
+        found[name] = (statistics.median(samples["refmem"]), statistics.median(samples["floor"]),
+                       statistics.median(samples["baseline"]) if before is not None else None)
     return found
 
 
@@ -172,6 +202,7 @@ def breakdown(base: str, reps: int) -> Dict[str, float]:
     for i in range(20):
         for op in ways.values():
             op(i)
+    time.sleep(SETTLE_SECONDS if reps >= 100 else 0)
     gc.collect()
     gc.disable()
     try:
@@ -203,13 +234,14 @@ def main_section(base: str, quick: bool, disk: Optional[str] = None, reps: Optio
         "alternating. Targets: rename and delete at most 40 µs over the floor on tmpfs and at most 1.3x on disk; "
         "a nested view at most 1.4x.",
         "",
-        "| operation | where | refmem | journal | floor | difference | ratio | target | met |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| operation | where | refmem | journal | floor | difference | ratio | target | met |"
+        + (" baseline | baseline's difference | baseline's ratio |" if _with_baseline() else ""),
+        "|---|---|---|---|---|---|---|---|---|" + ("---|---|---|" if _with_baseline() else ""),
     ]
     try:
         for where, folder in places:
             for journal in (False, True):
-                for name, (mine, floor) in measure(folder, reps, journal).items():
+                for name, (mine, floor, before) in measure(folder, reps, journal).items():
                     over, limit = TARGETS[name]
                     if where == "tmpfs" and over is not None:
                         target, met = f"+{over * 1e6:.0f} µs", mine - floor <= over
@@ -217,7 +249,9 @@ def main_section(base: str, quick: bool, disk: Optional[str] = None, reps: Optio
                         target, met = f"{limit}x", mine <= limit * floor
                     lines.append(f"| {name} | {where} | {_us(mine)} | {'made' if journal else 'none'} | "
                                  f"{_us(floor)} | {_us(mine - floor)} | {mine / floor:.2f}x | {target} | "
-                                 f"{'yes' if met else 'no'} |")
+                                 f"{'yes' if met else 'no'} |"
+                                 + ("" if before is None else
+                                    f" {_us(before)} | {_us(before - floor)} | {before / floor:.2f}x |"))
         lines += ["", f"Where a rename's CPU goes, on {places[0][0]}: each way of making it, all taking turns "
                   f"(median of {reps:,}); a row's cost over the row above is what its layer adds.", "",
                   "| made by | CPU a rename | over the row above | over the floor |", "|---|---|---|---|"]

@@ -76,6 +76,11 @@ RECORD_NAME = re.compile(r"[0-9a-f]{64}")
 _FAILURES = (OSError, ValueError, FsProblem)
 
 
+def clock() -> float:
+    """The records' clock (`time.time`; a test's frozen one where a test replaced this module's `time`)."""
+    return time.time()
+
+
 # --- virtual paths ----------------------------------------------------------------------------
 
 
@@ -96,7 +101,12 @@ def virtual_path(path: VirtualLike) -> str:
 
 def record_name(path: VirtualLike) -> str:
     """The record file name of a virtual path: the hex SHA-256 of its UTF-8 canonical spelling."""
-    return hashlib.sha256(virtual_path(path).encode("utf-8", "surrogatepass")).hexdigest()
+    return _hashed(virtual_path(path))
+
+
+def _hashed(canonical: str) -> str:
+    """`record_name` of a path already canonical (`virtual_path`)."""
+    return hashlib.sha256(canonical.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 # --- records ----------------------------------------------------------------------------------
@@ -275,7 +285,7 @@ class AccessTracker:
                 # Only a log can hold a use of the path as well: where there is one, say it is gone.
                 moves.append(folder, [(None, gone_path) for gone_path in gone], create=False)
                 for gone_path in gone:
-                    remove_record(folder, record_name(gone_path))
+                    remove_record(folder, _hashed(gone_path))
                 return True
             except _FAILURES:
                 return False
@@ -294,15 +304,16 @@ class AccessTracker:
                 folder = self._folder()
                 when = time.time() if now is None else float(now)
                 entries: List[moves.MoveRecord] = [(_ns(when), new_path), (None, old_path)]
-                carried = [old_path] if folder.lstat(record_name(old_path)) is not None else []
+                old_name = _hashed(old_path)
+                carried = [old_name] if folder.lstat(old_name) is not None else []
                 if is_dir is not False:
                     for record in self.records(prefix=old_path + "/"):
                         moved = new_path + record.path[len(old_path) :]
                         entries += [(_ns(record.mtime), moved), (None, record.path)]
-                        carried.append(record.path)
+                        carried.append(record.name)
                 moves.append(folder, entries)
-                for carried_path in carried:
-                    remove_record(folder, record_name(carried_path))
+                for carried_name in carried:
+                    remove_record(folder, carried_name)
                 return True
             except _FAILURES:
                 return False

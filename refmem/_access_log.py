@@ -41,6 +41,7 @@ READ_LIMIT = 16 * 1024 * 1024  # a log is read this far at most: a planted huge 
 _HEADER = re.compile(rb"refmem-moves 1 ([0-9]{1,12})\n")
 _PLAIN = re.compile(rb'\[(null|0|[1-9][0-9]{0,19}),"([\x20\x21\x23-\x5b\x5d-\x7e]*)"\]')
 MoveRecord = Tuple[Optional[int], str]  # (time in ns, or None to forget; virtual path)
+_ROOT_SLASH = (ROOT + "/").encode("ascii")
 
 
 def encode(entries: Iterable[MoveRecord]) -> bytes:
@@ -74,11 +75,20 @@ def _decode(line: bytes) -> Optional[MoveRecord]:
 def replay(data: bytes) -> Dict[str, int]:
     """The last use (ns) of every path the log `data` still holds."""
     uses: Dict[str, int] = {}
+    plain = _PLAIN.fullmatch
     for line in data.split(b"\n"):
-        entry = _decode(line) if line.startswith(b"[") else None
-        if entry is None:
+        if not line.startswith(b"["):
             continue  # the header, a torn or a foreign line
-        when, path = entry
+        found = plain(line)  # what `encode` writes for a plain path, inline: compaction replays every line
+        if found is not None and found.group(2).startswith(_ROOT_SLASH):
+            when_text, path_bytes = found.groups()
+            when: Optional[int] = None if when_text == b"null" else int(when_text)
+            path = path_bytes.decode("ascii")
+        else:
+            entry = _decode(line)
+            if entry is None:
+                continue
+            when, path = entry
         if when is None:
             uses.pop(path, None)
         elif when > uses.get(path, -1):

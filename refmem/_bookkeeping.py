@@ -19,16 +19,22 @@ written through). What the caller does with anything else is its own decision (D
 
 from __future__ import annotations
 
-import contextlib
 import os
 import threading
-from typing import Callable, Iterator, Optional, Protocol, Tuple
+from types import ModuleType
+from typing import Callable, Optional, Protocol, Tuple
 
 from . import problems
 from ._kernel import Dir
 from ._single import open_single
 from .paths import RESERVED_PREFIX
 from .problems import OsFailure
+
+fcntl: Optional[ModuleType]
+try:  # flock; absent on Windows, where one process per root is assumed
+    import fcntl
+except ImportError:  # pragma: no cover
+    fcntl = None
 
 BOOKKEEPING_DIR = RESERVED_PREFIX  # `.refmem`
 LOCK_NAME = "lock"
@@ -66,7 +72,8 @@ class WriteLock:
     Threads queue on a threading lock; processes on `flock` of `.refmem/lock`, kept open for the
     store's life and reopened after a fork (a forked child shares the parent's open file). Readers
     that must not see a writer half-way (the change journal's) take it shared. `held()` tells whether
-    the calling thread holds it, so a mutation called outside it can take it for itself.
+    the calling thread holds it, so a mutation called outside it can take it for itself. `locked()` is a plain
+    context manager: every mutation takes it, and a generator's would cost more than both `flock` calls.
     """
 
     def __init__(self, root: Walker) -> None:
@@ -75,58 +82,83 @@ class WriteLock:
         self._holder: Optional[int] = None
         self._fd: Optional[int] = None
         self._pid = 0
+        self._held_fd: Optional[int] = None  # the lock file `flock`ed by the holder
         self._close = os.close
         self.released: Optional[Callable[[], None]] = None  # called under the lock, just before it is let go
+        self._exclusive = _Locked(self, False)
 
     def held(self) -> bool:
         return self._holder == threading.get_ident()
 
-    @contextlib.contextmanager
-    def locked(self, shared: bool = False) -> Iterator[None]:
-        with self._thread_lock:
-            fd = self._lock_file()
-            if fd is None:  # pragma: no cover - Windows: one process per root is assumed
-                self._holder = threading.get_ident()
-                try:
-                    yield
-                finally:
-                    self._holder = None
-                return
-            import fcntl
+    def locked(self, shared: bool = False) -> _Locked:
+        return _Locked(self, True) if shared else self._exclusive
 
-            fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
-            self._holder = threading.get_ident()
+    def _acquire(self, shared: bool) -> None:
+        self._thread_lock.acquire()
+        try:
+            fd = self._lock_file()
+            if fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)  # type: ignore[union-attr]
+        except BaseException:
+            self._thread_lock.release()
+            raise
+        self._held_fd = fd
+        self._holder = threading.get_ident()
+
+    def _release(self) -> None:
+        try:
+            if self.released is not None:
+                self.released()
+        finally:
+            self._holder = None
             try:
-                yield
+                fd, self._held_fd = self._held_fd, None
+                if fd is not None:
+                    fcntl.flock(fd, fcntl.LOCK_UN)  # type: ignore[union-attr]
             finally:
-                try:
-                    if self.released is not None:
-                        self.released()
-                finally:
-                    self._holder = None
-                    fcntl.flock(fd, fcntl.LOCK_UN)
+                self._thread_lock.release()
 
     def _lock_file(self) -> Optional[int]:
         """The lock file (see `open_single`). Anything else squatting the bookkeeping folder or the lock's
         name is OsFailure("bookkeeping"), which names no path."""
-        try:
-            import fcntl  # noqa: F401 - only to learn whether flock exists here
-        except ImportError:  # pragma: no cover
+        if fcntl is None:  # pragma: no cover - Windows: one process per root is assumed
             return None
-        if self._fd is not None and self._pid == os.getpid():
+        if self._fd is not None and self._pid == PROCESS_ID[0]:
             return self._fd
         try:
             with self._root.walk((BOOKKEEPING_DIR,), create=True) as folder:
                 fd = open_single(folder, LOCK_NAME, os.O_RDONLY | os.O_CREAT)[0]
         except _SQUATTED:
             raise OsFailure("bookkeeping") from None
-        if self._fd is not None and self._pid == os.getpid():  # pragma: no cover
+        if self._fd is not None and self._pid == PROCESS_ID[0]:  # pragma: no cover
             self._close(self._fd)
-        self._fd, self._pid = fd, os.getpid()
+        self._fd, self._pid = fd, PROCESS_ID[0]
         return fd
 
     def close(self) -> None:
         fd, self._fd = self._fd, None
-        if fd is not None and self._pid == os.getpid():
+        if fd is not None and self._pid == PROCESS_ID[0]:
             self._close(fd)
+
+
+class _Locked:
+    """`with lock.locked():` the write lock held for the block (see `WriteLock.locked`)."""
+
+    __slots__ = ("_lock", "_shared")
+
+    def __init__(self, lock: WriteLock, shared: bool) -> None:
+        self._lock = lock
+        self._shared = shared
+
+    def __enter__(self) -> None:
+        self._lock._acquire(self._shared)
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock._release()
+
+
+# This process's id, kept by a fork hook rather than asked at every lock: a forked child reopens the lock file.
+PROCESS_ID = [os.getpid()]
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: PROCESS_ID.__setitem__(0, os.getpid()))
 

@@ -51,7 +51,7 @@ import time
 from typing import Iterable, Iterator, Optional, Set, Tuple
 
 from . import problems
-from ._bookkeeping import BOOKKEEPING_DIR, CHANGES_NAME, Walker, open_folder
+from ._bookkeeping import BOOKKEEPING_DIR, CHANGES_NAME, PROCESS_ID, Walker, open_folder
 from ._handles import Identity, identity
 from ._kernel import Dir
 from ._single import open_single
@@ -124,10 +124,10 @@ class Journal:
     # -- the file --
 
     def _folder(self, fresh: bool = False) -> Dir:
-        if fresh or self._dir is None or self._pid != os.getpid():
+        if fresh or self._dir is None or self._pid != PROCESS_ID[0]:
             self.close()
             self._dir = open_folder(self._root, (), create=True)
-            self._pid = os.getpid()
+            self._pid = PROCESS_ID[0]
             self._dir_identity = self._dir.identity()
         return self._dir
 
@@ -147,7 +147,7 @@ class Journal:
         """No journal was made since one was last found missing: `.refmem` is the same folder, with the same
         modification and change times (one `lstat` in the root's folder, where looking for the journal took two)."""
         absent = self._absent
-        if absent is None or self._pid != os.getpid():
+        if absent is None or self._pid != PROCESS_ID[0]:
             return False
         if self._moved():
             return False
@@ -226,7 +226,7 @@ class Journal:
     def close(self) -> None:
         self._absent = None
         folder, self._dir = self._dir, None
-        if folder is not None and self._pid == os.getpid():
+        if folder is not None and self._pid == PROCESS_ID[0]:
             folder.close()
 
     # -- writing and reading --

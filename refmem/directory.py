@@ -19,7 +19,7 @@ import contextlib
 import os
 import stat
 from types import ModuleType
-from typing import Callable, ContextManager, Iterator, List, Optional, Tuple, Union
+from typing import Callable, ContextManager, Iterator, List, Optional, Tuple, Union, cast
 
 from . import _kernel as kernel
 from . import _tree as tree
@@ -188,18 +188,27 @@ class Directory:
 
     def _found_parent(self, path: VirtualPath) -> Dir:
         """The folder holding `path`, which a command expects to find there; the root-removed check (a stat)
-        is made only when the folder is not found, since a removed root has no entries (what a view does).
-
-        Under `locked()`, the folder `entry` just reached for the same path is the one taken (the walk is not made
-        twice in one command: a rename looks at its source, then moves it); the caller closes what it gets."""
-        kept = self._kept
-        if kept.folder is not None and kept.parts == path.parts[:-1] and self._lock.held():
-            folder, kept.folder = kept.folder, None
-            return folder
+        is made only when the folder is not found, since a removed root has no entries (what a view does)."""
         try:
             return self._parent(path, check=False)
         except Missing:
             self.dir.check_removed()
+            raise
+
+    def _looked_at(self, path: VirtualPath) -> Tuple[Dir, Optional[os.stat_result]]:
+        """The folder holding `path` (the caller closes it) and the `lstat` of its name there. Under `locked()`, what
+        `entry` just found is taken (D-FS-KEPT-FOLDER: a rename looks at its source, then moves it, walking once)."""
+        kept = self._kept
+        if kept.folder is not None and kept.parts == path.parts[:-1] and self._lock.held():
+            folder, kept.folder = kept.folder, None
+            if kept.name == path.name:
+                return folder, kept.info
+        else:
+            folder = self._found_parent(path)
+        try:
+            return folder, folder.lstat(path.name)
+        except BaseException:
+            folder.close()
             raise
 
     @contextlib.contextmanager
@@ -244,11 +253,13 @@ class Directory:
             return None
         try:
             info = folder.lstat(path.name)
-        finally:
-            if self._lock.held():  # for the command's next step (`_found_parent`), until the lock is let go
-                self._kept.keep(path.parts[:-1], folder)
-            else:
-                folder.close()
+        except BaseException:
+            folder.close()
+            raise
+        if self._lock.held():  # for the command's next step (`_looked_at`), until the lock is let go
+            self._kept.keep(path.parts[:-1], folder, path.name, info)
+        else:
+            folder.close()
         if info is None:
             self.dir.check_removed()
             return None
@@ -386,8 +397,8 @@ class Directory:
         if path.is_root:
             raise OsFailure("denied")
         with self._writing():
-            with self._found_parent(path) as folder:
-                info = folder.lstat(path.name)
+            folder, info = self._looked_at(path)
+            with folder:
                 if info is None:
                     self.dir.check_removed()
                     raise Missing()
@@ -410,8 +421,8 @@ class Directory:
         if old.is_root or new.is_root:
             raise OsFailure("denied")
         with self._writing():
-            with self._found_parent(old) as source:
-                info = source.lstat(old.name)
+            source, info = self._looked_at(old)
+            with source:
                 if info is None:
                     self.dir.check_removed()
                     raise Missing()
@@ -432,7 +443,7 @@ class Directory:
     def locked(self) -> ContextManager[None]:
         """An exclusive lock shared by every handler, thread and process on this root (`flock` of
         `.refmem/lock`, see bookkeeping.WriteLock). A folder `entry` reached within it may serve the command's
-        next step (`_found_parent`); it is closed when the lock is let go."""
+        next step (`_looked_at`); it is closed when the lock is let go."""
         return self._lock.locked()
 
 
@@ -441,15 +452,16 @@ class _Kept:
     at its source, then moves it, and walks once. Only the lock's holder sets or takes it; the lock's release
     closes it, so nothing reached in one command serves another."""
 
-    __slots__ = ("parts", "folder")
+    __slots__ = ("parts", "folder", "name", "info")
 
     def __init__(self) -> None:
         self.parts: Tuple[str, ...] = ()
         self.folder: Optional[Dir] = None
+        self.name, self.info = "", cast("Optional[os.stat_result]", None)  # and what the `lstat` of `name` found
 
-    def keep(self, parts: Tuple[str, ...], folder: Dir) -> None:
+    def keep(self, parts: Tuple[str, ...], folder: Dir, name: str, info: Optional[os.stat_result]) -> None:
         self.drop()
-        self.parts, self.folder = parts, folder
+        self.parts, self.folder, self.name, self.info = parts, folder, name, info
 
     def drop(self) -> None:
         folder, self.folder = self.folder, None

@@ -9,7 +9,6 @@ storage interface, so every store gives the same results, byte for byte, for the
 
 from __future__ import annotations
 
-import contextlib
 import fnmatch
 import functools
 import os
@@ -313,8 +312,10 @@ class MemoryHandler:
         except FsProblem as problem:
             return self._problem(problem, "view", path)
         if self._record_use is not None and not rendered.is_error:
-            with contextlib.suppress(Exception):  # bookkeeping never fails a view whose page is made
+            try:  # bookkeeping never fails a view whose page is made (no `suppress` object: the commonest command)
                 self._record_use(path, opened)
+            except Exception:  # noqa: BLE001, S110
+                pass
         return rendered
 
     def _view_dir(self, path: VirtualPath, view_range: Optional[Sequence[int]]) -> Result:

@@ -15,12 +15,13 @@ from __future__ import annotations
 import os
 from typing import Optional, Tuple, Union
 
+from . import _access as access
 from . import _kernel as kernel
 from ._access import AccessTracker
 from ._changes import Journal
 from ._store_extras import Changes
 from .directory import BOOKKEEPING_DIR, LOCK_NAME, Directory, Edit, Entry, Listed, OpenFile, TooBig, protected
-from .paths import RESERVED_PREFIX, VirtualPath
+from .paths import RESERVED_PREFIX, ROOT, VirtualPath
 from .store_protocol import ReadFile
 
 __all__ = [
@@ -93,6 +94,8 @@ class TrackedDirectory(Directory):
             return
         info = getattr(opened, "info", None)
         if info is not None and hasattr(info, "st_ino"):
+            if 0 <= access.clock() - info.st_mtime < self._access.resolution:
+                return  # the file's own mtime says it (`touch` would say the same, a few calls later)
             self._access.touch(path.canonical, changed_at=info.st_mtime, file_id=kernel.identity(info))
         else:
             self._access.touch(path.canonical)
@@ -102,6 +105,9 @@ class TrackedDirectory(Directory):
 
 
 def _reserved(canonical: str) -> bool:
-    """A virtual path through the store's own `.refmem` names (the OpenClaw index's file, for one)."""
-    first = canonical[len("/memories/") :].split("/", 1)[0]
-    return first.startswith(RESERVED_PREFIX)
+    """A virtual path through the store's own `.refmem` names (the OpenClaw index's file, for one): its first name
+    starts with `.refmem`."""
+    return canonical.startswith(_RESERVED_START)
+
+
+_RESERVED_START = ROOT + "/" + RESERVED_PREFIX
