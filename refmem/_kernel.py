@@ -310,9 +310,9 @@ def open_regular(folder: Dir, name: str, refuse_hard_links: bool) -> Tuple[int, 
     before = folder.lstat(name)
     if before is None:
         raise Missing()
-    if stat.S_ISLNK(before.st_mode):
-        raise problems.IsLink()
-    if not stat.S_ISREG(before.st_mode):
+    if not stat.S_ISREG(before.st_mode):  # a link is not a regular file either: one test for the common case
+        if stat.S_ISLNK(before.st_mode):
+            raise problems.IsLink()
         raise problems.NotRegular(problems.kind_of(before.st_mode))
     if refuse_hard_links and before.st_nlink > 1:
         raise problems.HardLinked()

@@ -186,25 +186,21 @@ class Directory:
     def _parent(self, path: VirtualPath, check: bool = True) -> Dir:
         return self.dir.walk(path.parts[:-1], check=check)
 
-    def _found_parent(self, path: VirtualPath) -> Dir:
-        """The folder holding `path`, which a command expects to find there; the root-removed check (a stat)
-        is made only when the folder is not found, since a removed root has no entries (what a view does)."""
-        try:
-            return self._parent(path, check=False)
-        except Missing:
-            self.dir.check_removed()
-            raise
-
     def _looked_at(self, path: VirtualPath) -> Tuple[Dir, Optional[os.stat_result]]:
         """The folder holding `path` (the caller closes it) and the `lstat` of its name there. Under `locked()`, what
-        `entry` just found is taken (D-FS-KEPT-FOLDER: a rename looks at its source, then moves it, walking once)."""
+        `entry` just found is taken (D-FS-KEPT-FOLDER: a rename looks at its source, then moves it, walking once).
+        The root-removed check (a stat) is made only when the folder is not found: a removed root has no entries."""
         kept = self._kept
         if kept.folder is not None and kept.parts == path.parts[:-1] and self._lock.held():
             folder, kept.folder = kept.folder, None
             if kept.name == path.name:
                 return folder, kept.info
         else:
-            folder = self._found_parent(path)
+            try:
+                folder = self._parent(path, check=False)
+            except Missing:
+                self.dir.check_removed()
+                raise
         try:
             return folder, folder.lstat(path.name)
         except BaseException:
@@ -277,7 +273,7 @@ class Directory:
         if not path.parts:
             raise problems.NotRegular(DIR)
         try:
-            folder = self._parent(path, check=False)
+            folder = self.dir.walk(path.parts[:-1], check=False)
             try:  # try/finally, not `with`: views are the commonest command, and this is their path
                 return _open_file(folder, path, refuse_hard_links)
             finally:

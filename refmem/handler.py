@@ -288,7 +288,7 @@ class MemoryHandler:
         view_range = command.get("view_range")
         if path.is_root:
             return self._view_dir(path, view_range)
-        if not self._allowed(path):
+        if self.allow is not None and not self._allowed(path):
             # D-ALLOW before the disk: a refused name reads the same whether it is there or not;
             # only a folder (which listings show anyway) is listed.
             entry = self.store.entry(path)

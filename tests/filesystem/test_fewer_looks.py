@@ -80,3 +80,72 @@ def test_no_journal_is_not_remembered_of_a_folder_changed_just_now(tmp_path: Pat
     assert not writer.execute({"command": "create", "path": "/memories/a.md", "file_text": "x\n"}).is_error
     assert writer.store._journal._absent is None  # type: ignore[attr-defined]  # .refmem was made a moment ago
     writer.close()
+
+
+def test_a_rename_looks_at_its_source_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """D-FS-KEPT-FOLDER: the handler's look at the source serves the move (the store's second `lstat` is gone);
+    the kernel's confirmation and the move by name stay."""
+    handler = MemoryHandler(tmp_path / "m")
+    assert not handler.execute({"command": "create", "path": "/memories/d/z.md", "file_text": "x\n"}).is_error
+    first = {"command": "rename", "old_path": "/memories/d/z.md", "new_path": "/memories/d/a.md"}
+    assert not handler.execute(first).is_error
+    looks: list = []  # the second rename: the records' folder is made and open
+    real_stat, real_readlink = os.stat, os.readlink
+
+    def counting_stat(path: object, *args: object, **kwargs: object) -> os.stat_result:
+        looks.append(path)
+        return real_stat(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    def counting_readlink(path: object, *args: object, **kwargs: object) -> str:
+        looks.append("readlink")
+        return real_readlink(path, *args, **kwargs)  # type: ignore[arg-type, no-any-return]
+
+    monkeypatch.setattr(os, "stat", counting_stat)
+    monkeypatch.setattr(os, "readlink", counting_readlink)
+    renamed = handler.execute({"command": "rename", "old_path": "/memories/d/a.md", "new_path": "/memories/d/b.md"})
+    monkeypatch.undo()
+    assert renamed.output == "Successfully renamed /memories/d/a.md to /memories/d/b.md"
+    assert looks.count("a.md") == 1 and looks.count("readlink") == 1, looks
+    assert sorted(os.listdir(tmp_path / "m" / "d")) == ["b.md"]
+    # The look does not outlive its command: a source gone since is missing for the next rename.
+    os.rename(tmp_path / "m" / "d" / "b.md", tmp_path / "m" / "d" / "c.md")
+    missing = handler.execute({"command": "rename", "old_path": "/memories/d/b.md", "new_path": "/memories/d/e.md"})
+    assert missing.is_error and "does not exist" in missing.output
+    handler.close()
+
+
+def test_no_access_bookkeeping_without_track_access(tmp_path: Path) -> None:
+    """D-STORE-RENAME-USE: a handler made with track_access=False writes no access records and no moves log."""
+    handler = MemoryHandler(tmp_path / "m", track_access=False)
+    assert not handler.execute({"command": "create", "path": "/memories/a.md", "file_text": "x\n"}).is_error
+    rename = {"command": "rename", "old_path": "/memories/a.md", "new_path": "/memories/b.md"}
+    assert not handler.execute(rename).is_error
+    assert not handler.execute({"command": "delete", "path": "/memories/b.md"}).is_error
+    assert not (tmp_path / "m" / ".refmem" / "access").exists()
+    handler.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_forked_child_takes_the_lock_through_its_own_file(tmp_path: Path) -> None:
+    """The write lock keeps the process id by a fork hook, not by asking at every lock: a child that inherited an
+    open lock file (whose `flock` is shared with the parent's open file) opens its own before it locks."""
+    handler = MemoryHandler(tmp_path / "m")
+    assert not handler.execute({"command": "create", "path": "/memories/a.md", "file_text": "x\n"}).is_error
+    lock = handler.store._lock  # type: ignore[attr-defined]
+    parent_fd = lock._fd
+    assert parent_fd is not None
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            with lock.locked():
+                os.write(write_end, b"1" if lock._fd not in (None, parent_fd) else b"0")
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    answer = os.read(read_end, 1)
+    os.waitpid(pid, 0)
+    os.close(read_end)
+    assert answer == b"1"
+    assert lock._fd == parent_fd
+    handler.close()

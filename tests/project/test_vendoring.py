@@ -22,7 +22,7 @@ PACKAGE = REPO / "refmem"
 DOC = REPO / "docs" / "vendoring.md"
 CASES = REPO / "conformance" / "cases"
 COPY = "vendoredmem"  # a package name that is not refmem: the copy must import only itself
-MOST_LINES = 4033  # docs/vendoring.md: past this, growth is a decision to write down, not an accident
+MOST_LINES = 4022  # docs/vendoring.md: past this, growth is a decision to write down, not an accident
 
 
 def vendored_files() -> List[str]:
