@@ -8,7 +8,9 @@ bench's `os` floor (open, read, close of the file one folder down). Both on tmpf
 system's temp folder), since an fsync costs CPU on a disk and nothing on tmpfs.
 
 refmem is the handler as an application makes it (`MemoryHandler(root)`: the tracked directory with its access
-records), and the same with its change journal made (what OpenClaw's index reads through `changes_since`).
+records), and the same with its change journal made (what OpenClaw's index reads through `changes_since`). With
+`--baseline DIR` (an earlier commit's `refmem/`), that copy takes its turns too, in columns of its own, so before and
+after are read side by side from one run.
 """
 
 from __future__ import annotations
