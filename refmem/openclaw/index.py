@@ -104,7 +104,7 @@ _POSTED = {
 }
 _SKIPPED = -1
 VECTOR_CACHE_BYTES = 64 * 1024 * 1024
-"""The most the packed chunk vectors of one index may hold in memory (about 250,000 chunks of 256
+"""The most the packed chunk vectors of one index may hold in memory (about 30,000 chunks of 256
 components); a larger index scores its vectors row by row from SQLite instead (D-OPENCLAW-COSINE)."""
 PLACE_BYTES = 200
 """What one vector candidate's kept place (a dict entry: chunk id -> path, first and last line) costs in

@@ -154,3 +154,19 @@ def test_the_hybrid_order_sorts_paths_only_among_equal_scores(monkeypatch: pytes
     assert rank.sort_ties(hits, rank._hybrid_scores, counting) == expected
     ties = sum(1 for hit in hits if sum(rank._hybrid_scores(other) == rank._hybrid_scores(hit) for other in hits) > 1)
     assert sum(keys.values()) == ties < len(hits)
+
+
+def test_the_kept_places_count_within_the_vector_bound() -> None:
+    from .test_cosine import _index
+
+    index = _index([[float(n), 1.0, 2.0] for n in range(1, 200)])
+    vectors_alone = cosine.packed_bytes(199, 3)
+    paths = sum(len(f"memory/{n}.md") for n in range(199))
+    index.vector_cache_bytes = vectors_alone + index_module.PLACE_BYTES * 199 + paths
+    kept = [(hit.chunk, hit.vector_score) for hit in index.nearest([1.0, 1.0, 1.0], 5)]
+    assert index._vectors is not None and len(index._vectors[2]) == 199 and len(kept) == 5
+    index.vector_cache_bytes -= 1  # the vectors would fit, their places no longer: nothing kept
+    index.generation += 1
+    streamed = [(hit.chunk, hit.vector_score) for hit in index.nearest([1.0, 1.0, 1.0], 5)]
+    assert index._vectors is None
+    assert [chunk for chunk, _ in streamed] == [chunk for chunk, _ in kept]
