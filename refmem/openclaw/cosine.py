@@ -43,6 +43,14 @@ class IntegerDots(Protocol):
     def dots(self, prepared: Any, query: List[int]) -> Sequence[int]: ...
 
 
+class IntegerTop(Protocol):
+    """What an `IntegerDots` may add: the `limit` best of the dot products divided by `scale`, chosen where
+    they are computed, as (positions, scores) best first, equal scores in ascending position (the order
+    `best` computes in Python, so that 1,000 scores need not become Python floats to choose 200)."""
+
+    def top(self, prepared: Any, query: List[int], limit: int, scale: float) -> Tuple[List[int], List[float]]: ...
+
+
 class Columns(NamedTuple):
     """Every chunk vector of one dimension, normalised, rounded and packed by component (or prepared
     by an `IntegerDots`, then `packed` and `offsets` are empty)."""
@@ -136,3 +144,23 @@ def scores(columns: Columns, probe: Sequence[float]) -> List[float]:
         values = [int.from_bytes(raw[n * size : (n + 1) * size], "little") for n in range(count)]
     constant = _OFFSET * sum(query) + columns.dims * _OFFSET * _OFFSET
     return [(value - offset - constant) / scale for value, offset in zip(values, columns.offsets)]
+
+
+def best(columns: Columns, probe: Sequence[float], limit: int) -> List[Tuple[float, int]]:
+    """The `limit` chunks of `columns` nearest `probe`: (cosine, chunk id), best first, equal scores by
+    ascending id. The provider's arithmetic chooses them where it offers `IntegerTop.top` (the same floats,
+    the same order: D-OPENCLAW-COSINE-TOP); otherwise every score is sorted here."""
+    if limit <= 0:
+        return []
+    arithmetic = columns.arithmetic
+    top = getattr(arithmetic, "top", None)
+    if top is not None and columns.chunks:
+        query = rounded(probe) if len(probe) == columns.dims else []
+        if not query:
+            return []
+        positions, found = top(columns.prepared, query, limit, float(1 << (2 * SCALE_BITS)))
+        return [(score, columns.chunks[n]) for n, score in zip(positions, found)]
+    found = scores(columns, probe)
+    # A stable sort keeps ascending ids (columns.chunks is ascending) among equal scores.
+    order = sorted(range(len(found)), key=found.__getitem__, reverse=True)[:limit]
+    return [(found[n], columns.chunks[n]) for n in order]

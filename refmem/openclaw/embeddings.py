@@ -326,6 +326,23 @@ class NumpyDots:
     def dots(self, prepared: Any, query: List[int]) -> List[int]:
         return (prepared @ self._numpy.array(query, dtype=self._numpy.int64)).tolist()  # type: ignore[no-any-return]
 
+    def top(self, prepared: Any, query: List[int], limit: int, scale: float) -> Tuple[List[int], List[float]]:
+        """`cosine.IntegerTop`: the dot products as float64 divided by `scale` (numpy's int64 to float64
+        rounds to nearest, ties to even, as Python's `int / float` does, and `scale` is a power of two),
+        the `limit` largest chosen by a partition, then ordered by a stable sort of their negation
+        (equal scores keep ascending positions, as Python's `sorted(..., reverse=True)`). Every score
+        equal to the last one chosen is a candidate, so a tie at the cut goes to the lower position."""
+        numpy = self._numpy
+        values = (prepared @ numpy.array(query, dtype=numpy.int64)).astype(numpy.float64) / scale
+        count = len(values)
+        if count > limit:
+            cut = numpy.partition(values, count - limit)[count - limit]
+            candidates = numpy.flatnonzero(values >= cut)
+        else:
+            candidates = numpy.arange(count)
+        order = candidates[numpy.argsort(-values[candidates], kind="stable")][:limit]
+        return order.tolist(), values[order].tolist()
+
 
 class WordLlamaEmbeddings(Provider):
     """Offline embeddings from the `wordllama` package's own weights (`pip install refmem[semantic]`)."""

@@ -104,8 +104,11 @@ _POSTED = {
 }
 _SKIPPED = -1
 VECTOR_CACHE_BYTES = 64 * 1024 * 1024
-"""The most the packed chunk vectors of one index may hold in memory (about 250,000 chunks of 256
+"""The most the packed chunk vectors of one index may hold in memory (about 30,000 chunks of 256
 components); a larger index scores its vectors row by row from SQLite instead (D-OPENCLAW-COSINE)."""
+PLACE_BYTES = 200
+"""What one vector candidate's kept place (a dict entry: chunk id -> path, first and last line) costs in
+memory, about, beside the path's own bytes (counted once per chunk: a bound, not a measure)."""
 RANKED_TERMS = 512
 """How many keyword searches' orders (chunk ids and BM25 ranks, at most 200 each in two arrays: 3.3 KB, 1.7 MB
 in all) an index remembers until it changes (D-OPENCLAW-SEARCH-TERMS): a word in most notes ("concerns", a
@@ -186,7 +189,9 @@ class Index:
         self.cache_entries = 50_000
         self.vec = _load_sqlite_vec(conn)  # nearest neighbours in SQLite when sqlite-vec is installed
         self.vector_cache_bytes = VECTOR_CACHE_BYTES  # the packed vectors' bound (D-OPENCLAW-COSINE)
-        self._vectors: Optional[Tuple[Tuple[Tuple[int, int], int], cosine.Columns]] = None
+        self._vectors: Optional[
+            Tuple[Tuple[Tuple[int, int], int], cosine.Columns, Dict[int, Tuple[str, int, int]]]
+        ] = None
         # (version, (FTS5 expression, limit) -> its best chunk ids and their BM25 ranks), least recently used first
         self.ranked_terms = RANKED_TERMS
         self._ranked: Tuple[Tuple[int, int], Dict[Tuple[str, int], Tuple[array.array[int], array.array[float]]]] = (
@@ -657,14 +662,17 @@ class Index:
         with self.lock:
             if self.vec:
                 return self._nearest_vec(probe, limit)
-            columns = self._vector_cache(len(probe), arithmetic)
-            if columns is not None:
-                found = cosine.scores(columns, probe.tolist())
-                # A stable sort keeps ascending ids among equal scores.
-                order = sorted(range(len(found)), key=found.__getitem__, reverse=True)[:limit]
-                scored = [(found[n], columns.chunks[n]) for n in order]
-            else:
-                scored = self._nearest_streamed(probe, limit)
+            kept = self._vector_cache(len(probe), arithmetic)
+            if kept is not None:
+                columns, places = kept
+                texts = Texts(self)
+                for score, chunk in cosine.best(columns, probe.tolist(), limit):
+                    path, start_line, end_line = places[chunk]
+                    lazy = LazyTextHit(chunk, path, start_line, end_line, "")
+                    lazy.texts, lazy.vector_score = texts, score
+                    texts.hits.append(lazy)
+                return list(texts.hits)
+            scored = self._nearest_streamed(probe, limit)
             hits = self._hits([chunk for _, chunk in scored], ranking_words=False)
             for hit, (score, _) in zip(hits, scored):
                 hit.vector_score = score
@@ -728,29 +736,51 @@ class Index:
                     found[row[0]] = Hit(row[0], row[1], row[2], row[3], row[4])
         return [found[chunk] for chunk in chunks]
 
-    def _vector_cache(self, dims: int, arithmetic: Optional[cosine.IntegerDots] = None) -> Optional[cosine.Columns]:
-        """The packed vectors of `dims` components, kept until the index changes; None when they would
-        take more than `vector_cache_bytes` (then each search reads the vectors from SQLite)."""
+    def _texts(self, chunks: Sequence[int]) -> Dict[int, str]:
+        """The chunks' texts (a chunk gone since is left out)."""
+        found: Dict[int, str] = {}
+        with self.lock:
+            for start in range(0, len(chunks), 500):
+                batch = list(chunks[start : start + 500])
+                marks = ",".join("?" * len(batch))  # only placeholders go into the statement
+                statement = f"SELECT id, text FROM chunks WHERE id IN ({marks})"  # noqa: S608  # nosec B608
+                found.update((int(chunk), str(text)) for chunk, text in self.conn.execute(statement, batch))
+        return found
+
+    def _vector_cache(
+        self, dims: int, arithmetic: Optional[cosine.IntegerDots] = None
+    ) -> Optional[Tuple[cosine.Columns, Dict[int, Tuple[str, int, int]]]]:
+        """The packed vectors of `dims` components and each one's chunk place (path, first and last line),
+        kept until the index changes; None when they would take more than `vector_cache_bytes` (then each
+        search reads the vectors from SQLite). With the places kept, a vector candidate is made without
+        reading its row; its text is read only if the search looks at it (D-OPENCLAW-COSINE-TOP)."""
         version = self._version()
         kept = self._vectors
         if kept is not None and kept[0] == (version, dims) and kept[1].arithmetic is arithmetic:
-            return kept[1]
+            return kept[1], kept[2]
         self._vectors = None  # the old columns go before the new ones are built
-        count = self.conn.execute(
-            "SELECT COUNT(*) FROM chunks WHERE embedding IS NOT NULL AND length(embedding) = ?", (dims * 4,)
-        ).fetchone()[0]
-        if cosine.packed_bytes(int(count), dims) > self.vector_cache_bytes:
+        count, path_bytes = self.conn.execute(
+            "SELECT COUNT(*), COALESCE(SUM(length(CAST(path AS BLOB))), 0) FROM chunks "
+            "WHERE embedding IS NOT NULL AND length(embedding) = ?",
+            (dims * 4,),
+        ).fetchone()
+        if cosine.packed_bytes(int(count), dims) + PLACE_BYTES * int(count) + int(path_bytes) > self.vector_cache_bytes:
             return None
         rows = []
-        for chunk, blob in self.conn.execute(
-            "SELECT id, embedding FROM chunks WHERE embedding IS NOT NULL AND length(embedding) = ?", (dims * 4,)
+        places: Dict[int, Tuple[str, int, int]] = {}
+        paths: Dict[str, str] = {}  # one string per file, shared by its chunks
+        for chunk, blob, path, start_line, end_line in self.conn.execute(
+            "SELECT id, embedding, path, start_line, end_line FROM chunks "
+            "WHERE embedding IS NOT NULL AND length(embedding) = ?",
+            (dims * 4,),
         ):
             vector = array.array("f")
             vector.frombytes(blob)
             rows.append((int(chunk), vector.tolist()))
+            places[int(chunk)] = (paths.setdefault(path, path), int(start_line), int(end_line))
         columns = cosine.pack(rows, dims, arithmetic)
-        self._vectors = ((version, dims), columns)
-        return columns
+        self._vectors = ((version, dims), columns, places)
+        return columns, places
 
     def counts(self) -> Tuple[int, int]:
         """(files indexed, chunks)."""
@@ -792,6 +822,57 @@ def _pack_array(vector: Sequence[float]) -> array.array[float]:
 
 def _pack(vector: Sequence[float]) -> bytes:
     return _pack_array(vector).tobytes()
+
+
+TEXT_BATCH = 32
+"""How many vector candidates' texts are read at once, the first asked for and those after it."""
+
+
+class Texts:
+    """The texts of one search's vector candidates, read when first asked for, `TEXT_BATCH` at a time in
+    the candidates' order (best cosine first: MMR reads the best-ranked ones), so that a search reads
+    the few dozen texts it looks at in one or two statements instead of all 200."""
+
+    def __init__(self, index: Index) -> None:
+        self.index = index
+        self.hits: List[LazyTextHit] = []
+        self.reads = 0  # statements run (tests count them)
+        self.read = 0  # texts read
+
+    def load(self, wanted: LazyTextHit) -> None:
+        pending = [hit for hit in self.hits if hit.__dict__.get("_text") is None]
+        # By identity: a hit's `==` compares its fields, the text among them.
+        at = next((n for n, hit in enumerate(pending) if hit is wanted), -1)
+        if at < 0:
+            pending, at = [wanted], 0
+        batch = (pending[at:] + pending[:at])[:TEXT_BATCH]
+        found = self.index._texts([hit.chunk for hit in batch])
+        self.reads += 1
+        self.read += len(batch)
+        for hit in batch:
+            hit.__dict__["_text"] = found.get(hit.chunk, "")  # "": the chunk is gone since
+
+
+class LazyTextHit(Hit):
+    """A vector candidate made from the kept places: its text is read from the index when first asked for
+    (`Texts`: MMR reads a few dozen of 200 candidates' texts, the answer only the chosen ones'), or given
+    by a keyword hit of the same chunk."""
+
+    texts: Optional[Texts] = None
+
+    @property
+    def text(self) -> str:
+        found = self.__dict__.get("_text")
+        if found is None:
+            if self.texts is None:
+                return ""
+            self.texts.load(self)
+            found = self.__dict__["_text"]
+        return str(found)
+
+    @text.setter
+    def text(self, value: str) -> None:
+        self.__dict__["_text"] = value or None  # "" (the constructor's): not read yet
 
 
 def _norm(vector: array.array[float]) -> float:

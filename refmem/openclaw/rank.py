@@ -138,7 +138,42 @@ def _hybrid_key(hit: Hit) -> Tuple[Any, ...]:
 
 
 def sort(hits: Sequence[Hit], key: Callable[[Hit], Tuple[Any, ...]]) -> List[Hit]:
-    return sorted(hits, key=key)
+    """`sorted(hits, key=key)`; by `sort_ties` for a key whose leading scores are known (`_SCORES`)."""
+    scores = _SCORES.get(key)
+    return sorted(hits, key=key) if scores is None else sort_ties(hits, scores, key)
+
+
+def _hybrid_scores(hit: Hit) -> Tuple[float, ...]:
+    return -hit.score, -hit.ranking, -hit.lexical
+
+
+def sort_ties(
+    hits: Sequence[Hit], scores: Callable[[Hit], Tuple[Any, ...]], key: Callable[[Hit], Tuple[Any, ...]]
+) -> List[Hit]:
+    """`sorted(hits, key=key)` where `scores(hit)` is the start of `key(hit)`: sorted by the scores, and only
+    a run of equal scores by the whole key. Hits rarely tie on their scores, and the rest of the key (the
+    path's collation key) is not worth building for every hit (D-OPENCLAW-COSINE-TOP). Both
+    sorts are stable, so hits equal in every part keep their order, as with `sorted`."""
+    keys = [scores(hit) for hit in hits]
+    order = sorted(range(len(keys)), key=keys.__getitem__)
+    ordered = [hits[n] for n in order]
+    start, count = 0, len(order)
+    while start < count:
+        first = keys[order[start]]
+        end = start + 1
+        while end < count and keys[order[end]] == first:
+            end += 1
+        if end - start > 1:
+            ordered[start:end] = sorted(ordered[start:end], key=key)
+        start = end
+    return ordered
+
+
+_SCORES: Dict[Callable[[Hit], Tuple[Any, ...]], Callable[[Hit], Tuple[Any, ...]]] = {
+    _hybrid_key: _hybrid_scores,
+}
+"""The sort keys whose leading scores `sort_ties` sorts by first: measured faster only for the hybrid order
+(400 hits, 0.40 -> 0.31 ms); the keyword keys' paths come from a cache and cost less than a second pass."""
 
 
 # --- the keyword score --------------------------------------------------------------------------------
@@ -403,7 +438,9 @@ def hybrid(
             merged[hit.chunk] = hit
             continue
         found.text_score, found.body, found.path_score = hit.text_score, hit.body, hit.path_score
+        found.text = hit.text  # the same chunk's text: a vector candidate need not read it
         found.score, found.exact, found.keyword = hit.score, max(found.exact, hit.exact), True
+    factors: Dict[str, float] = {}
     for hit in merged.values():
         keyword_score = hit.score if hit.text_score > 0 else 0.0 if hit.exact > 0 else hit.path_score
         if not hit.keyword:
@@ -414,7 +451,10 @@ def hybrid(
             ranking = _exact_tie(hit.content)
         else:
             ranking = hit.lexical if hit.content == 0 else hit.content
-        hit.ranking = decay(ranking, hit.path, now, half_life_days)
+        factor = factors.get(hit.path)
+        if factor is None:
+            factor = factors[hit.path] = decay(1.0, hit.path, now, half_life_days)
+        hit.ranking = ranking * factor  # decay(ranking, ...): the same product, its factor once per file
         hit.score = 1.0 if hit.exact > 0 else 0.0 if hit.content == 0 else hit.ranking
     keys = {hit.key for hit in keyword}
     hits = list(merged.values())
