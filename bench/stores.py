@@ -388,6 +388,12 @@ class Counting:
         """A cursor whose statements count too (the PostgreSQL store sends every statement on one cursor)."""
         return CountingCursor(self, self.connection.cursor(*args, **kwargs))
 
+    @property
+    def pgconn(self) -> Any:
+        """libpq's connection, whose statements count too (the PostgreSQL store sends BEGIN, COMMIT and ROLLBACK
+        through it: `PostgresEngine._control`)."""
+        return CountingCursor(self, self.connection.pgconn)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.connection, name)
 
@@ -402,6 +408,10 @@ class CountingCursor:
     def execute(self, *args: Any, **kwargs: Any) -> Any:
         self.counting.count += 1
         return self.cursor.execute(*args, **kwargs)
+
+    def exec_(self, *args: Any, **kwargs: Any) -> Any:
+        self.counting.count += 1
+        return self.cursor.exec_(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.cursor, name)
