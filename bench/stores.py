@@ -976,7 +976,120 @@ def durable_markdown(rows: Dict[Tuple[str, int], DurableRow], rounds: int, clien
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # python -m bench.stores [ROUNDS]: the durable floor's tables
+class Split(NamedTuple):
+    """One side's CPU per edit in `measure_split`, the blocks' medians (seconds): the wall time, the client's CPU,
+    the part of it spent in the driver (psycopg's cursor `execute` and `fetchone`, and refmem's statements sent
+    straight through libpq: D-STORE-PG-CONTROL), and the server backend's CPU."""
+
+    wall: float
+    client: float
+    driver: float
+    server: Optional[float]
+
+
+def measure_split(edits: int = 1000, blocks: int = 6, socket_name: str = "unix") -> Dict[str, Any]:
+    """Where one edit's CPU goes, both sides in one process, one client each (`python -m bench.stores split`):
+    `blocks` blocks of `edits // blocks` edits a side, taking turns at going first (an untimed block first), on fresh
+    files. Returns {"refmem": Split, "floor": Split, "ratios": {name: per-block ratios of refmem to the floor}}.
+    A single process, so the CPU figures do not include the cost of many processes on 2 cores; the driver's part
+    is timed around each call (a timer's cost, about 1 µs a call, is in it)."""
+    import psycopg
+
+    from refmem.stores.postgres import PostgresEngine
+
+    per_block = max(1, edits // blocks)
+    driver = [0.0]
+
+    def timed(function: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            began = time.process_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                driver[0] += time.process_time() - began
+        return call
+
+    patched = {(psycopg.Cursor, "execute"): psycopg.Cursor.execute,
+               (psycopg.Cursor, "fetchone"): psycopg.Cursor.fetchone,
+               (PostgresEngine, "_control"): PostgresEngine._control}
+    server = TcpCluster()
+    try:
+        dsn = server.dsns(f"refmem_split_{os.getpid()}")[socket_name]
+        prepare_durable(dsn)
+        sides: Dict[str, Client] = {"refmem": EditClient("postgresql", dsn, "split-refmem"),
+                                    "floor": DurableFloor(dsn, "split-floor")}
+        for client in sides.values():
+            client.setup(per_block * (blocks + 1))
+        for (owner, name), function in patched.items():
+            setattr(owner, name, timed(function))
+        done = {name: 0 for name in sides}
+        found: Dict[str, List[Tuple[float, float, float, Optional[float]]]] = {name: [] for name in sides}
+        for block in range(blocks + 1):
+            for name in (("refmem", "floor") if block % 2 else ("floor", "refmem")):
+                client = sides[name]
+                requests = [tool_input("str_replace", done[name] + i) for i in range(per_block)]
+                done[name] += per_block
+                pid = client.backend_pid()
+                driver[0] = 0.0
+                server_before, cpu_before, wall_before = backend_cpu(pid), time.process_time(), time.perf_counter()
+                for request in requests:
+                    if is_error(client.execute(request)):
+                        raise RuntimeError(f"{name}'s edit failed")
+                wall, cpu = time.perf_counter() - wall_before, time.process_time() - cpu_before
+                server_after = backend_cpu(pid)
+                used = None if server_before is None or server_after is None else server_after - server_before
+                if block:  # the first block warms both sides up
+                    found[name].append((wall / per_block, cpu / per_block, driver[0] / per_block,
+                                        None if used is None else used / per_block))
+        for client in sides.values():
+            client.close()
+    finally:
+        for (owner, name), function in patched.items():
+            setattr(owner, name, function)
+        server.stop()
+    result: Dict[str, Any] = {}
+    for name, rows in found.items():
+        columns = list(zip(*rows))
+        result[name] = Split(*(statistics.median(column) for column in columns[:3]), _median_or_none(columns[3]))
+    mine, floor = found["refmem"], found["floor"]
+    result["ratios"] = {
+        "wall": [m[0] / f[0] for m, f in zip(mine, floor)],
+        "client": [m[1] / f[1] for m, f in zip(mine, floor)],
+        "driver": [m[2] / f[2] for m, f in zip(mine, floor)],
+        "client+server": [None if m[3] is None or f[3] is None else (m[1] + m[3]) / (f[1] + f[3])
+                          for m, f in zip(mine, floor)],
+    }
+    return result
+
+
+def split_markdown(found: Dict[str, Any], edits: int, blocks: int, socket_name: str) -> str:
+    head = ["per edit", "refmem", "floor", "refmem ÷ floor (blocks' median, range)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    mine, floor, ratios = found["refmem"], found["floor"], found["ratios"]
+    own = [("wall", mine.wall, floor.wall, ratios["wall"]),
+           ("client CPU", mine.client, floor.client, ratios["client"]),
+           ("of it, the driver (psycopg, libpq)", mine.driver, floor.driver, ratios["driver"]),
+           ("of it, the rest (refmem's Python; the floor's few lines)", mine.client - mine.driver,
+            floor.client - floor.driver, None),
+           ("server backend CPU", mine.server, floor.server, None),
+           ("client + server CPU", None if mine.server is None else mine.client + mine.server,
+            None if floor.server is None else floor.client + floor.server, ratios["client+server"])]
+    for label, left, right, spread in own:
+        lines.append(f"| {label} | {_micro(left)} | {_micro(right)} | {'' if spread is None else _spread(spread)} |")
+    lines.append(f"\nOne process, one client a side over the {socket_name} socket, {blocks} blocks of "
+                 f"{edits // blocks} edits a side taking turns (and one untimed before); load average {loadavg()} "
+                 "after.")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["split"]:  # python -m bench.stores split [EDITS [BLOCKS]]
+    chosen_edits = int(sys.argv[2]) if len(sys.argv) > 2 else 1200
+    chosen_blocks = int(sys.argv[3]) if len(sys.argv) > 3 else 6
+    for chosen_socket in ("unix", "tcp"):
+        print(f"## Where one edit's CPU goes, {chosen_socket}\n")
+        print(split_markdown(measure_split(chosen_edits, chosen_blocks, chosen_socket), chosen_edits, chosen_blocks,
+                             chosen_socket) + "\n")
+elif __name__ == "__main__":  # python -m bench.stores [ROUNDS]: the durable floor's tables
     chosen_rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     measured = measure_durable(chosen_rounds, log=lambda line: print(line, file=sys.stderr))
     print("## PostgreSQL's str_replace against its durable floor, Unix socket and TCP\n")

@@ -73,3 +73,23 @@ def test_a_rounds_ratio_is_of_that_rounds_figures() -> None:
                             [1.0], [None], (1.0, None), (1.0, None))
     assert row.ratio == 1.2
     assert stores._spread(row.wall) == "1.20x (1.10-5.00)" and stores._spread(row.total) == "-"
+
+
+def test_the_split_times_both_sides_drivers_and_gives_the_patched_calls_back() -> None:
+    """`measure_split` (`python -m bench.stores split`): each side's client CPU holds its driver's part, the server's
+    CPU is read, the ratios are per block; psycopg's and the engine's methods are themselves again afterwards."""
+    if postgres_support.missing() is not None:
+        pytest.skip(postgres_support.missing())
+    import psycopg
+
+    from refmem.stores.postgres import PostgresEngine
+
+    before = (psycopg.Cursor.execute, psycopg.Cursor.fetchone, PostgresEngine._control)
+    found = stores.measure_split(edits=12, blocks=2)
+    assert (psycopg.Cursor.execute, psycopg.Cursor.fetchone, PostgresEngine._control) == before
+    for side in ("refmem", "floor"):
+        split = found[side]
+        assert 0 < split.driver <= split.client and split.server is not None and split.server > 0 and split.wall > 0
+    assert all(len(values) == 2 for values in found["ratios"].values())
+    table = stores.split_markdown(found, 12, 2, "unix")
+    assert "| of it, the driver (psycopg, libpq) |" in table and table.count("\n| ") == 6  # its six rows
