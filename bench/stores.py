@@ -28,7 +28,10 @@ Method
   advisory lock and the file's locked read in one statement; the write, the version row with its SHA-256 and the
   journal line with the tenant's next generation in one; COMMIT: four round trips, as refmem's edit), beside refmem's
   str_replace, at 1, 4 and 16 clients, over the Unix socket and over TCP on localhost of one throwaway cluster
-  (`TcpCluster`), in one run; target: refmem's median <= 1.3x the floor's.
+  (`TcpCluster`), in one run; target: refmem's median <= 1.3x the floor's, read as the median of the rounds' own
+  ratios (`DurableRow`), printed with their range and with both sides' client and server CPU per edit.
+  ``python -m bench.stores split`` (`measure_split`) splits one edit's CPU: the driver's, the rest of the client's,
+  the server backend's.
 * The PostgreSQL cluster is the tests' throwaway one (tests/postgres_support.py: a Unix socket,
   ``fsync=off``) unless REFMEM_CONFORMANCE_POSTGRES names a server; its rows are skipped, saying why,
   where no cluster can be started. PostgreSQL commits do not reach the disk there, SQLite's and the
