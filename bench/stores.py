@@ -28,7 +28,10 @@ Method
   advisory lock and the file's locked read in one statement; the write, the version row with its SHA-256 and the
   journal line with the tenant's next generation in one; COMMIT: four round trips, as refmem's edit), beside refmem's
   str_replace, at 1, 4 and 16 clients, over the Unix socket and over TCP on localhost of one throwaway cluster
-  (`TcpCluster`), in one run; target: refmem's median <= 1.3x the floor's.
+  (`TcpCluster`), in one run; target: refmem's median <= 1.3x the floor's, read as the median of the rounds' own
+  ratios (`DurableRow`), printed with their range and with both sides' client and server CPU per edit.
+  ``python -m bench.stores split`` (`measure_split`) splits one edit's CPU: the driver's, the rest of the client's,
+  the server backend's.
 * The PostgreSQL cluster is the tests' throwaway one (tests/postgres_support.py: a Unix socket,
   ``fsync=off``) unless REFMEM_CONFORMANCE_POSTGRES names a server; its rows are skipped, saying why,
   where no cluster can be started. PostgreSQL commits do not reach the disk there, SQLite's and the
@@ -105,6 +108,10 @@ class Client:
     def execute(self, tool_input: Dict[str, Any]) -> object:  # pragma: no cover - interface
         raise NotImplementedError
 
+    def backend_pid(self) -> Optional[int]:
+        """The process id of the PostgreSQL backend serving this client's connection (None: no such process)."""
+        return None
+
     def close(self) -> None:
         pass
 
@@ -136,6 +143,10 @@ class HandlerClient(Client):
 
     def execute(self, tool_input: Dict[str, Any]) -> object:
         return self.handler.execute(tool_input)
+
+    def backend_pid(self) -> Optional[int]:
+        connection = getattr(getattr(self.store, "engine", None), "conn", None)
+        return None if connection is None else int(connection.info.backend_pid)
 
     def close(self) -> None:
         self.handler.close()
@@ -210,11 +221,28 @@ def open_client(store: str, side: str, where: str, tenant: str) -> Client:
 Phase = Tuple[float, float, List[float], int, List[float]]  # start, end, latencies (s), error results, call ends
 
 
+Cpu = Tuple[float, Optional[float]]
+"""A client's CPU seconds over a phase: its own process's (`time.process_time`), and its PostgreSQL backend's (None
+where there is none, or its /proc entry cannot be read)."""
+
+
+def backend_cpu(pid: Optional[int]) -> Optional[float]:
+    """CPU seconds a local process has run (/proc/PID/schedstat, nanoseconds); None when unknown."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/schedstat", encoding="ascii") as source:
+            return int(source.read().split()[0]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def client_main(store: str, side: str, where: str, tenant: str, files: int, barrier: Any, results: Any,
                 number: int) -> None:
     """A client process: opens its own connection, sets up its files, then runs each phase when all do."""
     try:
         client = open_client(store, side, where, tenant)
+        cpu: Dict[str, Cpu] = {}
         try:
             client.setup(files)
             phases: Dict[str, Phase] = {}
@@ -223,6 +251,8 @@ def client_main(store: str, side: str, where: str, tenant: str, files: int, barr
                 latencies: List[float] = []
                 ends: List[float] = []
                 errors = 0
+                pid = client.backend_pid()
+                server_before, began_cpu = backend_cpu(pid), time.process_time()
                 began = time.perf_counter()
                 for i in range(files * REPEATS.get(command, 1)):
                     request = tool_input(command, i % files)
@@ -232,12 +262,15 @@ def client_main(store: str, side: str, where: str, tenant: str, files: int, barr
                     latencies.append(ends[-1] - started)
                     errors += is_error(output)
                 phases[command] = (began, time.perf_counter(), latencies, errors, ends)
+                server_after = backend_cpu(pid) if pid == client.backend_pid() else None  # not if it reconnected
+                server = None if server_before is None or server_after is None else server_after - server_before
+                cpu[command] = (time.process_time() - began_cpu, server)
         finally:
             client.close()
-        results.put((number, phases, ""))
+        results.put((number, phases, "", cpu))
     except BaseException:  # noqa: BLE001 - whatever happened, the parent must hear and the others stop waiting
         barrier.abort()
-        results.put((number, {}, traceback.format_exc(limit=4)))
+        results.put((number, {}, traceback.format_exc(limit=4), {}))
 
 
 # --- one run, and the whole set -----------------------------------------------------------------------------
@@ -255,9 +288,10 @@ def percentile(values: Sequence[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(fraction * len(ordered)) - 1))]
 
 
-def run_clients(store: str, side: str, where: str, clients: int, files: int, label: str) -> Dict[str, List[Phase]]:
+def run_clients(store: str, side: str, where: str, clients: int, files: int, label: str,
+                cpu: Optional[Dict[str, List[Cpu]]] = None) -> Dict[str, List[Phase]]:
     """`clients` processes of `store` (side "refmem" or "floor"), each on tenant `<label>-c<n>`: every client's
-    phase of each command they measure."""
+    phase of each command they measure (and, into `cpu`, every client's CPU over each)."""
     context = multiprocessing.get_context("fork")
     barrier = context.Barrier(clients)
     results = context.Queue()
@@ -275,10 +309,13 @@ def run_clients(store: str, side: str, where: str, clients: int, files: int, lab
             if process.is_alive():
                 process.kill()
                 process.join()
-    failures = [why for _, _, why in reports if why]
+    failures = [why for _, _, why, _ in reports if why]
     if failures:
         raise RuntimeError(f"a {store} {side} client failed:\n{failures[0]}")
-    return {command: [phases_of[command] for _, phases_of, _ in reports] for command in reports[0][1]}
+    if cpu is not None:
+        for command in reports[0][1]:
+            cpu[command] = [used[command] for _, _, _, used in reports]
+    return {command: [phases_of[command] for _, phases_of, _, _ in reports] for command in reports[0][1]}
 
 
 def all_running_rate(phases: Sequence[Phase]) -> float:
@@ -388,6 +425,12 @@ class Counting:
         """A cursor whose statements count too (the PostgreSQL store sends every statement on one cursor)."""
         return CountingCursor(self, self.connection.cursor(*args, **kwargs))
 
+    @property
+    def pgconn(self) -> Any:
+        """libpq's connection, whose statements count too (the PostgreSQL store sends BEGIN, COMMIT and ROLLBACK
+        through it: `PostgresEngine._control`)."""
+        return CountingCursor(self, self.connection.pgconn)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.connection, name)
 
@@ -402,6 +445,10 @@ class CountingCursor:
     def execute(self, *args: Any, **kwargs: Any) -> Any:
         self.counting.count += 1
         return self.cursor.execute(*args, **kwargs)
+
+    def exec_(self, *args: Any, **kwargs: Any) -> Any:
+        self.counting.count += 1
+        return self.cursor.exec_(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.cursor, name)
@@ -689,13 +736,19 @@ class DurableFloor(Client):
         )
         self.cursor = self.db.cursor()
 
+    def backend_pid(self) -> Optional[int]:
+        return int(self.db.info.backend_pid)
+
     def setup(self, files: int) -> None:
         self.db.execute("BEGIN")
         self.db.execute("INSERT INTO floor_tenants (tenant, generation) VALUES (%s, 1)", (self.tenant,))
-        for i in range(files):
+        names = [f"f{i:04d}.md" for i in range(files)] + [f"w{i:04d}.md" for i in range(WARM_EDITS)]
+        for name in names:
             self.db.execute("INSERT INTO floor_nodes (tenant, path, data, version) VALUES (%s, %s, %s, 1)",
-                            (self.tenant, f"f{i:04d}.md", body().encode()))
+                            (self.tenant, name, body().encode()))
         self.db.execute("COMMIT")
+        for i in range(WARM_EDITS):
+            self.execute(warm_input(i))
 
     def execute(self, tool_input: Dict[str, Any]) -> object:
         path = tool_input["path"][len("/memories/"):]
@@ -712,10 +765,27 @@ class DurableFloor(Client):
         self.db.close()
 
 
+WARM_EDITS = 20
+"""Edits each client of `measure_durable` makes, untimed, before its timed phase (on files of their own), on both
+sides: a long-lived process's steady state is measured, not its first calls (its statements prepared by psycopg
+after their fifth execution, a forked process's first touches of the code it inherited), which a phase of 40 edits
+a client would otherwise pay a large part of."""
+
+
+def warm_input(i: int) -> Dict[str, Any]:
+    return {"command": "str_replace", "path": f"/memories/w{i:04d}.md", "old_str": OLD, "new_str": NEW}
+
+
 class EditClient(HandlerClient):
     """refmem's handler over the PostgreSQL store, measuring str_replace only (the durable floor's one command)."""
 
     commands = ("str_replace",)
+
+    def setup(self, files: int) -> None:
+        super().setup(files)
+        for i in range(WARM_EDITS):
+            self.execute({"command": "create", "path": f"/memories/w{i:04d}.md", "file_text": body()})
+            self.execute(warm_input(i))
 
 
 def _durable_client(side: str, where: str, tenant: str) -> Client:
@@ -785,19 +855,58 @@ class TcpCluster:
         self.cluster.stop()
 
 
-def run_durable(where: str, side: str, clients: int, files: int, label: str) -> List[Phase]:
-    """`clients` processes of one side on `where`, each on tenant `<label>-c<n>`: their str_replace phases."""
-    return run_clients("postgresql", DURABLE + side, where, clients, files, label)["str_replace"]
+def run_durable(where: str, side: str, clients: int, files: int, label: str,
+                cpu: Optional[Dict[str, List[Cpu]]] = None) -> List[Phase]:
+    """`clients` processes of one side on `where`, each on tenant `<label>-c<n>`: their str_replace phases (and, into
+    `cpu`, their CPU)."""
+    return run_clients("postgresql", DURABLE + side, where, clients, files, label, cpu)["str_replace"]
 
 
-def measure_durable(rounds: int = 3, calls: int = 480, least: int = CALLS_PER_CLIENT,
+class DurableRow(NamedTuple):
+    """One socket and client count of `measure_durable`: each side's Figure (latencies pooled over the rounds) and,
+    per round, the ratios of refmem to its floor measured in that round: the medians' (`wall`), the client
+    processes' CPU per edit (`client`), and the clients' with their server backends' (`total`; None where a
+    backend's CPU could not be read). Each side's CPU per edit, client and server, medians over the rounds."""
+
+    mine: Figure
+    floor: Figure
+    wall: List[float]
+    client: List[float]
+    total: List[Optional[float]]
+    mine_cpu: Tuple[float, Optional[float]]
+    floor_cpu: Tuple[float, Optional[float]]
+
+    @property
+    def ratio(self) -> float:
+        """The verdict's ratio: the median over the rounds of each round's median ratio."""
+        return statistics.median(self.wall)
+
+
+def _per_edit(used: Sequence[Cpu], calls: int) -> Cpu:
+    """CPU per edit over one phase of all clients: (client, server; None if any backend's is unknown)."""
+    servers = [server for _, server in used]
+    server = None if any(value is None for value in servers) else sum(v for v in servers if v is not None) / calls
+    return sum(client for client, _ in used) / calls, server
+
+
+def _median_or_none(values: Sequence[Optional[float]]) -> Optional[float]:
+    known = [value for value in values if value is not None]
+    return statistics.median(known) if known and len(known) == len(values) else None
+
+
+def measure_durable(rounds: int = 5, calls: int = 480, least: int = CALLS_PER_CLIENT,
                     log: Callable[[str], None] = lambda line: None,
-                    clients: Sequence[int] = CLIENTS) -> Dict[Tuple[str, str, int], Figure]:
+                    clients: Sequence[int] = CLIENTS) -> Dict[Tuple[str, int], DurableRow]:
     """refmem's str_replace and its durable floor at 1, 4 and 16 clients (`clients`) over both sockets, in one run of
-    `rounds` rounds, the sides taking turns at going first: (socket, side, clients) -> Figure. The server is a
-    throwaway cluster of its own (`TcpCluster`), the same one reached both ways."""
+    `rounds` rounds, the sides taking turns at going first: (socket, clients) -> DurableRow. The server is a
+    throwaway cluster of its own (`TcpCluster`), the same one reached both ways.
+
+    The verdict's ratio is the median over the rounds of each round's ratio (refmem's median latency over its
+    floor's, measured minutes apart at most), not the ratio of medians pooled over the run: on a shared machine the
+    load moves between rounds, and a round where it rose for one side only moves one ratio of several."""
     server = TcpCluster()
     runs: Dict[Tuple[str, str, int], List[List[Phase]]] = {}
+    cpus: Dict[Tuple[str, str, int], List[Cpu]] = {}
     try:
         dsns = server.dsns(f"refmem_durable_{os.getpid()}")
         for round_ in range(rounds):
@@ -809,34 +918,182 @@ def measure_durable(rounds: int = 3, calls: int = 480, least: int = CALLS_PER_CL
                     for side in sides:
                         began = time.perf_counter()
                         label = f"r{round_}n{count}{socket_name}"
-                        runs.setdefault((socket_name, side, count), []).append(
-                            run_durable(dsn, side, count, files, label))
+                        used: Dict[str, List[Cpu]] = {}
+                        phases = run_durable(dsn, side, count, files, label, used)
+                        runs.setdefault((socket_name, side, count), []).append(phases)
+                        cpus.setdefault((socket_name, side, count), []).append(
+                            _per_edit(used["str_replace"], sum(len(phase[2]) for phase in phases)))
                         log(f"  round {round_ + 1}: {socket_name} {side} x{count}: {time.perf_counter() - began:.1f} s")
     finally:
         server.stop()
-    return {key: figure(phases) for key, phases in runs.items()}
+    rows: Dict[Tuple[str, int], DurableRow] = {}
+    for socket_name in ("unix", "tcp"):
+        for count in clients:
+            mine_runs, floor_runs = runs[(socket_name, "refmem", count)], runs[(socket_name, "floor", count)]
+            mine_cpu, floor_cpu = cpus[(socket_name, "refmem", count)], cpus[(socket_name, "floor", count)]
+            wall = [figure([m]).median / figure([f]).median for m, f in zip(mine_runs, floor_runs)]
+            client = [m[0] / f[0] for m, f in zip(mine_cpu, floor_cpu)]
+            total = [None if m[1] is None or f[1] is None else (m[0] + m[1]) / (f[0] + f[1])
+                     for m, f in zip(mine_cpu, floor_cpu)]
+            rows[(socket_name, count)] = DurableRow(
+                figure(mine_runs), figure(floor_runs), wall, client, total,
+                (statistics.median(c for c, _ in mine_cpu), _median_or_none([s for _, s in mine_cpu])),
+                (statistics.median(c for c, _ in floor_cpu), _median_or_none([s for _, s in floor_cpu])))
+    return rows
 
 
-def durable_markdown(figures: Dict[Tuple[str, str, int], Figure], rounds: int,
-                     clients: Sequence[int] = CLIENTS) -> str:
+def _spread(values: Sequence[Optional[float]]) -> str:
+    """A ratio's median over the rounds and its range: `1.21x (1.10-1.35)`; "-" where one is unknown."""
+    if not values or any(value is None for value in values):
+        return "-"
+    known = [value for value in values if value is not None]
+    return f"{statistics.median(known):.2f}x ({min(known):.2f}-{max(known):.2f})"
+
+
+def _micro(value: Optional[float]) -> str:
+    return "-" if value is None else f"{value * 1e6:.0f} µs"
+
+
+def durable_markdown(rows: Dict[Tuple[str, int], DurableRow], rounds: int, clients: Sequence[int] = CLIENTS) -> str:
     head = ["socket", "clients", "refmem median", "refmem p95", "refmem cmd/s", "floor median", "floor p95",
-            "floor cmd/s", "median ÷ floor", f"<= {DURABLE_TARGET:g}x", "error results"]
+            "floor cmd/s", "median ÷ floor (rounds' median, range)", f"<= {DURABLE_TARGET:g}x",
+            "client CPU/edit refmem / floor", "client CPU ÷ floor", "server CPU/edit refmem / floor",
+            "client+server CPU ÷ floor", "error results"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for socket_name in ("unix", "tcp"):
         for count in clients:
-            mine, floor = figures[(socket_name, "refmem", count)], figures[(socket_name, "floor", count)]
-            ratio = mine.median / floor.median
+            row = rows[(socket_name, count)]
+            mine, floor = row.mine, row.floor
             lines.append("| " + " | ".join([
                 socket_name, str(count), seconds(mine.median), seconds(mine.p95), rate(mine.throughput),
-                seconds(floor.median), seconds(floor.p95), rate(floor.throughput), f"{ratio:.2f}x",
-                verdict(ratio <= DURABLE_TARGET), str(mine.errors + floor.errors)]) + " |")
-    lines.append(f"\n{rounds} rounds, the sides taking turns at going first; {os.cpu_count()} CPUs, load average "
+                seconds(floor.median), seconds(floor.p95), rate(floor.throughput), _spread(row.wall),
+                verdict(row.ratio <= DURABLE_TARGET),
+                f"{_micro(row.mine_cpu[0])} / {_micro(row.floor_cpu[0])}", _spread(row.client),
+                f"{_micro(row.mine_cpu[1])} / {_micro(row.floor_cpu[1])}", _spread(row.total),
+                str(mine.errors + floor.errors)]) + " |")
+    lines.append(f"\n{rounds} rounds, the sides taking turns at going first; each ratio is the median of the rounds' "
+                 "ratios (each round's refmem against the floor run next to it), with their range; CPU per edit: "
+                 "all clients' processes (`time.process_time`) and their server backends' (/proc/PID/schedstat) "
+                 f"over the phase, divided by its edits, the rounds' median; {os.cpu_count()} CPUs, load average "
                  f"{loadavg()} after.")
     return "\n".join(lines)
 
 
-if __name__ == "__main__":  # python -m bench.stores [ROUNDS]: the durable floor's tables
-    chosen_rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+class Split(NamedTuple):
+    """One side's CPU per edit in `measure_split`, the blocks' medians (seconds): the wall time, the client's CPU,
+    the part of it spent in the driver (psycopg's cursor `execute` and `fetchone`, and refmem's statements sent
+    straight through libpq: D-STORE-PG-CONTROL), and the server backend's CPU."""
+
+    wall: float
+    client: float
+    driver: float
+    server: Optional[float]
+
+
+def measure_split(edits: int = 1000, blocks: int = 6, socket_name: str = "unix") -> Dict[str, Any]:
+    """Where one edit's CPU goes, both sides in one process, one client each (`python -m bench.stores split`):
+    `blocks` blocks of `edits // blocks` edits a side, taking turns at going first (an untimed block first), on fresh
+    files. Returns {"refmem": Split, "floor": Split, "ratios": {name: per-block ratios of refmem to the floor}}.
+    A single process, so the CPU figures do not include the cost of many processes on 2 cores; the driver's part
+    is timed around each call (a timer's cost, about 1 µs a call, is in it)."""
+    import psycopg
+
+    from refmem.stores.postgres import PostgresEngine
+
+    per_block = max(1, edits // blocks)
+    driver = [0.0]
+
+    def timed(function: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            began = time.process_time()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                driver[0] += time.process_time() - began
+        return call
+
+    patched = {(psycopg.Cursor, "execute"): psycopg.Cursor.execute,
+               (psycopg.Cursor, "fetchone"): psycopg.Cursor.fetchone,
+               (PostgresEngine, "_control"): PostgresEngine._control}
+    server = TcpCluster()
+    try:
+        dsn = server.dsns(f"refmem_split_{os.getpid()}")[socket_name]
+        prepare_durable(dsn)
+        sides: Dict[str, Client] = {"refmem": EditClient("postgresql", dsn, "split-refmem"),
+                                    "floor": DurableFloor(dsn, "split-floor")}
+        for client in sides.values():
+            client.setup(per_block * (blocks + 1))
+        for (owner, name), function in patched.items():
+            setattr(owner, name, timed(function))
+        done = {name: 0 for name in sides}
+        found: Dict[str, List[Tuple[float, float, float, Optional[float]]]] = {name: [] for name in sides}
+        for block in range(blocks + 1):
+            for name in (("refmem", "floor") if block % 2 else ("floor", "refmem")):
+                client = sides[name]
+                requests = [tool_input("str_replace", done[name] + i) for i in range(per_block)]
+                done[name] += per_block
+                pid = client.backend_pid()
+                driver[0] = 0.0
+                server_before, cpu_before, wall_before = backend_cpu(pid), time.process_time(), time.perf_counter()
+                for request in requests:
+                    if is_error(client.execute(request)):
+                        raise RuntimeError(f"{name}'s edit failed")
+                wall, cpu = time.perf_counter() - wall_before, time.process_time() - cpu_before
+                server_after = backend_cpu(pid)
+                used = None if server_before is None or server_after is None else server_after - server_before
+                if block:  # the first block warms both sides up
+                    found[name].append((wall / per_block, cpu / per_block, driver[0] / per_block,
+                                        None if used is None else used / per_block))
+        for client in sides.values():
+            client.close()
+    finally:
+        for (owner, name), function in patched.items():
+            setattr(owner, name, function)
+        server.stop()
+    result: Dict[str, Any] = {}
+    for name, rows in found.items():
+        columns = list(zip(*rows))
+        result[name] = Split(*(statistics.median(column) for column in columns[:3]), _median_or_none(columns[3]))
+    mine, floor = found["refmem"], found["floor"]
+    result["ratios"] = {
+        "wall": [m[0] / f[0] for m, f in zip(mine, floor)],
+        "client": [m[1] / f[1] for m, f in zip(mine, floor)],
+        "driver": [m[2] / f[2] for m, f in zip(mine, floor)],
+        "client+server": [None if m[3] is None or f[3] is None else (m[1] + m[3]) / (f[1] + f[3])
+                          for m, f in zip(mine, floor)],
+    }
+    return result
+
+
+def split_markdown(found: Dict[str, Any], edits: int, blocks: int, socket_name: str) -> str:
+    head = ["per edit", "refmem", "floor", "refmem ÷ floor (blocks' median, range)"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    mine, floor, ratios = found["refmem"], found["floor"], found["ratios"]
+    own = [("wall", mine.wall, floor.wall, ratios["wall"]),
+           ("client CPU", mine.client, floor.client, ratios["client"]),
+           ("of it, the driver (psycopg, libpq)", mine.driver, floor.driver, ratios["driver"]),
+           ("of it, the rest (refmem's Python; the floor's few lines)", mine.client - mine.driver,
+            floor.client - floor.driver, None),
+           ("server backend CPU", mine.server, floor.server, None),
+           ("client + server CPU", None if mine.server is None else mine.client + mine.server,
+            None if floor.server is None else floor.client + floor.server, ratios["client+server"])]
+    for label, left, right, spread in own:
+        lines.append(f"| {label} | {_micro(left)} | {_micro(right)} | {'' if spread is None else _spread(spread)} |")
+    lines.append(f"\nOne process, one client a side over the {socket_name} socket, {blocks} blocks of "
+                 f"{edits // blocks} edits a side taking turns (and one untimed before); load average {loadavg()} "
+                 "after.")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["split"]:  # python -m bench.stores split [EDITS [BLOCKS]]
+    chosen_edits = int(sys.argv[2]) if len(sys.argv) > 2 else 1200
+    chosen_blocks = int(sys.argv[3]) if len(sys.argv) > 3 else 6
+    for chosen_socket in ("unix", "tcp"):
+        print(f"## Where one edit's CPU goes, {chosen_socket}\n")
+        print(split_markdown(measure_split(chosen_edits, chosen_blocks, chosen_socket), chosen_edits, chosen_blocks,
+                             chosen_socket) + "\n")
+elif __name__ == "__main__":  # python -m bench.stores [ROUNDS]: the durable floor's tables
+    chosen_rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     measured = measure_durable(chosen_rounds, log=lambda line: print(line, file=sys.stderr))
     print("## PostgreSQL's str_replace against its durable floor, Unix socket and TCP\n")
     print(durable_markdown(measured, chosen_rounds))

@@ -419,6 +419,12 @@ class MessageCountingEngine(PostgresEngine):
         self.texts.append(sql)
         return super()._send(sql, params)
 
+    def _control(self, sql: str) -> None:  # BEGIN, COMMIT, ROLLBACK: straight through libpq, a message each
+        self.messages += 1
+        self.sent.append(sql.split()[0])
+        self.texts.append(sql)
+        super()._control(sql)
+
 
 def message_counting_store(dsn: str) -> Tuple[SqlStore, MessageCountingEngine]:
     engine = MessageCountingEngine(dsn, "")
@@ -453,6 +459,31 @@ def test_an_edit_is_four_round_trips(postgres: Cluster, command: Dict[str, Any])
             assert ";" not in counted.texts[0] and "pg_advisory_xact_lock" in counted.texts[1], counted.texts
     finally:
         store.close()
+
+
+def test_a_control_statement_sent_through_libpq_fails_as_through_the_cursor(postgres: Cluster) -> None:
+    """D-STORE-PG-CONTROL: BEGIN, COMMIT and ROLLBACK go straight through libpq; a server's error there is the
+    psycopg error (its SQLSTATE) the cursor raises, and a connection lost while committing is `commit_unknown`."""
+    from refmem import problems
+    from refmem.stores.postgres import reason_of
+
+    engine = PostgresEngine(fresh_dsn(postgres, "control"), "")
+    try:
+        with pytest.raises(psycopg.Error) as raised:
+            engine._control("SELECT 1 / 0")
+        assert raised.value.sqlstate == "22012" and type(raised.value) is psycopg.errors.DivisionByZero
+        assert reason_of(raised.value, engine.conn) == "os"  # as the cursor's error: by its SQLSTATE
+        engine.begin_write("")  # BEGIN and the tenant's lock
+        with postgres.admin() as admin:
+            admin.execute("SELECT pg_terminate_backend(%s, 5000)", (engine.conn.info.backend_pid,))
+        with pytest.raises(problems.OsFailure) as failed:
+            engine.commit()
+        assert failed.value.code == "commit_unknown"
+        engine.rollback()  # on a broken connection: nothing sent, nothing raised
+        engine.begin_write("")  # the next command opens the connection again
+        engine.commit()
+    finally:
+        engine.close()
 
 
 def test_an_edit_takes_its_tenants_lock_before_it_locks_the_files_row(postgres: Cluster) -> None:
