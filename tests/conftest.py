@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Iterator, List, Optional
 
 import postgres_support
 import pytest
@@ -50,6 +50,17 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         "changed": [],
         "first_seen": {},
     }
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: List[pytest.Item]) -> None:
+    """Under pytest-xdist the long tests (marked `slow`) are handed out first (D-CI-ORDER). `--dist loadgroup` hands
+    each worker one test (or one xdist_group) at a time in collection order, so a long test collected last (the
+    folders are collected alphabetically: tests/reliability and tests/stores hold the kill tests) kept one worker
+    busy alone while the other had nothing left; started first, the thousands of short tests fill in behind them.
+    Both workers sort alike (the controller checks that they collected the same list); one process keeps the files'
+    order."""
+    if _is_worker(config):
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: the order within each part
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -87,6 +87,7 @@ PLANTED = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("target", "cls", "kind", "passing"), PLANTED,
                          ids=[target.split(":")[-1] for target, *_ in PLANTED])
 def test_a_planted_bug_is_caught_in_its_class_and_shrunk(
@@ -111,6 +112,7 @@ def test_a_planted_bug_is_caught_in_its_class_and_shrunk(
     assert f"[{cls}]" in found.detail and "<WORK>" not in json.dumps(found.commands)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target", ["python:docfaithful_backend:make", "python:property_backends:make_own_storage",
                                     "python:property_backends:make_with_index"])
 def test_careful_backends_pass_what_the_documented_profile_judges(tmp_path: pathlib.Path, target: str) -> None:
@@ -119,6 +121,7 @@ def test_careful_backends_pass_what_the_documented_profile_judges(tmp_path: path
     assert "4 passed" in result.stdout  # safety, robustness, signalling, documented: no reference under documented
 
 
+@pytest.mark.slow
 def test_the_items_are_collected_only_when_asked_for(tmp_path: pathlib.Path) -> None:
     project = tmp_path / "project"
     without = _pytest(project, "--memory-target", "python:buggy_backends:make_clean", "--memory-no-matrix",
@@ -136,6 +139,11 @@ def test_the_items_are_collected_only_when_asked_for(tmp_path: pathlib.Path) -> 
 DOUBLE_INSERT = "python:property_backends:make_double_insert"
 
 
+ONE_SEARCH = pytest.mark.xdist_group("properties-double-insert")
+"""The tests of the search below, kept on one worker under `-n 2 --dist loadgroup` (D-CI-ORDER): split over two, each
+worker made the module's search (12 s of CPU) itself."""
+
+
 @pytest.fixture(scope="module")
 def double_insert(tmp_path_factory: pytest.TempPathFactory) -> SearchResult:
     """The documented class searched on the backend that inserts twice (the plugin's default budget)."""
@@ -143,6 +151,8 @@ def double_insert(tmp_path_factory: pytest.TempPathFactory) -> SearchResult:
                      workdir=pathlib.Path(WORKDIR[1]) if WORKDIR else None)
 
 
+@pytest.mark.slow
+@ONE_SEARCH
 def test_the_same_seed_gives_the_same_shrunk_sequence(double_insert: SearchResult, tmp_path: pathlib.Path) -> None:
     again = run_class(DOUBLE_INSERT, "documented", examples=int(BUDGET), findings=tmp_path,
                       workdir=pathlib.Path(WORKDIR[1]) if WORKDIR else None)
@@ -158,6 +168,7 @@ def _cli(*argv: str) -> Tuple[int, str, str]:
     return status, out.getvalue(), err.getvalue()
 
 
+@ONE_SEARCH
 def test_the_printed_replay_reproduces_it(double_insert: SearchResult) -> None:
     assert double_insert.finding_file is not None
     replayed, out, err = _cli("--replay", str(double_insert.finding_file), "--target", DOUBLE_INSERT)
@@ -167,6 +178,7 @@ def test_the_printed_replay_reproduces_it(double_insert: SearchResult) -> None:
     assert on_reference == 0 and "verdict: PASS (exit 0)" in out, out + err
 
 
+@ONE_SEARCH
 def test_a_finding_becomes_a_case_that_fails_the_backend(double_insert: SearchResult, tmp_path: pathlib.Path) -> None:
     assert double_insert.finding_file is not None
     cases = tmp_path / "cases"

@@ -50,6 +50,7 @@ def _cost_harness(work: pathlib.Path, target: str, findings: pathlib.Path) -> Ha
     return HARNESSES["sequence"](options, work / "work")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "target, seed, oracle",
     [(QUADRATIC, 6, "cost:time:view"), (PREFIX_REFERENCE, 2, "cost:time:str_replace")],
@@ -96,6 +97,7 @@ def test_the_cost_oracle_finds_planted_quadratic_work(tmp_path: pathlib.Path, sc
     assert not [v for v in on_reference.violations if v.family == "cost"]
 
 
+@pytest.mark.slow
 def test_a_stalled_machine_does_not_confirm_a_cost_finding(
     tmp_path: pathlib.Path, scratch: pathlib.Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -208,6 +208,7 @@ def _passed(report: Dict[str, Any]) -> int:
     return sum(1 for case in report["cases"] if case["status"] == "pass")
 
 
+@pytest.mark.slow
 def test_the_suite_passes_refmem_through_mcp_on_the_filesystem(root: Path) -> None:
     """The standard profile, a few cases of it (each starts a server): the target, its `{root}` and its reading of
     results, end to end."""

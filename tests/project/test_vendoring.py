@@ -142,6 +142,7 @@ def _policy_cases() -> List[str]:
     return found
 
 
+@pytest.mark.slow
 def test_the_copy_passes_the_conformance_suite(copy_root: pathlib.Path) -> None:
     skipped = _policy_cases()
     assert skipped, "no case asks for a content policy any more: drop the skips"

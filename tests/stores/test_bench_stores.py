@@ -107,11 +107,13 @@ def check(report: stores.Report, chosen: Sequence[str]) -> None:
             assert row["floor's statements"] == floor, row
 
 
+@pytest.mark.slow
 def test_filesystem_and_sqlite_rows(tmp_path: Path) -> None:
     chosen = ("filesystem", "sqlite")
     check(stores.measure(str(tmp_path), calls=2, stores=chosen, rounds=2), chosen)
 
 
+@pytest.mark.slow
 def test_postgresql_rows_beside_the_others(tmp_path: Path) -> None:
     dsn = postgres_support.cluster().dsn()  # skips, saying why, where no cluster can be started
     check(stores.measure(str(tmp_path), calls=2, dsn=dsn, rounds=1), stores.STORES)

@@ -300,6 +300,7 @@ def _tenant_with_versions(opener: Opener, tenant: str, files: int, budget: int) 
     return opener(tenant=tenant, history={"bytes_per_tenant": budget})
 
 
+@pytest.mark.slow
 def test_retention_costs_what_it_trims_not_what_the_tenant_holds(opener: Opener, engine: str) -> None:
     """One write costs the same statements whether its tenant holds 50 or 200 files' versions, and whether the
     byte budget then drops 8 or 32 of the tenant's oldest versions. On SQLite, whose virtual machine's instructions

@@ -10,6 +10,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Dict, List
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from postgres_support import Cluster, import_psycopg
@@ -24,6 +25,7 @@ from refmem.stores.postgres import PostgresStore  # noqa: E402
 _TENANTS = itertools.count()
 
 
+@pytest.mark.slow
 @settings(
     max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )

@@ -59,6 +59,7 @@ def _tenants(location: str) -> List[str]:
     return done.stdout.splitlines()[1:]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("engine", ["sqlite", "postgresql"])
 def test_serve_by_name_writes_what_db_tenants_prune_and_erase_reach(
     engine: str, request: pytest.FixtureRequest, tmp_path: Path

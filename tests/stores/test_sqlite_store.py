@@ -329,6 +329,7 @@ def _churn(where: str, ready: int) -> None:
             os.write(ready, b"1")
 
 
+@pytest.mark.slow
 @needs_fork
 def test_killed_writers_leave_the_database_whole(tmp_path: Path) -> None:
     where = tmp_path / "m.db"
