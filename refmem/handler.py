@@ -314,7 +314,7 @@ class MemoryHandler:
         if self._record_use is not None and not rendered.is_error:
             try:  # bookkeeping never fails a view whose page is made (no `suppress` object: the commonest command)
                 self._record_use(path, opened)
-            except Exception:  # noqa: BLE001, S110
+            except Exception:  # noqa: BLE001, S110  # nosec B110: a failed access record never fails the view
                 pass
         return rendered
 
