@@ -336,27 +336,27 @@ def _features(report: Report) -> FrozenSet[Any]:
     return frozenset(feats)
 
 
-def _over_by(report: Report, oracle: str) -> float:
-    """How many times over its budget the step that broke a cost oracle went; 0 when none broke it."""
+def _broken(report: Report, oracle: str) -> Optional[Dict[str, Any]]:
+    """The cost record of the step that broke `oracle`, or None."""
     step = next((v.step for v in report.violations if v.oracle == oracle), None)
-    record = next((r for r in report.costs if r["step"] == step), None)
-    if step is None or record is None:
-        return 0.0
-    key = _COST_KEYS[oracle.split(":")[1]]
-    limit = float(record["budget"][key] or 0)
-    return float(record["measured"][key] or 0) / limit if limit > 0 else 0.0
+    return next((r for r in report.costs if r["step"] == step), None) if step is not None else None
 
 
 _COST_KEYS = {"time": "seconds", "output": "output_chars", "memory": "memory_bytes"}
 
 
+def _over_by(report: Report, oracle: str) -> float:
+    """How many times over its budget the step that broke a cost oracle went; 0 when none broke it."""
+    record = _broken(report, oracle)
+    key = _COST_KEYS[oracle.split(":")[1]]
+    limit = float(record["budget"][key] or 0) if record is not None else 0.0
+    return float(record["measured"][key] or 0) / limit if record is not None and limit > 0 else 0.0
+
+
 def _step_cost(report: Report, oracle: str) -> float:
     """The measured figure a cost oracle is about, for the step that broke it."""
-    step = next((v.step for v in report.violations if v.oracle == oracle), None)
-    record = next((r for r in report.costs if r["step"] == step), None)
-    if record is None:
-        return 0.0
-    return float(record["measured"][_COST_KEYS[oracle.split(":")[1]]] or 0)
+    record = _broken(report, oracle)
+    return float(record["measured"][_COST_KEYS[oracle.split(":")[1]]] or 0) if record is not None else 0.0
 
 
 MEMORY_HARNESSES: Dict[str, Callable[[Options, pathlib.Path], Harness]] = {
